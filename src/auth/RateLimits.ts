@@ -1,0 +1,69 @@
+/**
+ * Per-second limits (SPEC 7): by plan for keys, by client address for requests without a valid
+ * key. `effect/persistence` RateLimiter with a fixed one-second window, in memory or in Redis
+ * (REDIS_URL) so several nodes share the counts.
+ */
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { RateLimiter } from "effect/persistence"
+import { NodeRedis } from "@effect/platform-node"
+import { AppConfig } from "../config.ts"
+
+export interface LimitState {
+  readonly allowed: boolean
+  readonly limit: number
+  readonly remaining: number
+  /** Unix seconds when the window resets */
+  readonly reset: number
+  /** seconds to wait when refused */
+  readonly retryAfter: number
+}
+
+export class RateLimits extends Context.Service<RateLimits, {
+  readonly hit: (key: string, limit: number) => Effect.Effect<LimitState>
+}>()("anchord/auth/RateLimits") {
+  static readonly layerNoStore = Layer.effect(
+    RateLimits,
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.RateLimiter
+      return RateLimits.of({
+        hit: (key, limit) =>
+          limiter.consume({ algorithm: "fixed-window", onExceeded: "fail", window: "1 second", limit, key }).pipe(
+            Effect.map((r): LimitState => ({
+              allowed: true,
+              limit,
+              remaining: Math.max(0, r.remaining),
+              reset: Math.ceil((Date.now() + Duration.toMillis(r.resetAfter)) / 1000),
+              retryAfter: 0
+            })),
+            Effect.catchTag("RateLimiterError", (error) => {
+              const reason = error.reason
+              if (reason._tag === "RateLimitExceeded") {
+                const wait = Duration.toMillis(reason.retryAfter)
+                return Effect.succeed<LimitState>({
+                  allowed: false,
+                  limit,
+                  remaining: 0,
+                  reset: Math.ceil((Date.now() + wait) / 1000),
+                  retryAfter: Math.max(1, Math.ceil(wait / 1000))
+                })
+              }
+              // A limiter store outage must not take the API down: let the request through.
+              return Effect.logWarning("rate limiter store unavailable", reason._tag).pipe(
+                Effect.as<LimitState>({ allowed: true, limit, remaining: limit, reset: Math.ceil(Date.now() / 1000) + 1, retryAfter: 0 })
+              )
+            })
+          )
+      })
+    })
+  ).pipe(Layer.provide(RateLimiter.layer))
+
+  /** Memory store, or Redis when REDIS_URL is set. */
+  static readonly layer = Layer.unwrap(Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (Option.isNone(config.redisUrl)) return RateLimits.layerNoStore.pipe(Layer.provide(RateLimiter.layerStoreMemory))
+    return RateLimits.layerNoStore.pipe(
+      Layer.provide(RateLimiter.layerStoreRedis({ prefix: "anchord:rl:" })),
+      Layer.provide(NodeRedis.layer({ url: Redacted.value(config.redisUrl.value) }))
+    )
+  }))
+}

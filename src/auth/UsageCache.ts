@@ -1,0 +1,39 @@
+/**
+ * This month's usage per account for the X-Quota-* headers, read from PostgreSQL at most once a
+ * second per account. Enforcement does not use it: the ingest transaction checks the quota itself.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { monthStart } from "./plans.ts"
+
+export class UsageCache extends Context.Service<UsageCache, {
+  readonly get: (accountId: string) => Effect.Effect<number>
+  readonly observe: (accountId: string, used: number) => void
+}>()("anchord/auth/UsageCache") {
+  static readonly layer = Layer.effect(
+    UsageCache,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const cache = new Map<string, { used: number; month: string; at: number }>()
+      return UsageCache.of({
+        get: (accountId) => {
+          const month = monthStart(new Date())
+          const hit = cache.get(accountId)
+          if (hit && hit.month === month && Date.now() - hit.at < 1000) return Effect.succeed(hit.used)
+          return sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+            Effect.map((rows) => {
+              const used = rows.length === 0 ? 0 : Number(rows[0].used)
+              cache.set(accountId, { used, month, at: Date.now() })
+              return used
+            }),
+            Effect.orDie
+          )
+        },
+        observe: (accountId, used) => {
+          const hit = cache.get(accountId)
+          if (!hit || used > hit.used) cache.set(accountId, { used, month: monthStart(new Date()), at: hit?.at ?? Date.now() })
+        }
+      })
+    })
+  )
+}

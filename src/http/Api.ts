@@ -1,0 +1,14 @@
+/** The whole HTTP API definition: imported by the server and by the typed client alike. */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { RecordsApi } from "../records/api.ts"
+import { SystemApi } from "./SystemApi.ts"
+
+export class Api extends HttpApi.make("anchord")
+  .add(RecordsApi)
+  .add(SystemApi)
+  .annotateMerge(OpenApi.annotations({
+    title: "anchord",
+    version: "1",
+    description: "Record anchoring node: JSON records hashed with RFC 8785 JCS + SHA-256, anchored on EVM and Fabric."
+  }))
+{}

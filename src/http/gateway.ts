@@ -1,0 +1,239 @@
+/**
+ * The gateway: one global middleware every request passes through, before the API handlers.
+ *
+ *  1. unknown route → 404 NOT_FOUND, known path with another method → 405 METHOD_NOT_ALLOWED;
+ *  2. authentication of the bearer key (401s) and the per-second limits (429), by key or by address;
+ *  3. request bodies: 415 unless JSON, 413 past the limit, strict JSON parsing (400);
+ *  4. whatever escapes the handlers: schema failures → 400, database outage → 503, defects → 500
+ *     without internals;
+ *  5. the X-RateLimit-* / X-Quota-* headers on every /v1 response, errors included.
+ */
+import { Cause, Effect, Option } from "effect"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse, HttpIncomingMessage } from "effect/http"
+import { HttpApi, HttpApiError } from "effect/http-api"
+import { SqlError } from "effect/sql"
+import * as ByteSize from "effect/ByteSize"
+import { Accounts, type Principal } from "../auth/Accounts.ts"
+import { RateLimits, type LimitState } from "../auth/RateLimits.ts"
+import { UsageCache } from "../auth/UsageCache.ts"
+import { nextMonthStart } from "../auth/plans.ts"
+import { AppConfig } from "../config.ts"
+import { parseStrictJson, StrictJsonError } from "../records/canonical/strictJson.ts"
+import { Api } from "./Api.ts"
+import { type ErrorCode, errorBody } from "./errors.ts"
+import { stateOf } from "./requestState.ts"
+
+interface RouteEntry {
+  readonly pattern: RegExp
+  readonly methods: Set<string>
+}
+
+const PUBLIC_PATHS = new Set(["/v1/health", "/v1/openapi.json"])
+
+/** Route patterns of the API definition (plus the generated OpenAPI document). */
+const routeTable = (): ReadonlyArray<RouteEntry> => {
+  const byPath = new Map<string, RouteEntry>()
+  const add = (path: string, method: string) => {
+    let entry = byPath.get(path)
+    if (!entry) {
+      const source = path.split("/").map((seg) => seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")
+      entry = { pattern: new RegExp(`^${source}/?$`), methods: new Set() }
+      byPath.set(path, entry)
+    }
+    entry.methods.add(method)
+  }
+  HttpApi.reflect(Api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method)
+  })
+  add("/v1/openapi.json", "GET")
+  // Literal paths first, so /v1/anchor/hash never matches a parameter route.
+  return [...byPath.entries()].sort(([a], [b]) => Number(a.includes(":")) - Number(b.includes(":"))).map(([, e]) => e)
+}
+
+export const jsonError = (status: number, code: ErrorCode, message: string, headers?: Record<string, string>) =>
+  HttpServerResponse.jsonUnsafe(errorBody(code, message), { status, headers })
+
+const describeAuthFailure = (reason: string): [ErrorCode, string] => {
+  switch (reason) {
+    case "missing":
+      return ["MISSING_API_KEY", "Missing API key: send Authorization: Bearer <API_KEY>"]
+    case "malformed":
+      return ["INVALID_API_KEY", "Invalid API key: expected dcp_live_ or dcp_test_ followed by 32 letters and digits"]
+    case "unknown":
+      return ["INVALID_API_KEY", "Invalid API key: no such key"]
+    case "revoked":
+      return ["EXPIRED_API_KEY", "API key has been revoked"]
+    case "expired":
+      return ["EXPIRED_API_KEY", "API key has expired"]
+    default:
+      return ["INVALID_API_KEY", "Invalid API key: its account is not active"]
+  }
+}
+
+const bearerToken = (header: string | undefined): string | undefined => {
+  if (header === undefined) return undefined
+  const match = /^\s*Bearer\s+(.*?)\s*$/i.exec(header)
+  return match ? match[1] : header.trim() === "" ? undefined : "\u0000invalid"
+}
+
+const isConnectionFailure = (error: unknown): boolean =>
+  SqlError.isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "UnknownError" && /connect|ECONNREFUSED|terminat/i.test(String(error.message)))
+
+export const GatewayLayer = HttpRouter.middleware(
+  Effect.gen(function*() {
+    const accounts = yield* Accounts
+    const limits = yield* RateLimits
+    const usage = yield* UsageCache
+    const config = yield* AppConfig
+    const routes = routeTable()
+    const maxBody = ByteSize.bytes(config.maxBodyBytes)
+
+    const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => {
+      if (config.trustProxy) {
+        const forwarded = request.headers["x-forwarded-for"]
+        if (forwarded) return forwarded.split(",")[0].trim()
+      }
+      return Option.getOrElse(request.remoteAddress, () => "unknown")
+    }
+
+    const quotaHeaders = (principal: Principal) =>
+      Effect.map(usage.get(principal.accountId), (used): Record<string, string> => {
+        const reset = String(Math.floor(nextMonthStart(new Date()).getTime() / 1000))
+        return principal.monthlyQuota === null
+          ? { "x-quota-limit": "unlimited", "x-quota-remaining": "unlimited", "x-quota-reset": reset }
+          : {
+            "x-quota-limit": String(principal.monthlyQuota),
+            "x-quota-remaining": String(Math.max(0, principal.monthlyQuota - used)),
+            "x-quota-reset": reset
+          }
+      })
+
+    const rateHeaders = (s: LimitState): Record<string, string> => ({
+      "x-ratelimit-limit": String(s.limit),
+      "x-ratelimit-remaining": String(s.remaining),
+      "x-ratelimit-reset": String(s.reset)
+    })
+
+    const rateLimited = (s: LimitState, extra: Record<string, string> = {}) =>
+      jsonError(429, "RATE_LIMIT_EXCEEDED", `Rate limit exceeded: ${s.limit} requests per second`, {
+        ...rateHeaders(s),
+        ...extra,
+        "retry-after": String(s.retryAfter)
+      })
+
+    /** Reads and strictly parses a JSON body; a response when it is refused. */
+    const readBody = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const contentType = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase()
+        if (contentType !== "application/json") {
+          return jsonError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
+        }
+        const declared = Number(request.headers["content-length"] ?? "0")
+        if (declared > config.maxBodyBytes) {
+          return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
+        }
+        const text = yield* request.text.pipe(
+          Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBody),
+          Effect.map((t) => ({ ok: true as const, t })),
+          Effect.catch(() => Effect.succeed({ ok: false as const, t: "" }))
+        )
+        if (!text.ok || Buffer.byteLength(text.t) > config.maxBodyBytes) {
+          return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
+        }
+        if (text.t.trim() === "") return jsonError(400, "INVALID_JSON", "Request body is empty: send a JSON object")
+        try {
+          const state = stateOf(request)
+          state.body = parseStrictJson(text.t)
+          state.bodyText = text.t
+          return undefined
+        } catch (error) {
+          if (error instanceof StrictJsonError) {
+            return error.reason === "syntax"
+              ? jsonError(400, "INVALID_JSON", `Request body is not valid JSON: ${error.message}`)
+              : jsonError(400, "VALIDATION_ERROR", `Request body rejected: ${error.message}`)
+          }
+          throw error
+        }
+      })
+
+    const handleFailure = (cause: Cause.Cause<unknown>) =>
+      Effect.gen(function*() {
+        const failure = cause.reasons.find(Cause.isFailReason)?.error
+        const defect = cause.reasons.find(Cause.isDieReason)?.defect
+        const error = failure ?? defect
+        if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound") {
+          return jsonError(404, "NOT_FOUND", "No such route")
+        }
+        if (HttpApiError.HttpApiSchemaError.is(error)) {
+          return jsonError(400, "VALIDATION_ERROR", `Invalid request ${error.kind.toLowerCase()}: ${error.message}`)
+        }
+        if (isConnectionFailure(error)) {
+          yield* Effect.logError("database unavailable", cause)
+          return jsonError(503, "SERVICE_UNAVAILABLE", "The database is unavailable; retry later", { "retry-after": "5" })
+        }
+        if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
+        yield* Effect.logError("request failed", cause)
+        return jsonError(500, "INTERNAL_ERROR", "Internal error")
+      })
+
+    return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const path = request.url.split("?")[0]
+        if (!path.startsWith("/v1/") && path !== "/v1") return yield* app
+        const route = routes.find((r) => r.pattern.test(path))
+        const method = request.method === "HEAD" ? "GET" : request.method
+
+        let headers: Record<string, string> = {}
+        const finish = (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.setHeaders(response, headers)
+
+        // Requests that cannot be tied to a valid key are limited by address.
+        const byAddress = Effect.gen(function*() {
+          const state = yield* limits.hit(`ip:${clientAddress(request)}`, config.anonymousRatePerSecond)
+          headers = rateHeaders(state)
+          return state
+        })
+
+        if (route === undefined || !route.methods.has(method)) {
+          const state = yield* byAddress
+          if (!state.allowed) return rateLimited(state)
+          if (route === undefined) return finish(jsonError(404, "NOT_FOUND", `No route ${request.method} ${path}`))
+          return finish(jsonError(405, "METHOD_NOT_ALLOWED", `Method ${request.method} is not allowed on ${path}`, {
+            allow: [...route.methods].join(", ")
+          }))
+        }
+
+        if (PUBLIC_PATHS.has(path)) {
+          const state = yield* byAddress
+          if (!state.allowed) return rateLimited(state)
+        } else {
+          const token = bearerToken(request.headers["authorization"])
+          const auth = yield* accounts.authenticate(token)
+          if (auth._tag === "Rejected") {
+            const state = yield* byAddress
+            if (!state.allowed) return rateLimited(state)
+            const [code, message] = describeAuthFailure(auth.reason)
+            return finish(jsonError(401, code, message))
+          }
+          const principal = auth.principal
+          const state = yield* limits.hit(`key:${principal.accountId}`, principal.perSecond)
+          headers = { ...rateHeaders(state), ...(yield* quotaHeaders(principal)) }
+          if (!state.allowed) return rateLimited(state, headers)
+          stateOf(request).principal = principal
+        }
+
+        if (method === "POST" || method === "PUT" || method === "PATCH") {
+          const refused = yield* readBody(request)
+          if (refused !== undefined) return finish(refused)
+        }
+
+        const response = yield* app.pipe(Effect.catchCause(handleFailure))
+        // Handlers may change usage (ingest): re-read the quota headers they report.
+        const principal = stateOf(request).principal
+        if (principal !== undefined && request.method === "POST") headers = { ...headers, ...(yield* quotaHeaders(principal)) }
+        return finish(response)
+      }).pipe(Effect.catchCause(handleFailure))
+  }),
+  { global: true }
+)

@@ -1,0 +1,26 @@
+/** The HTTP server: the API handlers behind the gateway, on a real socket. */
+import * as Http from "node:http"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { NodeHttpServer } from "@effect/platform-node"
+import { ApiKeyAuthLayer } from "../auth/http.ts"
+import { AppConfig } from "../config.ts"
+import { RecordsHttpLayer } from "../records/http.ts"
+import { Api } from "./Api.ts"
+import { GatewayLayer } from "./gateway.ts"
+import { SystemHttpLayer } from "./SystemHttp.ts"
+
+/** Routes + middleware, without a server (tests may serve it on their own socket). */
+export const HttpAppLayer = HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(
+  Layer.provide([RecordsHttpLayer, SystemHttpLayer]),
+  Layer.provide(ApiKeyAuthLayer),
+  Layer.provideMerge(GatewayLayer)
+)
+
+export const HttpServerLayer = HttpRouter.serve(HttpAppLayer, { disableLogger: true, disableListenLog: true }).pipe(
+  Layer.provide(Layer.unwrap(Effect.gen(function*() {
+    const config = yield* AppConfig
+    return NodeHttpServer.layer(() => Http.createServer({ keepAliveTimeout: 65_000 }), { port: config.port, host: config.host })
+  })))
+)

@@ -1,0 +1,166 @@
+/**
+ * Turns validated submissions into records: canonical JSON + hash, encryption, package mode,
+ * network choice, webhook URL policy; then commits them through the group-commit writer.
+ */
+import * as Crypto from "node:crypto"
+import { Context, Effect, Exit, Layer, Schema, SchemaIssue } from "effect"
+import type { Principal } from "../auth/Accounts.ts"
+import { UsageCache } from "../auth/UsageCache.ts"
+import { Networks } from "../batching/Networks.ts"
+import { badRequest, type BadRequest, TooManyRequests, Conflict, errorBody } from "../http/errors.ts"
+import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
+import { canonicalize } from "./canonical/jcs.ts"
+import { isValidEncryptionKey, seal } from "./encryption.ts"
+import { newRecordId } from "./ids.ts"
+import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
+import type { AnchorBody, EncryptedAnchorBody, HashAnchorBody } from "./schemas.ts"
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** Decodes a strictly parsed body; unknown fields and wrong types → 400 VALIDATION_ERROR naming the field. */
+export const decodeBody = <S extends Schema.Top & { readonly DecodingServices: never }>(
+  schema: S,
+  value: unknown,
+  where = ""
+): Effect.Effect<S["Type"], BadRequest> => {
+  const exit = Schema.decodeUnknownExit(schema as never, { onExcessProperty: "error", errors: "all" })(value) as Exit.Exit<S["Type"], Schema.SchemaError>
+  if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+  const error = exit.cause.reasons.find((r) => r._tag === "Fail")
+  const issues = error && "error" in error ? formatter((error.error as Schema.SchemaError).issue).issues : []
+  const message = issues.length === 0
+    ? "Request body does not match the schema"
+    : issues.slice(0, 5).map((i: { readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }) => {
+      const path = (i.path ?? []).map((p: PropertyKey | { readonly key: PropertyKey }) => typeof p === "object" ? String(p.key) : String(p)).join(".")
+      const at = where + path
+      return at === "" ? i.message : `${at}: ${i.message}`
+    }).join("; ")
+  return Effect.fail(badRequest("VALIDATION_ERROR", message))
+}
+
+export const sha256Hex = (text: string) => Crypto.createHash("sha256").update(text, "utf8").digest("hex")
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v)
+
+type Kind =
+  | { readonly _tag: "data"; readonly body: AnchorBody }
+  | { readonly _tag: "encrypted"; readonly body: EncryptedAnchorBody }
+  | { readonly _tag: "hash"; readonly body: HashAnchorBody }
+
+export class Ingest extends Context.Service<Ingest, {
+  /** Validates one submission and builds its row (nothing is written). */
+  readonly prepare: (principal: Principal, kind: Kind, where?: string) => Effect.Effect<NewRecord, BadRequest>
+  /** Commits rows (group commit); 429 QUOTA_EXCEEDED when the month's quota would be passed. */
+  readonly commit: (principal: Principal, rows: ReadonlyArray<NewRecord>, idempotency?: {
+    readonly key: string
+    readonly requestHash: string
+    readonly status: number
+    readonly body: string
+  }) => Effect.Effect<"committed" | "idempotency-key-taken", TooManyRequests | Conflict>
+}>()("anchord/records/Ingest") {
+  static readonly layer = Layer.effect(
+    Ingest,
+    Effect.gen(function*() {
+      const writer = yield* IngestWriter
+      const networks = yield* Networks
+      const usage = yield* UsageCache
+      return Ingest.of({
+        prepare: (principal, kind, where = "") =>
+          Effect.gen(function*() {
+            const body = kind.body
+            if ("data" in body && !isPlainObject(body.data)) {
+              return yield* Effect.fail(badRequest("VALIDATION_ERROR", `${where}data: must be a JSON object`))
+            }
+            if (body.metadata !== undefined && !isPlainObject(body.metadata)) {
+              return yield* Effect.fail(badRequest("VALIDATION_ERROR", `${where}metadata: must be a JSON object`))
+            }
+            if (body.webhookUrl !== undefined) {
+              const verdict = yield* Effect.promise(() => checkWebhookUrl(body.webhookUrl!, principal.environment))
+              if (!verdict.ok) return yield* Effect.fail(badRequest("INVALID_WEBHOOK_URL", `${where}${verdict.reason}`))
+            }
+            const chain = body.chain ?? principal.defaultChain
+            const now = new Date()
+            const base = {
+              id: newRecordId(now.getTime()),
+              accountId: principal.accountId,
+              environment: principal.environment,
+              chainType: chain,
+              networkId: networks.choose(principal.environment, chain).networkId,
+              metadata: JSON.stringify(body.metadata ?? {}),
+              webhookUrl: body.webhookUrl ?? null,
+              createdAt: now,
+              updatedAt: now,
+              ciphertext: null,
+              nonce: null,
+              authTag: null
+            }
+            switch (kind._tag) {
+              case "hash":
+                return {
+                  ...base,
+                  hash: kind.body.hash.toLowerCase(),
+                  packageMode: "SEPARATED",
+                  source: "hash",
+                  dataJcs: null
+                } satisfies NewRecord
+              case "data": {
+                const jcs = canonicalize(kind.body.data)
+                const packageMode = kind.body.packageMode ?? "MANAGED"
+                return {
+                  ...base,
+                  hash: sha256Hex(jcs),
+                  packageMode,
+                  source: "data",
+                  dataJcs: packageMode === "SEPARATED" ? null : jcs
+                } satisfies NewRecord
+              }
+              case "encrypted": {
+                if (!isValidEncryptionKey(kind.body.encryptionKey)) {
+                  return yield* Effect.fail(badRequest(
+                    "INVALID_ENCRYPTION_KEY",
+                    `${where}encryptionKey must be exactly 32 printable ASCII characters`
+                  ))
+                }
+                const jcs = canonicalize(kind.body.data)
+                const packageMode = kind.body.packageMode ?? "MANAGED"
+                const sealed = packageMode === "SEPARATED" ? undefined : seal(kind.body.encryptionKey, jcs)
+                return {
+                  ...base,
+                  hash: sha256Hex(jcs),
+                  packageMode,
+                  source: "encrypted",
+                  dataJcs: null,
+                  ciphertext: sealed?.ciphertext ?? null,
+                  nonce: sealed?.nonce ?? null,
+                  authTag: sealed?.tag ?? null
+                } satisfies NewRecord
+              }
+            }
+          }),
+        commit: (principal, rows, idempotency) =>
+          Effect.gen(function*() {
+            const outcome = yield* writer.submit({
+              accountId: principal.accountId,
+              environment: principal.environment,
+              monthlyQuota: principal.monthlyQuota,
+              rows,
+              idempotency
+            })
+            switch (outcome._tag) {
+              case "Committed":
+                usage.observe(principal.accountId, outcome.usedAfter)
+                return "committed" as const
+              case "IdempotencyKeyTaken":
+                return "idempotency-key-taken" as const
+              case "QuotaExceeded":
+                return yield* Effect.fail(new TooManyRequests(errorBody(
+                  "QUOTA_EXCEEDED",
+                  `Monthly quota exceeded: ${outcome.used} of ${principal.monthlyQuota} records used this month` +
+                    (rows.length > 1 ? ` (this request has ${rows.length})` : "")
+                )))
+            }
+          })
+      })
+    })
+  )
+}

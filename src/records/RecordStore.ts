@@ -1,0 +1,130 @@
+/** Reads and owner-side changes of records. Each change writes its outbox event in the same transaction. */
+import * as Crypto from "node:crypto"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Environment } from "../auth/apiKeys.ts"
+import type { RecordRow } from "./model.ts"
+
+export interface Owner {
+  readonly accountId: string
+  readonly environment: Environment
+}
+
+export type Lookup =
+  | { readonly _tag: "Found"; readonly row: RecordRow }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "Deleted"; readonly row: RecordRow }
+
+const newEventId = () => `evt_${Crypto.randomBytes(12).toString("hex")}`
+
+export class RecordStore extends Context.Service<RecordStore, {
+  readonly get: (owner: Owner, id: string, includeDeleted: boolean) => Effect.Effect<Lookup>
+  readonly list: (owner: Owner, options: {
+    readonly limit: number
+    readonly before?: string | undefined
+    readonly status?: string | undefined
+    readonly includeDeleted: boolean
+  }) => Effect.Effect<ReadonlyArray<RecordRow>>
+  readonly byHash: (owner: Owner, hash: string) => Effect.Effect<ReadonlyArray<RecordRow>>
+  readonly update: (owner: Owner, id: string, changes: {
+    readonly metadata?: Record<string, unknown> | undefined
+    readonly webhookUrl?: string | null | undefined
+  }) => Effect.Effect<Lookup>
+  readonly remove: (owner: Owner, id: string, mode: "soft" | "hard") => Effect.Effect<Lookup>
+  readonly usage: (accountId: string, month: string) => Effect.Effect<number>
+  /** A stored Idempotency-Key response younger than 24 h. */
+  readonly idempotent: (accountId: string, environment: Environment, key: string) => Effect.Effect<
+    { readonly requestHash: string; readonly status: number; readonly body: string } | undefined
+  >
+}>()("anchord/records/RecordStore") {
+  static readonly layer = Layer.effect(
+    RecordStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const fetch = (owner: Owner, id: string, lock: boolean) =>
+        sql<RecordRow>`
+          SELECT * FROM records WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
+          ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.map((rows) => rows[0]))
+
+      const classify = (row: RecordRow | undefined, includeDeleted: boolean): Lookup =>
+        row === undefined
+          ? { _tag: "NotFound" }
+          : row.deletedAt !== null && !(includeDeleted && !row.hardDeleted)
+          ? { _tag: "Deleted", row }
+          : { _tag: "Found", row }
+
+      const event = (owner: Owner, row: RecordRow, kind: string, payload: Record<string, unknown>) =>
+        sql`
+          INSERT INTO events (event_id, account_id, record_id, kind, payload)
+          VALUES (${newEventId()}, ${owner.accountId}, ${row.id}, ${kind}, ${JSON.stringify(payload)})`
+
+      return RecordStore.of({
+        get: (owner, id, includeDeleted) =>
+          fetch(owner, id, false).pipe(Effect.map((row) => classify(row, includeDeleted)), Effect.orDie),
+        list: (owner, options) =>
+          sql<RecordRow>`
+            SELECT * FROM records
+            WHERE account_id = ${owner.accountId} AND environment = ${owner.environment}
+              ${options.before !== undefined ? sql`AND id < ${options.before}` : sql``}
+              ${options.includeDeleted ? sql`AND NOT hard_deleted` : sql`AND deleted_at IS NULL`}
+              ${options.status === "DELETED"
+                ? sql`AND deleted_at IS NOT NULL`
+                : options.status !== undefined
+                ? sql`AND status = ${options.status}`
+                : sql``}
+            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.orDie),
+        byHash: (owner, hash) =>
+          sql<RecordRow>`
+            SELECT * FROM records
+            WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND hash = ${hash}
+              AND deleted_at IS NULL
+            ORDER BY id DESC LIMIT 100`.pipe(Effect.orDie),
+        update: (owner, id, changes) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const found = classify(yield* fetch(owner, id, true), false)
+            if (found._tag !== "Found") return found
+            const metadata = changes.metadata ?? found.row.metadata
+            const webhookUrl = changes.webhookUrl === undefined ? found.row.webhookUrl : changes.webhookUrl
+            const rows = yield* sql<RecordRow>`
+              UPDATE records SET metadata = ${JSON.stringify(metadata)}, webhook_url = ${webhookUrl}, updated_at = now()
+              WHERE id = ${id} RETURNING *`
+            const changed = Object.keys(changes).filter((k) => (changes as Record<string, unknown>)[k] !== undefined)
+            yield* event(owner, rows[0], "record.updated", {
+              recordId: id,
+              hash: found.row.hash,
+              status: found.row.status,
+              changes: Object.fromEntries(changed.map((k) => [k, (changes as Record<string, unknown>)[k]]))
+            })
+            return { _tag: "Found", row: rows[0] } as Lookup
+          })).pipe(Effect.orDie),
+        remove: (owner, id, mode) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const row = yield* fetch(owner, id, true)
+            if (row === undefined) return { _tag: "NotFound" } as Lookup
+            // A soft-deleted record may still be erased for good; an erased one is gone.
+            if (row.hardDeleted || (row.deletedAt !== null && mode === "soft")) return { _tag: "Deleted", row } as Lookup
+            const rows = mode === "soft"
+              ? yield* sql<RecordRow>`
+                  UPDATE records SET deleted_at = now(), updated_at = now() WHERE id = ${id} RETURNING *`
+              : yield* sql<RecordRow>`
+                  UPDATE records SET deleted_at = COALESCE(deleted_at, now()), updated_at = now(), hard_deleted = true,
+                    data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb
+                  WHERE id = ${id} RETURNING *`
+            yield* event(owner, rows[0], "record.deleted", { recordId: id, hash: row.hash, status: row.status, mode })
+            return { _tag: "Found", row: rows[0] } as Lookup
+          })).pipe(Effect.orDie),
+        idempotent: (accountId, environment, key) =>
+          sql<{ requestHash: string; status: number; body: string }>`
+            SELECT request_hash, status, body FROM idempotency_keys
+            WHERE account_id = ${accountId} AND environment = ${environment} AND key = ${key}
+              AND created_at > now() - interval '24 hours'`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+        usage: (accountId, month) =>
+          sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+            Effect.map((rows) => rows.length === 0 ? 0 : Number(rows[0].used)),
+            Effect.orDie
+          )
+      })
+    })
+  )
+}

@@ -1,0 +1,78 @@
+/** Endpoint definitions of the records API (SPEC 3). Handlers live in ./http.ts. */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { ApiKeyAuth } from "../auth/api.ts"
+import { BadRequest, Conflict, Gone, NotFound, TooManyRequests, Unprocessable } from "../http/errors.ts"
+import {
+  AnchorBody, BatchAnchorBody, BatchResult, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
+  ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
+} from "./schemas.ts"
+
+const created = ok(RecordView).annotate({ httpApiStatus: 202 })
+const idempotencyHeaders = { "idempotency-key": Schema.optionalKey(Schema.String) }
+
+export class RecordsApi extends HttpApiGroup.make("records")
+  .add(
+    HttpApiEndpoint.post("anchor", "/anchor", {
+      headers: idempotencyHeaders,
+      payload: AnchorBody,
+      success: created,
+      error: [BadRequest, Conflict, TooManyRequests]
+    }).annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
+    HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", {
+      headers: idempotencyHeaders,
+      payload: EncryptedAnchorBody,
+      success: created,
+      error: [BadRequest, Conflict, TooManyRequests]
+    }).annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
+    HttpApiEndpoint.post("anchorHash", "/anchor/hash", {
+      headers: idempotencyHeaders,
+      payload: HashAnchorBody,
+      success: created,
+      error: [BadRequest, Conflict, TooManyRequests]
+    }).annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
+    HttpApiEndpoint.post("anchorBatch", "/anchor/batch", {
+      headers: idempotencyHeaders,
+      payload: BatchAnchorBody,
+      success: ok(BatchResult).annotate({ httpApiStatus: 202 }),
+      error: [BadRequest, Conflict, TooManyRequests]
+    }).annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
+    HttpApiEndpoint.get("list", "/records", {
+      query: {
+        limit: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
+        cursor: Schema.optionalKey(Schema.String),
+        status: Schema.optionalKey(RecordStatus),
+        includeDeleted: Schema.optionalKey(Schema.Literals(["true", "false"]))
+      },
+      success: ok(RecordList),
+      error: [BadRequest]
+    }).annotate(OpenApi.Description, "Records of this key's environment, newest first, with cursor pagination."),
+    HttpApiEndpoint.get("get", "/records/:recordId", {
+      params: { recordId: RecordId },
+      headers: { "x-encryption-key": Schema.optionalKey(Schema.String) },
+      query: { includeDeleted: Schema.optionalKey(Schema.Literals(["true", "false"])) },
+      success: ok(RecordView),
+      error: [BadRequest, NotFound, Gone]
+    }),
+    HttpApiEndpoint.patch("update", "/records/:recordId", {
+      params: { recordId: RecordId },
+      payload: PatchBody,
+      success: ok(RecordView),
+      error: [BadRequest, NotFound, Gone, Unprocessable]
+    }).annotate(OpenApi.Description, "Update the mutable fields (metadata, webhookUrl); any other field is 422 IMMUTABLE_FIELD."),
+    HttpApiEndpoint.delete("remove", "/records/:recordId", {
+      params: { recordId: RecordId },
+      query: { mode: Schema.optionalKey(Schema.Literals(["soft", "hard"])) },
+      success: ok(DeleteResult),
+      error: [BadRequest, NotFound, Gone]
+    }).annotate(OpenApi.Description, "Soft delete (default) hides the record; hard delete erases data and metadata and keeps a tombstone."),
+    HttpApiEndpoint.get("proofByHash", "/proof/:hash", {
+      params: { hash: Hash64 },
+      success: ok(ProofLookup),
+      error: [BadRequest, NotFound]
+    }),
+    HttpApiEndpoint.get("usage", "/usage", { success: ok(Usage) })
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1")
+{}

@@ -1,0 +1,62 @@
+/** Rows of the `records` table and their API representation (SPEC 4). */
+import type { Environment } from "../auth/apiKeys.ts"
+import type { ChainType, PackageMode, RecordView } from "./schemas.ts"
+
+export interface RecordRow {
+  readonly id: string
+  readonly accountId: string
+  readonly environment: Environment
+  readonly hash: string
+  readonly status: "QUEUED" | "BATCHING" | "ANCHORED" | "FAILED"
+  readonly chainType: ChainType
+  readonly networkId: string
+  readonly packageMode: PackageMode
+  readonly source: "data" | "encrypted" | "hash"
+  readonly dataJcs: string | null
+  readonly ciphertext: Uint8Array | null
+  readonly nonce: Uint8Array | null
+  readonly authTag: Uint8Array | null
+  readonly metadata: Record<string, unknown>
+  readonly webhookUrl: string | null
+  readonly createdAt: Date
+  readonly updatedAt: Date
+  readonly anchoredAt: Date | null
+  readonly deletedAt: Date | null
+  readonly hardDeleted: boolean
+}
+
+export const toView = (row: RecordRow, options?: { readonly plaintext?: string | undefined }): RecordView => {
+  const encrypted = row.source === "encrypted"
+  let data: unknown = null
+  if (row.dataJcs !== null) data = JSON.parse(row.dataJcs)
+  else if (options?.plaintext !== undefined) data = JSON.parse(options.plaintext)
+  const view: Mutable<RecordView> = {
+    recordId: row.id,
+    hash: row.hash,
+    status: row.deletedAt !== null ? "DELETED" : row.status,
+    environment: row.environment,
+    chainType: row.chainType,
+    networkId: row.networkId,
+    packageMode: row.packageMode,
+    metadata: row.metadata,
+    webhookUrl: row.webhookUrl,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+    anchoredAt: row.anchoredAt?.toISOString() ?? null,
+    deletedAt: row.deletedAt?.toISOString() ?? null,
+    data,
+    encrypted,
+    anchors: []
+  }
+  if (encrypted && data === null && row.ciphertext !== null && row.nonce !== null && row.authTag !== null) {
+    view.encryptedData = {
+      algorithm: "AES-256-GCM",
+      ciphertext: Buffer.from(row.ciphertext).toString("base64"),
+      nonce: Buffer.from(row.nonce).toString("base64"),
+      tag: Buffer.from(row.authTag).toString("base64")
+    }
+  }
+  return view
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }

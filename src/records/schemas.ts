@@ -1,0 +1,150 @@
+/** Wire schemas of the records API (SPEC 3, 4). Shared by the server and the typed client. */
+import { Schema } from "effect"
+
+export const ChainType = Schema.Literals(["evm", "fabric", "hybrid"])
+export type ChainType = typeof ChainType.Type
+export const PackageMode = Schema.Literals(["SEPARATED", "IN_PLACE", "MANAGED"])
+export type PackageMode = typeof PackageMode.Type
+export const RecordStatus = Schema.Literals(["QUEUED", "BATCHING", "ANCHORED", "FAILED", "DELETED"])
+export type RecordStatus = typeof RecordStatus.Type
+
+export const JsonObject = Schema.Record(Schema.String, Schema.Unknown).annotate({
+  description: "A JSON object"
+})
+export const RecordId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{24}$/)).annotate({
+  description: "24 lowercase hex characters (ObjectId-shaped)"
+})
+export const Hash64 = Schema.String.check(Schema.isPattern(/^[0-9a-fA-F]{64}$/)).annotate({
+  description: "SHA-256 as 64 hex characters"
+})
+
+const anchorFields = {
+  data: JsonObject,
+  webhookUrl: Schema.optionalKey(Schema.String),
+  chain: Schema.optionalKey(ChainType),
+  packageMode: Schema.optionalKey(PackageMode),
+  metadata: Schema.optionalKey(JsonObject)
+}
+
+export const AnchorBody = Schema.Struct(anchorFields).annotate({ identifier: "AnchorRequest" })
+export type AnchorBody = typeof AnchorBody.Type
+
+export const EncryptedAnchorBody = Schema.Struct({ ...anchorFields, encryptionKey: Schema.String }).annotate({
+  identifier: "EncryptedAnchorRequest"
+})
+export type EncryptedAnchorBody = typeof EncryptedAnchorBody.Type
+
+export const HashAnchorBody = Schema.Struct({
+  hash: Hash64,
+  webhookUrl: Schema.optionalKey(Schema.String),
+  chain: Schema.optionalKey(ChainType),
+  metadata: Schema.optionalKey(JsonObject)
+}).annotate({ identifier: "HashAnchorRequest" })
+export type HashAnchorBody = typeof HashAnchorBody.Type
+
+export const MAX_BATCH_RECORDS = 100
+export const BatchAnchorBody = Schema.Struct({
+  records: Schema.Array(Schema.Unknown).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_BATCH_RECORDS))
+}).annotate({ identifier: "BatchAnchorRequest", description: "records: 1 to 100 AnchorRequest bodies" })
+
+export const PatchBody = Schema.Struct({
+  metadata: Schema.optionalKey(JsonObject),
+  webhookUrl: Schema.optionalKey(Schema.NullOr(Schema.String))
+}).annotate({ identifier: "RecordPatch", description: "Only the mutable fields: metadata, webhookUrl" })
+export type PatchBody = typeof PatchBody.Type
+
+export const Anchor = Schema.Struct({
+  chainType: Schema.Literals(["evm", "fabric"]),
+  networkId: Schema.String,
+  batchId: Schema.Union([Schema.Number, Schema.String]),
+  txHash: Schema.String,
+  blockNumber: Schema.NullOr(Schema.Number),
+  merkleRoot: Schema.String,
+  merkleProof: Schema.Array(Schema.String),
+  anchoredAt: Schema.NullOr(Schema.String),
+  contractAddress: Schema.optionalKey(Schema.String),
+  chainId: Schema.optionalKey(Schema.Number),
+  channel: Schema.optionalKey(Schema.String),
+  chaincode: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "Anchor" })
+
+export const EncryptedPayload = Schema.Struct({
+  algorithm: Schema.Literal("AES-256-GCM"),
+  ciphertext: Schema.String,
+  nonce: Schema.String,
+  tag: Schema.String
+}).annotate({ identifier: "EncryptedPayload", description: "base64 fields" })
+
+export const RecordView = Schema.Struct({
+  recordId: Schema.String,
+  hash: Schema.String,
+  status: RecordStatus,
+  environment: Schema.Literals(["test", "live"]),
+  chainType: ChainType,
+  networkId: Schema.String,
+  packageMode: PackageMode,
+  metadata: JsonObject,
+  webhookUrl: Schema.NullOr(Schema.String),
+  createdAt: Schema.String,
+  updatedAt: Schema.String,
+  anchoredAt: Schema.NullOr(Schema.String),
+  deletedAt: Schema.NullOr(Schema.String),
+  data: Schema.NullOr(Schema.Unknown),
+  encrypted: Schema.Boolean,
+  encryptedData: Schema.optionalKey(EncryptedPayload),
+  anchors: Schema.Array(Anchor)
+}).annotate({ identifier: "Record" })
+export type RecordView = typeof RecordView.Type
+
+export const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Schema.Literal(true), data })
+
+export const BatchItemResult = Schema.Union([
+  Schema.Struct({ index: Schema.Number, success: Schema.Literal(true), data: RecordView }),
+  Schema.Struct({ index: Schema.Number, success: Schema.Literal(false), error: Schema.String, errorCode: Schema.String })
+])
+
+export const BatchResult = Schema.Struct({
+  accepted: Schema.Number,
+  rejected: Schema.Number,
+  results: Schema.Array(BatchItemResult)
+})
+
+export const RecordList = Schema.Struct({
+  records: Schema.Array(RecordView),
+  nextCursor: Schema.NullOr(Schema.String)
+})
+
+export const DeleteResult = Schema.Struct({
+  recordId: Schema.String,
+  mode: Schema.Literals(["soft", "hard"]),
+  deletedAt: Schema.String
+})
+
+export const ProofLookup = Schema.Struct({
+  hash: Schema.String,
+  records: Schema.Array(Schema.Struct({
+    recordId: Schema.String,
+    status: RecordStatus,
+    createdAt: Schema.String,
+    anchors: Schema.Array(Anchor)
+  }))
+})
+
+export const Usage = Schema.Struct({
+  accountId: Schema.String,
+  plan: Schema.String,
+  environment: Schema.Literals(["test", "live"]),
+  month: Schema.String,
+  used: Schema.Number,
+  quota: Schema.NullOr(Schema.Number),
+  remaining: Schema.NullOr(Schema.Number),
+  resetsAt: Schema.String,
+  perSecond: Schema.Number
+})
+
+export const Health = Schema.Struct({
+  status: Schema.Literals(["ok", "degraded"]),
+  version: Schema.String,
+  database: Schema.Struct({ status: Schema.Literals(["up", "down"]), latencyMs: Schema.NullOr(Schema.Number) }),
+  networks: Schema.Array(Schema.Struct({ networkId: Schema.String, chainType: Schema.String, status: Schema.String }))
+})
