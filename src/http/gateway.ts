@@ -28,6 +28,8 @@ interface RouteEntry {
   readonly methods: Set<string>
 }
 
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
 const PUBLIC_PATHS = new Set(["/v1/health", "/v1/openapi.json"])
 
 /** Route patterns of the API definition (plus the generated OpenAPI document). */
@@ -133,19 +135,26 @@ export const GatewayLayer = HttpRouter.middleware(
         if (declared > config.maxBodyBytes) {
           return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
         }
-        const text = yield* request.text.pipe(
+        const bytes = yield* request.arrayBuffer.pipe(
           Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBody),
-          Effect.map((t) => ({ ok: true as const, t })),
-          Effect.catch(() => Effect.succeed({ ok: false as const, t: "" }))
+          Effect.map((b) => ({ ok: true as const, b })),
+          Effect.catch(() => Effect.succeed({ ok: false as const, b: new ArrayBuffer(0) }))
         )
-        if (!text.ok || Buffer.byteLength(text.t) > config.maxBodyBytes) {
+        if (!bytes.ok || bytes.b.byteLength > config.maxBodyBytes) {
           return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
         }
-        if (text.t.trim() === "") return jsonError(400, "INVALID_JSON", "Request body is empty: send a JSON object")
+        // Fatal decoding: invalid UTF-8 is refused, never silently replaced (that would change the hash).
+        let text: string
+        try {
+          text = utf8.decode(bytes.b)
+        } catch {
+          return jsonError(400, "INVALID_JSON", "Request body is not valid UTF-8")
+        }
+        if (text.trim() === "") return jsonError(400, "INVALID_JSON", "Request body is empty: send a JSON object")
         try {
           const state = stateOf(request)
-          state.body = parseStrictJson(text.t)
-          state.bodyText = text.t
+          state.body = parseStrictJson(text)
+          state.bodyText = text
           return undefined
         } catch (error) {
           if (error instanceof StrictJsonError) {

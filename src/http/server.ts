@@ -18,9 +18,12 @@ export const HttpAppLayer = HttpApiBuilder.layer(Api, { openapiPath: "/v1/openap
   Layer.provideMerge(GatewayLayer)
 )
 
-export const HttpServerLayer = HttpRouter.serve(HttpAppLayer, { disableLogger: true, disableListenLog: true }).pipe(
-  Layer.provide(Layer.unwrap(Effect.gen(function*() {
-    const config = yield* AppConfig
-    return NodeHttpServer.layer(() => Http.createServer({ keepAliveTimeout: 65_000 }), { port: config.port, host: config.host })
-  })))
-)
+/** Serves the API on HOST:PORT (PORT 0 picks a free port; HttpServer.address tells which). */
+export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  return HttpRouter.serve(HttpAppLayer, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(
+      NodeHttpServer.layer(() => Http.createServer({ keepAliveTimeout: 65_000 }), { port: config.port, host: config.host })
+    )
+  )
+}))

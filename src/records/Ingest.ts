@@ -86,7 +86,7 @@ export class Ingest extends Context.Service<Ingest, {
               environment: principal.environment,
               chainType: chain,
               networkId: networks.choose(principal.environment, chain).networkId,
-              metadata: JSON.stringify(body.metadata ?? {}),
+              metadata: body.metadata ?? {},
               webhookUrl: body.webhookUrl ?? null,
               createdAt: now,
               updatedAt: now,

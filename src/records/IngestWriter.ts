@@ -24,8 +24,7 @@ export interface NewRecord {
   readonly ciphertext: Uint8Array | null
   readonly nonce: Uint8Array | null
   readonly authTag: Uint8Array | null
-  /** JSON text of the metadata object */
-  readonly metadata: string
+  readonly metadata: Record<string, unknown>
   readonly webhookUrl: string | null
   readonly createdAt: Date
   readonly updatedAt: Date
@@ -51,6 +50,35 @@ export type SubmitOutcome =
   | { readonly _tag: "QuotaExceeded"; readonly used: number }
   | { readonly _tag: "IdempotencyKeyTaken" }
 
+const INGEST_WRITERS = 4
+
+/** Rows as the JSON that json_populate_recordset reads (column names as in the table). */
+const rowsJson = (rows: ReadonlyArray<NewRecord>): string =>
+  JSON.stringify(rows.map((r) => ({
+    id: r.id,
+    account_id: r.accountId,
+    environment: r.environment,
+    hash: r.hash,
+    status: "QUEUED",
+    chain_type: r.chainType,
+    network_id: r.networkId,
+    package_mode: r.packageMode,
+    source: r.source,
+    data_jcs: r.dataJcs,
+    ciphertext: hex(r.ciphertext),
+    nonce: hex(r.nonce),
+    auth_tag: hex(r.authTag),
+    metadata: r.metadata,
+    webhook_url: r.webhookUrl,
+    created_at: r.createdAt.toISOString(),
+    updated_at: r.updatedAt.toISOString(),
+    anchored_at: null,
+    deleted_at: null,
+    hard_deleted: false
+  })))
+
+const hex = (bytes: Uint8Array | null) => bytes === null ? null : `\\x${Buffer.from(bytes).toString("hex")}`
+
 interface Pending {
   readonly submission: Submission
   readonly done: Deferred.Deferred<SubmitOutcome, unknown>
@@ -67,7 +95,36 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const config = yield* AppConfig
       const queue = yield* Queue.unbounded<Pending>()
 
-      /** One transaction for a group of submissions; returns each one's outcome. */
+      /**
+       * All rows in one statement with a constant shape (one JSON parameter, so the prepared statement
+       * is reused whatever the batch size), counting usage in the same statement.
+       */
+      const insertRows = (rows: ReadonlyArray<NewRecord>, month: string) =>
+        sql<{ accountId: string; used: string | number }>`
+          WITH ins AS (
+            INSERT INTO records SELECT * FROM json_populate_recordset(NULL::records, ${rowsJson(rows)})
+            RETURNING account_id
+          )
+          INSERT INTO usage_monthly (account_id, month, used)
+          SELECT account_id, ${month}, count(*) FROM ins GROUP BY account_id
+          ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used + EXCLUDED.used
+          RETURNING account_id, used`
+
+      /**
+       * One round trip for a group of submissions from accounts without a monthly quota (ENTERPRISE):
+       * a single statement is its own transaction.
+       */
+      const commitUnlimited = (group: ReadonlyArray<Pending>) =>
+        Effect.gen(function*() {
+          const rows = group.flatMap((p) => p.submission.rows)
+          const used = new Map((yield* insertRows(rows, monthStart(new Date()))).map((r) => [r.accountId, Number(r.used)]))
+          return new Map(group.map((p) => [p, { _tag: "Committed", usedAfter: used.get(p.submission.accountId) ?? 0 } as SubmitOutcome]))
+        })
+
+      /**
+       * Accounts with a quota: lock their usage rows (in a fixed order, so concurrent nodes cannot
+       * deadlock), accept submissions while they fit, insert, all in one transaction.
+       */
       const commitGroup = (group: ReadonlyArray<Pending>) =>
         sql.withTransaction(Effect.gen(function*() {
           const month = monthStart(new Date())
@@ -79,16 +136,13 @@ export class IngestWriter extends Context.Service<IngestWriter, {
             if (list) list.push(p)
             else byAccount.set(p.submission.accountId, [p])
           }
-          // Lock usage rows in a fixed order so concurrent nodes cannot deadlock.
           for (const accountId of [...byAccount.keys()].sort()) {
-            const pendings = byAccount.get(accountId)!
-            const rows = yield* sql<{ used: string | number | bigint }>`
+            const rows = yield* sql<{ used: string | number }>`
               INSERT INTO usage_monthly (account_id, month, used) VALUES (${accountId}, ${month}, 0)
               ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used
               RETURNING used`
             let used = Number(rows[0].used)
-            const start = used
-            for (const p of pendings) {
+            for (const p of byAccount.get(accountId)!) {
               const n = p.submission.rows.length
               const quota = p.submission.monthlyQuota
               if (quota !== null && used + n > quota) {
@@ -99,11 +153,8 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               outcomes.set(p, { _tag: "Committed", usedAfter: used })
               for (const row of p.submission.rows) accepted.push(row)
             }
-            if (used !== start) {
-              yield* sql`UPDATE usage_monthly SET used = ${used} WHERE account_id = ${accountId} AND month = ${month}`
-            }
           }
-          if (accepted.length > 0) yield* sql`INSERT INTO records ${sql.insert(accepted as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
+          if (accepted.length > 0) yield* insertRows(accepted, month)
           return outcomes
         }))
 
@@ -125,28 +176,35 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           "_tag" in outcome && outcome._tag === "QuotaExceeded" ? Effect.succeed(outcome as SubmitOutcome) : Effect.fail(outcome)
         ))
 
+      const settle = (group: ReadonlyArray<Pending>, commit: Effect.Effect<Map<Pending, SubmitOutcome>, unknown>) =>
+        group.length === 0 ? Effect.void : commit.pipe(
+          Effect.flatMap((outcomes) => Effect.forEach(group, (p) => Deferred.succeed(p.done, outcomes.get(p)!), { discard: true })),
+          Effect.catchCause((cause) => Effect.forEach(group, (p) => Deferred.failCause(p.done, cause), { discard: true }))
+        )
+
       const worker = Effect.gen(function*() {
         const batch = yield* Queue.takeBetween(queue, 1, config.ingestMaxBatch)
-        const plain: Array<Pending> = []
+        const unlimited: Array<Pending> = []
+        const limited: Array<Pending> = []
         const idempotent: Array<Pending> = []
-        for (const p of batch) (p.submission.idempotency ? idempotent : plain).push(p)
-        if (plain.length > 0) {
-          yield* commitGroup(plain).pipe(
-            Effect.flatMap((outcomes) =>
-              Effect.forEach(plain, (p) => Deferred.succeed(p.done, outcomes.get(p)!), { discard: true })),
-            Effect.catchCause((cause) => Effect.forEach(plain, (p) => Deferred.failCause(p.done, cause), { discard: true }))
-          )
+        for (const p of batch) {
+          if (p.submission.idempotency) idempotent.push(p)
+          else if (p.submission.monthlyQuota === null) unlimited.push(p)
+          else limited.push(p)
         }
-        yield* Effect.forEach(idempotent, (p) =>
-          commitIdempotent(p).pipe(
-            Effect.flatMap((outcome) => Deferred.succeed(p.done, outcome)),
-            Effect.catchCause((cause) => Deferred.failCause(p.done, cause))
-          ), { discard: true, concurrency: "unbounded" })
+        yield* Effect.all([
+          settle(unlimited, commitUnlimited(unlimited)),
+          settle(limited, commitGroup(limited)),
+          Effect.forEach(idempotent, (p) =>
+            commitIdempotent(p).pipe(
+              Effect.flatMap((outcome) => Deferred.succeed(p.done, outcome)),
+              Effect.catchCause((cause) => Deferred.failCause(p.done, cause))
+            ), { discard: true, concurrency: "unbounded" })
+        ], { concurrency: "unbounded", discard: true })
       })
 
-      // Two writers: while one transaction commits, the next group is already being written.
-      yield* Effect.forkScoped(Effect.forever(worker))
-      yield* Effect.forkScoped(Effect.forever(worker))
+      // Several writers: while one group commits, the next ones are already being written.
+      for (let i = 0; i < INGEST_WRITERS; i++) yield* Effect.forkScoped(Effect.forever(worker))
 
       return IngestWriter.of({
         submit: (submission) =>

@@ -23,7 +23,7 @@ const newRowView = (row: NewRecord): RecordView =>
   toView({
     ...row,
     status: "QUEUED",
-    metadata: JSON.parse(row.metadata),
+    metadata: row.metadata,
     anchoredAt: null,
     deletedAt: null,
     hardDeleted: false

