@@ -1,0 +1,144 @@
+// Compiles contracts/AnchorRegistry.sol with the local npm `solc` (solcjs, no download) and
+// writes src/evm/AnchorRegistry.artifact.json, which the node deploys without Hardhat.
+//
+//   npm run build:contract            write the artifact
+//   npm run build:contract -- --check exit 1 when the committed artifact is stale
+//
+// test/evm/artifact.test.ts runs the same check, so a changed .sol without a regenerated
+// artifact fails the test suite.
+import { createHash } from "node:crypto"
+import { readFileSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
+import { SOLC_SETTINGS, SOLC_VERSION } from "../src/evm/solc-settings.ts"
+
+const require = createRequire(import.meta.url)
+
+interface Solc {
+  version(): string
+  compile(input: string, callbacks?: { import: (p: string) => { contents: string } | { error: string } }): string
+}
+
+export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+export const SOURCE_NAME = "contracts/AnchorRegistry.sol"
+export const CONTRACT_NAME = "AnchorRegistry"
+export const ARTIFACT_PATH = path.join(ROOT_DIR, "src/evm/AnchorRegistry.artifact.json")
+/** The ABI again, as a typed TypeScript constant (viem infers function and event types). */
+export const ABI_TS_PATH = path.join(ROOT_DIR, "src/evm/AnchorRegistry.abi.ts")
+
+export interface AnchorRegistryArtifact {
+  readonly contractName: string
+  readonly sourceName: string
+  readonly solcVersion: string
+  readonly solcLongVersion: string
+  readonly settings: unknown
+  /** sha256 (hex) of every source file that went into the compilation, by source name. */
+  readonly sourceHashes: Record<string, string>
+  readonly abi: ReadonlyArray<unknown>
+  readonly bytecode: `0x${string}`
+  readonly deployedBytecode: `0x${string}`
+}
+
+const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex")
+
+/** Resolves an import the way Hardhat does for this project: npm packages from node_modules. */
+const readImport = (importPath: string): { contents: string } | { error: string } => {
+  try {
+    const file = importPath.startsWith("contracts/")
+      ? path.join(ROOT_DIR, importPath)
+      : require.resolve(importPath, { paths: [ROOT_DIR] })
+    return { contents: readFileSync(file, "utf8") }
+  } catch (e) {
+    return { error: `cannot read ${importPath}: ${String(e)}` }
+  }
+}
+
+/** Compiles AnchorRegistry.sol and returns the artifact (nothing is written). */
+export function compileAnchorRegistry(): AnchorRegistryArtifact {
+  const solc = require("solc") as Solc
+  const longVersion = solc.version()
+  if (!longVersion.startsWith(SOLC_VERSION + "+")) {
+    throw new Error(`npm solc is ${longVersion}, expected ${SOLC_VERSION}`)
+  }
+  const source = readFileSync(path.join(ROOT_DIR, SOURCE_NAME), "utf8")
+  const input = {
+    language: "Solidity",
+    sources: { [SOURCE_NAME]: { content: source } },
+    settings: {
+      ...SOLC_SETTINGS,
+      outputSelection: { [SOURCE_NAME]: { [CONTRACT_NAME]: ["abi", "evm.bytecode.object", "evm.deployedBytecode.object", "metadata"] } }
+    }
+  }
+  const output = JSON.parse(solc.compile(JSON.stringify(input), { import: readImport })) as {
+    errors?: Array<{ severity: string; formattedMessage: string }>
+    contracts?: Record<string, Record<string, {
+      abi: Array<unknown>
+      metadata: string
+      evm: { bytecode: { object: string }; deployedBytecode: { object: string } }
+    }>>
+  }
+  const errors = (output.errors ?? []).filter((e) => e.severity === "error")
+  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join("\n"))
+  const contract = output.contracts?.[SOURCE_NAME]?.[CONTRACT_NAME]
+  if (contract === undefined) throw new Error("solc produced no AnchorRegistry output")
+
+  // The metadata lists every source (ours and OpenZeppelin's) with its keccak; we record sha256
+  // of the exact texts so a reviewer sees which OpenZeppelin files the bytecode came from.
+  const metadata = JSON.parse(contract.metadata) as { sources: Record<string, unknown> }
+  const sourceHashes: Record<string, string> = {}
+  for (const name of Object.keys(metadata.sources).sort()) {
+    const read = name === SOURCE_NAME ? { contents: source } : readImport(name)
+    if ("error" in read) throw new Error(read.error)
+    sourceHashes[name] = sha256(read.contents)
+  }
+
+  return {
+    contractName: CONTRACT_NAME,
+    sourceName: SOURCE_NAME,
+    solcVersion: SOLC_VERSION,
+    solcLongVersion: longVersion,
+    settings: SOLC_SETTINGS,
+    sourceHashes,
+    abi: contract.abi,
+    bytecode: `0x${contract.evm.bytecode.object}`,
+    deployedBytecode: `0x${contract.evm.deployedBytecode.object}`
+  }
+}
+
+export const serializeArtifact = (artifact: AnchorRegistryArtifact): string => JSON.stringify(artifact, null, 2) + "\n"
+
+export const renderAbiModule = (artifact: AnchorRegistryArtifact): string =>
+  "// Generated by scripts/build-contract.ts from contracts/AnchorRegistry.sol. Do not edit.\n" +
+  `export const anchorRegistryAbi = ${JSON.stringify(artifact.abi, null, 2)} as const\n`
+
+/** The generated files and their expected contents. */
+export const renderOutputs = (artifact: AnchorRegistryArtifact): Array<{ file: string; text: string }> => [
+  { file: ARTIFACT_PATH, text: serializeArtifact(artifact) },
+  { file: ABI_TS_PATH, text: renderAbiModule(artifact) }
+]
+
+const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)
+
+const readOrEmpty = (file: string): string => {
+  try {
+    return readFileSync(file, "utf8")
+  } catch {
+    return ""
+  }
+}
+
+if (isMain) {
+  const outputs = renderOutputs(compileAnchorRegistry())
+  if (process.argv.includes("--check")) {
+    const stale = outputs.filter(({ file, text }) => readOrEmpty(file) !== text)
+    for (const { file } of stale) console.error(`${path.relative(ROOT_DIR, file)} is stale: run npm run build:contract`)
+    if (stale.length > 0) process.exit(1)
+    console.log("AnchorRegistry artifact and ABI are up to date")
+  } else {
+    for (const { file, text } of outputs) {
+      writeFileSync(file, text)
+      console.log(`wrote ${path.relative(ROOT_DIR, file)}`)
+    }
+  }
+}

@@ -1,0 +1,80 @@
+// Deploys AnchorRegistry from the committed artifact (src/evm/AnchorRegistry.artifact.json),
+// with viem only: no Hardhat, no compiler at run time. The node calls this at startup for its
+// local dev chain; scripts/deploy.ts uses it for any network.
+import { createHash } from "node:crypto"
+import { createPublicClient, createWalletClient, http, type Hex } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
+import { anchorRegistryAbi } from "./AnchorRegistry.abi.ts"
+import artifact from "./AnchorRegistry.artifact.json" with { type: "json" }
+
+export { anchorRegistryAbi }
+
+export const anchorRegistryBytecode = artifact.bytecode as Hex
+
+/** sha256 of the ABI JSON, so a deployment file says which interface it was made with. */
+export const anchorRegistryAbiHash: string = createHash("sha256").update(JSON.stringify(artifact.abi)).digest("hex")
+
+/** sha256 of the creation bytecode. */
+export const anchorRegistryBytecodeHash: string = createHash("sha256").update(artifact.bytecode).digest("hex")
+
+export interface DeployAnchorRegistryOptions {
+  /** JSON-RPC endpoint, e.g. http://127.0.0.1:8545. */
+  readonly rpcUrl: string
+  /** 0x-prefixed 32-byte hex key of the deployer; it becomes admin and anchorer. */
+  readonly privateKey: Hex
+  /** Confirmations to wait for (default 1). */
+  readonly confirmations?: number
+  /** Receipt wait timeout in ms (default 120 s). */
+  readonly timeoutMs?: number
+}
+
+export interface AnchorRegistryDeployment {
+  readonly address: Hex
+  readonly blockNumber: number
+  readonly txHash: Hex
+  readonly chainId: number
+  readonly deployer: Hex
+}
+
+export async function deployAnchorRegistry(options: DeployAnchorRegistryOptions): Promise<AnchorRegistryDeployment> {
+  const account = privateKeyToAccount(options.privateKey)
+  const transport = http(options.rpcUrl, { retryCount: 2 })
+  const publicClient = createPublicClient({ transport })
+  const chainId = await publicClient.getChainId()
+  const walletClient = createWalletClient({
+    account,
+    transport,
+    chain: {
+      id: chainId,
+      name: `chain-${chainId}`,
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [options.rpcUrl] } }
+    }
+  })
+  const txHash = await walletClient.deployContract({ abi: anchorRegistryAbi, bytecode: anchorRegistryBytecode })
+  const receipt = await publicClient.waitForTransactionReceipt({
+    hash: txHash,
+    confirmations: options.confirmations ?? 1,
+    timeout: options.timeoutMs ?? 120_000
+  })
+  if (receipt.status !== "success" || receipt.contractAddress == null) {
+    throw new Error(`AnchorRegistry deployment ${txHash} failed (status ${receipt.status})`)
+  }
+  return {
+    address: receipt.contractAddress,
+    blockNumber: Number(receipt.blockNumber),
+    txHash,
+    chainId,
+    deployer: account.address
+  }
+}
+
+/**
+ * True when `address` holds exactly the AnchorRegistry runtime code of the committed artifact.
+ * Lets the node reuse a deployment recorded earlier instead of deploying again.
+ */
+export async function isAnchorRegistryDeployed(rpcUrl: string, address: Hex): Promise<boolean> {
+  const publicClient = createPublicClient({ transport: http(rpcUrl) })
+  const code = await publicClient.getCode({ address })
+  return code !== undefined && code.toLowerCase() === artifact.deployedBytecode.toLowerCase()
+}
