@@ -9,6 +9,6 @@ export default defineConfig({
     // a file in order.
     fileParallelism: true,
     maxWorkers: 2,
-    globalSetup: []
+    globalSetup: ["test/support/globalSetup.ts"]
   }
 })

@@ -22,6 +22,7 @@ import { parseStrictJson, StrictJsonError } from "../records/canonical/strictJso
 import { Api } from "./Api.ts"
 import { type ErrorCode, errorBody } from "./errors.ts"
 import { stateOf } from "./requestState.ts"
+import { describeIssue } from "./schemaMessages.ts"
 
 interface RouteEntry {
   readonly pattern: RegExp
@@ -75,8 +76,9 @@ const describeAuthFailure = (reason: string): [ErrorCode, string] => {
 
 const bearerToken = (header: string | undefined): string | undefined => {
   if (header === undefined) return undefined
+  if (/^\s*(Bearer\s*)?$/i.test(header)) return undefined
   const match = /^\s*Bearer\s+(.*?)\s*$/i.exec(header)
-  return match ? match[1] : header.trim() === "" ? undefined : "\u0000invalid"
+  return match ? match[1] : "\u0000invalid"
 }
 
 const isConnectionFailure = (error: unknown): boolean =>
@@ -175,7 +177,7 @@ export const GatewayLayer = HttpRouter.middleware(
           return jsonError(404, "NOT_FOUND", "No such route")
         }
         if (HttpApiError.HttpApiSchemaError.is(error)) {
-          return jsonError(400, "VALIDATION_ERROR", `Invalid request ${error.kind.toLowerCase()}: ${error.message}`)
+          return jsonError(400, "VALIDATION_ERROR", `Invalid request ${error.kind.toLowerCase()}: ${describeIssue(error.cause.issue)}`)
         }
         if (isConnectionFailure(error)) {
           yield* Effect.logError("database unavailable", cause)
@@ -237,7 +239,12 @@ export const GatewayLayer = HttpRouter.middleware(
           if (refused !== undefined) return finish(refused)
         }
 
-        const response = yield* app.pipe(Effect.catchCause(handleFailure))
+        let response = yield* app.pipe(Effect.catchCause(handleFailure))
+        // The only 429 a handler answers is QUOTA_EXCEEDED: retry when the month turns.
+        if (response.status === 429 && response.headers["retry-after"] === undefined) {
+          const wait = Math.ceil((nextMonthStart(new Date()).getTime() - Date.now()) / 1000)
+          response = HttpServerResponse.setHeader(response, "retry-after", String(Math.max(1, wait)))
+        }
         // Handlers may change usage (ingest): re-read the quota headers they report.
         const principal = stateOf(request).principal
         if (principal !== undefined && request.method === "POST") headers = { ...headers, ...(yield* quotaHeaders(principal)) }

