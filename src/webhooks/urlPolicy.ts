@@ -8,29 +8,18 @@ import * as Net from "node:net"
 
 export type UrlVerdict = { readonly ok: true } | { readonly ok: false; readonly reason: string }
 
-const v4Blocked: ReadonlyArray<readonly [string, number]> = [
+/** Loopback, private, link-local, CGNAT, benchmark, multicast, reserved; IPv4-mapped IPv6 included. */
+const blocked = new Net.BlockList()
+for (const [base, bits] of [
   ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
   ["192.0.0.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 4], ["240.0.0.0", 4]
-]
+] as const) blocked.addSubnet(base, bits, "ipv4")
+for (const [base, bits] of [
+  ["::", 128], ["::1", 128], ["fe80::", 10], ["fc00::", 7], ["ff00::", 8], ["64:ff9b::", 96], ["2001:db8::", 32]
+] as const) blocked.addSubnet(base, bits, "ipv6")
 
-const v4ToInt = (ip: string) => ip.split(".").reduce((acc, part) => (acc * 256) + Number(part), 0)
-
-export const isBlockedAddress = (address: string): boolean => {
-  if (Net.isIPv4(address)) {
-    const value = v4ToInt(address)
-    return v4Blocked.some(([base, bits]) => {
-      const size = 2 ** (32 - bits)
-      const start = v4ToInt(base)
-      return value >= start && value < start + size
-    })
-  }
-  const lower = address.toLowerCase()
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (mapped) return isBlockedAddress(mapped[1])
-  return lower === "::" || lower === "::1" || lower.startsWith("fe8") || lower.startsWith("fe9") ||
-    lower.startsWith("fea") || lower.startsWith("feb") || lower.startsWith("fc") || lower.startsWith("fd") ||
-    lower.startsWith("ff") || lower.startsWith("fd00:ec2")
-}
+export const isBlockedAddress = (address: string): boolean =>
+  Net.isIPv4(address) ? blocked.check(address, "ipv4") : Net.isIPv6(address) ? blocked.check(address, "ipv6") : true
 
 const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata", "instance-data", "metadata.azure.com"])
 

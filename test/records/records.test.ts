@@ -1,0 +1,215 @@
+/** The records API's behaviour (SPEC 3, 4) against real PostgreSQL over a real socket. */
+import * as Crypto from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { canonicalize } from "../../src/records/canonical/jcs.ts"
+import { query } from "../support/db.ts"
+import { expectError } from "../support/expect.ts"
+import { call, startNode, type TestNode } from "../support/node.ts"
+
+const sha256 = (s: string) => Crypto.createHash("sha256").update(s, "utf8").digest("hex")
+const ENC_KEY = "k".repeat(16) + "0123456789ABCDEF"
+
+describe("records", () => {
+  let node: TestNode
+  let key: string
+  beforeAll(async () => {
+    node = await startNode()
+    key = (await node.createKey(await node.createAccount())).key
+  })
+  afterAll(() => node.stop())
+  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    call(node.baseUrl, method, path, { key, body, headers })
+
+  it("POST /v1/anchor: 202, QUEUED, hash = sha256(JCS(data)), the full representation", async () => {
+    const data = { b: [1, 2.5, "x"], a: { "€": true, "\r": null }, n: 1e21 }
+    const r = await api("POST", "/v1/anchor", { data, metadata: { ref: "inv-1" }, webhookUrl: "http://127.0.0.1:9/hook" })
+    expect(r.status).toBe(202)
+    const rec = r.json.data
+    expect(rec.hash).toBe(sha256(canonicalize(data)))
+    expect(rec.hash).toBe(sha256('{"a":{"\\r":null,"€":true},"b":[1,2.5,"x"],"n":1e+21}'))
+    expect(rec).toMatchObject({
+      status: "QUEUED", environment: "test", chainType: "evm", networkId: "hardhat-local", packageMode: "MANAGED",
+      metadata: { ref: "inv-1" }, webhookUrl: "http://127.0.0.1:9/hook", data, encrypted: false, anchors: [],
+      anchoredAt: null, deletedAt: null
+    })
+    expect(rec.recordId).toMatch(/^[0-9a-f]{24}$/)
+    expect(parseInt(rec.recordId.slice(0, 8), 16)).toBeCloseTo(Date.now() / 1000, -1)
+    expect(rec.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+    const got = await api("GET", `/v1/records/${rec.recordId}`)
+    expect(got.json.data).toEqual(rec)
+  })
+
+  it("package modes: SEPARATED discards the data, IN_PLACE and MANAGED keep it", async () => {
+    const separated = await api("POST", "/v1/anchor", { data: { secret: 1 }, packageMode: "SEPARATED" })
+    expect(separated.json.data.data).toBeNull()
+    const rows = await query<{ data_jcs: string | null }>(node.databaseUrl, "SELECT data_jcs FROM records WHERE id = $1", [separated.json.data.recordId])
+    expect(rows[0].data_jcs).toBeNull()
+    expect((await api("GET", `/v1/records/${separated.json.data.recordId}`)).json.data.hash).toBe(sha256('{"secret":1}'))
+    const inPlace = await api("POST", "/v1/anchor", { data: { x: 1 }, packageMode: "IN_PLACE" })
+    expect(inPlace.json.data).toMatchObject({ packageMode: "IN_PLACE", data: { x: 1 } })
+  })
+
+  it("POST /v1/anchor/hash anchors a client-computed hash without data", async () => {
+    const hash = sha256("my document").toUpperCase()
+    const r = await api("POST", "/v1/anchor/hash", { hash, metadata: { name: "doc" } })
+    expect(r.status).toBe(202)
+    expect(r.json.data).toMatchObject({ hash: hash.toLowerCase(), data: null, packageMode: "SEPARATED" })
+  })
+
+  it("encrypted records: ciphertext only at rest, decrypted with X-Encryption-Key, wrong key → 400", async () => {
+    const data = { patient: "Ada", dose: 5 }
+    const r = await api("POST", "/v1/anchor/encrypted", { data, encryptionKey: ENC_KEY })
+    expect(r.status).toBe(202)
+    const id = r.json.data.recordId
+    expect(r.json.data.hash).toBe(sha256(canonicalize(data)))
+    expect(r.json.data.encrypted).toBe(true)
+    const rows = await query<Record<string, unknown>>(node.databaseUrl, "SELECT * FROM records WHERE id = $1", [id])
+    const stored = JSON.stringify(rows[0])
+    expect(stored).not.toContain("Ada")
+    expect(stored).not.toContain(ENC_KEY)
+    expect(rows[0].data_jcs).toBeNull()
+    const sealed = await api("GET", `/v1/records/${id}`)
+    expect(sealed.json.data.data).toBeNull()
+    expect(sealed.json.data.encryptedData.algorithm).toBe("AES-256-GCM")
+    // the ciphertext is what it says: AES-256-GCM under the UTF-8 bytes of the key
+    const { ciphertext, nonce, tag } = sealed.json.data.encryptedData
+    const decipher = Crypto.createDecipheriv("aes-256-gcm", Buffer.from(ENC_KEY, "utf8"), Buffer.from(nonce, "base64"))
+    decipher.setAuthTag(Buffer.from(tag, "base64"))
+    const plain = Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64")), decipher.final()]).toString("utf8")
+    expect(sha256(plain)).toBe(r.json.data.hash)
+    const opened = await api("GET", `/v1/records/${id}`, undefined, { "x-encryption-key": ENC_KEY })
+    expect(opened.json.data.data).toEqual(data)
+    expect(opened.json.data.encryptedData).toBeUndefined()
+    expectError(await api("GET", `/v1/records/${id}`, undefined, { "x-encryption-key": "x".repeat(32) }), 400, "INVALID_ENCRYPTION_KEY")
+    expectError(await api("POST", "/v1/anchor/encrypted", { data }), 400, "VALIDATION_ERROR", /encryptionKey/)
+  })
+
+  it("Idempotency-Key: same body replays the original response; another body is 409", async () => {
+    const idem = { "idempotency-key": `k-${Date.now()}` }
+    const first = await api("POST", "/v1/anchor", { data: { pay: 1 } }, idem)
+    expect(first.status).toBe(202)
+    const again = await api("POST", "/v1/anchor", { data: { pay: 1 } }, idem)
+    expect(again.status).toBe(202)
+    expect(again.text).toBe(first.text)
+    expect(again.headers.get("idempotent-replayed")).toBe("true")
+    expectError(await api("POST", "/v1/anchor", { data: { pay: 2 } }, idem), 409, "IDEMPOTENCY_CONFLICT")
+    const rows = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM records WHERE hash = $1", [first.json.data.hash])
+    expect(Number(rows[0].n)).toBe(1)
+    // concurrent requests with one key: exactly one record
+    const k2 = { "idempotency-key": `c-${Date.now()}` }
+    const all = await Promise.all(Array.from({ length: 8 }, () => api("POST", "/v1/anchor", { data: { race: k2["idempotency-key"] } }, k2)))
+    expect(new Set(all.map((r) => r.json.data.recordId)).size).toBe(1)
+    expect(all.every((r) => r.status === 202)).toBe(true)
+  })
+
+  it("POST /v1/anchor/batch: per-item results, valid items accepted", async () => {
+    const r = await api("POST", "/v1/anchor/batch", {
+      records: [{ data: { i: 0 } }, { data: "no" }, { data: { i: 2 }, encryptionKey: "x" }, { data: { i: 3 }, chain: "evm" }]
+    })
+    expect(r.status).toBe(202)
+    expect(r.json.data.accepted).toBe(2)
+    expect(r.json.data.rejected).toBe(2)
+    expect(r.json.data.results[0]).toMatchObject({ index: 0, success: true, data: { status: "QUEUED" } })
+    expect(r.json.data.results[1]).toMatchObject({ index: 1, success: false, errorCode: "VALIDATION_ERROR" })
+    expect(r.json.data.results[1].error).toMatch(/records\[1\]\.data/)
+    expect(r.json.data.results[2]).toMatchObject({ index: 2, success: false, errorCode: "VALIDATION_ERROR" })
+    expectError(await api("POST", "/v1/anchor/batch", { records: [] }), 400, "VALIDATION_ERROR", /records/)
+    expectError(await api("POST", "/v1/anchor/batch", { records: Array.from({ length: 101 }, () => ({ data: {} })) }), 400, "VALIDATION_ERROR", /records/)
+  })
+
+  it("PATCH updates metadata and webhookUrl only (422 IMMUTABLE_FIELD otherwise) and writes record.updated", async () => {
+    const created = (await api("POST", "/v1/anchor", { data: { v: 1 } })).json.data
+    const r = await api("PATCH", `/v1/records/${created.recordId}`, { metadata: { tag: "x" }, webhookUrl: null })
+    expect(r.status).toBe(200)
+    expect(r.json.data).toMatchObject({ metadata: { tag: "x" }, webhookUrl: null, hash: created.hash })
+    expect(r.json.data.updatedAt >= created.updatedAt).toBe(true)
+    for (const body of [{ data: { v: 2 } }, { hash: "0".repeat(64) }, { status: "ANCHORED" }, { metadata: {}, packageMode: "MANAGED" }]) {
+      expectError(await api("PATCH", `/v1/records/${created.recordId}`, body), 422, "IMMUTABLE_FIELD")
+    }
+    expectError(await api("PATCH", `/v1/records/${created.recordId}`, { metadata: [1] }), 400, "VALIDATION_ERROR")
+    const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM events WHERE record_id = $1", [created.recordId])
+    expect(events).toEqual([{ kind: "record.updated", payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: { tag: "x" }, webhookUrl: null } }) }])
+    const unchanged = await query<{ data_jcs: string }>(node.databaseUrl, "SELECT data_jcs FROM records WHERE id = $1", [created.recordId])
+    expect(unchanged[0].data_jcs).toBe('{"v":1}')
+  })
+
+  it("soft delete hides the record (410), hard delete erases data and keeps a tombstone", async () => {
+    const soft = (await api("POST", "/v1/anchor", { data: { s: 1 }, metadata: { m: 1 } })).json.data
+    const del = await api("DELETE", `/v1/records/${soft.recordId}`)
+    expect(del.status).toBe(200)
+    expect(del.json.data).toMatchObject({ recordId: soft.recordId, mode: "soft" })
+    expectError(await api("GET", `/v1/records/${soft.recordId}`), 410, "RECORD_DELETED")
+    expectError(await api("PATCH", `/v1/records/${soft.recordId}`, { metadata: {} }), 410, "RECORD_DELETED")
+    expectError(await api("DELETE", `/v1/records/${soft.recordId}`), 410, "RECORD_DELETED")
+    const owner = await api("GET", `/v1/records/${soft.recordId}?includeDeleted=true`)
+    expect(owner.json.data).toMatchObject({ status: "DELETED", data: { s: 1 }, metadata: { m: 1 } })
+    expect((await api("GET", "/v1/records?limit=100")).json.data.records.map((r: any) => r.recordId)).not.toContain(soft.recordId)
+    expect((await api("GET", "/v1/records?status=DELETED")).json.data.records.map((r: any) => r.recordId)).toContain(soft.recordId)
+
+    const hard = (await api("POST", "/v1/anchor/encrypted", { data: { h: 1 }, encryptionKey: ENC_KEY, metadata: { m: 2 } })).json.data
+    expect((await api("DELETE", `/v1/records/${hard.recordId}?mode=hard`)).json.data.mode).toBe("hard")
+    const rows = await query<Record<string, unknown>>(node.databaseUrl, "SELECT * FROM records WHERE id = $1", [hard.recordId])
+    expect(rows[0]).toMatchObject({ data_jcs: null, ciphertext: null, nonce: null, auth_tag: null, metadata: {}, hard_deleted: true, hash: hard.hash })
+    expectError(await api("GET", `/v1/records/${hard.recordId}?includeDeleted=true`), 410, "RECORD_DELETED")
+    // a soft-deleted record can still be erased for good
+    expect((await api("DELETE", `/v1/records/${soft.recordId}?mode=hard`)).status).toBe(200)
+    expectError(await api("DELETE", `/v1/records/${soft.recordId}?mode=nope`), 400, "VALIDATION_ERROR", /mode/)
+    const events = await query<{ kind: string; payload: any }>(node.databaseUrl,
+      "SELECT kind, payload FROM events WHERE record_id = ANY($1) ORDER BY id", [[soft.recordId, hard.recordId]])
+    expect(events.map((e) => `${e.kind}:${e.payload.mode}`)).toEqual(["record.deleted:soft", "record.deleted:hard", "record.deleted:hard"])
+  })
+
+  it("GET /v1/records: newest first, cursor pagination without gaps or repeats, status filter", async () => {
+    const fresh = (await node.createKey(await node.createAccount())).key
+    const ids: Array<string> = []
+    for (let i = 0; i < 7; i++) ids.push((await call(node.baseUrl, "POST", "/v1/anchor", { key: fresh, body: { data: { i } } })).json.data.recordId)
+    const seen: Array<string> = []
+    let cursor: string | null = null
+    do {
+      const page: any = await call(node.baseUrl, "GET", `/v1/records?limit=3${cursor ? `&cursor=${cursor}` : ""}`, { key: fresh })
+      expect(page.status).toBe(200)
+      expect(page.json.data.records.length).toBeLessThanOrEqual(3)
+      seen.push(...page.json.data.records.map((r: any) => r.recordId))
+      cursor = page.json.data.nextCursor
+    } while (cursor)
+    expect(seen).toEqual([...ids].reverse())
+    expect((await call(node.baseUrl, "GET", "/v1/records?status=ANCHORED", { key: fresh })).json.data.records).toEqual([])
+    expect((await call(node.baseUrl, "GET", "/v1/records?status=QUEUED&limit=100", { key: fresh })).json.data.records.length).toBe(7)
+  })
+
+  it("GET /v1/proof/{hash}: the caller's records with that hash", async () => {
+    const data = { proof: "me" }
+    const a = (await api("POST", "/v1/anchor", { data })).json.data
+    const b = (await api("POST", "/v1/anchor", { data })).json.data
+    const r = await api("GET", `/v1/proof/${a.hash}`)
+    expect(r.status).toBe(200)
+    expect(r.json.data.hash).toBe(a.hash)
+    expect(r.json.data.records.map((x: any) => x.recordId).sort()).toEqual([a.recordId, b.recordId].sort())
+    expectError(await api("GET", `/v1/proof/${"f".repeat(64)}`), 404, "RECORD_NOT_FOUND")
+  })
+
+  it("a live key needs an https webhook that is not loopback, private or metadata; a test key may use http + loopback", async () => {
+    const live = (await node.createKey(await node.createAccount(), "live")).key
+    for (const url of ["http://example.com/h", "https://127.0.0.1/h", "https://10.0.0.8/h", "https://169.254.169.254/latest",
+      "https://[::1]/h", "https://localhost/h", "https://metadata.google.internal/x", "https://192.168.1.1/h", "https://[::ffff:127.0.0.1]/h"]) {
+      const r = await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: {}, webhookUrl: url } })
+      expectError(r, 400, "INVALID_WEBHOOK_URL")
+    }
+    const ok = await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: {}, webhookUrl: "https://93.184.215.14/hook" } })
+    expect(ok.status).toBe(202)
+    expect(ok.json.data.environment).toBe("live")
+    expect((await api("POST", "/v1/anchor", { data: {}, webhookUrl: "http://localhost:3000/h" })).status).toBe(202)
+  })
+
+  it("GET /v1/health and /v1/openapi.json need no key", async () => {
+    const health = await call(node.baseUrl, "GET", "/v1/health")
+    expect(health.status).toBe(200)
+    expect(health.json.data).toMatchObject({ status: "ok", database: { status: "up" } })
+    const spec = await call(node.baseUrl, "GET", "/v1/openapi.json")
+    expect(spec.status).toBe(200)
+    expect(spec.json.openapi).toMatch(/^3\./)
+    for (const path of ["/v1/anchor", "/v1/anchor/encrypted", "/v1/anchor/hash", "/v1/anchor/batch", "/v1/records", "/v1/records/{recordId}", "/v1/proof/{hash}", "/v1/usage", "/v1/health"]) {
+      expect(Object.keys(spec.json.paths)).toContain(path)
+    }
+  })
+})
