@@ -36,7 +36,7 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
       const initialised = Fs.existsSync(Path.join(dataDir, "PG_VERSION"))
       let port = options.port ?? 0
       if (port === 0 && Fs.existsSync(portFile)) port = Number(Fs.readFileSync(portFile, "utf8"))
-      if (port === 0 || !(await isFree(port))) port = await freePort()
+      if (port === 0 || !(await isPortFree(port))) port = await freePort()
       const password = "anchord"
       const server = new EmbeddedPostgresServer({
         databaseDir: dataDir,
@@ -58,7 +58,7 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
     ({ server }) => Effect.promise(() => server.stop()).pipe(Effect.ignore)
   ).pipe(Effect.map(({ url, port }) => ({ url: Redacted.make(url), port })))
 
-const isFree = (port: number): Promise<boolean> =>
+export const isPortFree = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
     const server = Net.createServer()
     server.once("error", () => resolve(false))
