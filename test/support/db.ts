@@ -13,11 +13,18 @@ export const withDatabase = (url: string, name: string): string => {
   return u.toString()
 }
 
-const admin = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+const admin = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>, url = adminUrl()) =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     return yield* f(sql)
-  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(adminUrl()) })))))
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })))))
+
+export const dropTestDatabases = (url: string) =>
+  admin((sql) =>
+    Effect.gen(function*() {
+      const rows = yield* sql<{ datname: string }>`SELECT datname FROM pg_database WHERE datname LIKE 'anchord_test_%'`
+      for (const { datname } of rows) yield* sql.unsafe(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`)
+    }), url)
 
 /** Creates `anchord_test_<random>` and returns its URL. */
 export const freshDatabase = async (): Promise<string> => {

@@ -21,7 +21,11 @@ export default async function setup(project: TestProject) {
   if (external) {
     project.provide("pgAdminUrl", external)
     project.provide("pgEmbedded", false)
-    return
+    // Drop the per-file databases this run created on the shared server.
+    return async () => {
+      const { dropTestDatabases } = await import("./db.ts")
+      await dropTestDatabases(external)
+    }
   }
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-test-pg-"))
   Fs.chmodSync(dir, 0o755)
