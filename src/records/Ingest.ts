@@ -105,7 +105,8 @@ export class Ingest extends Context.Service<Ingest, {
                   hash: sha256Hex(jcs),
                   packageMode,
                   source: "data",
-                  dataJcs: packageMode === "SEPARATED" ? null : jcs
+                  dataJcs: packageMode === "SEPARATED" ? null : jcs,
+                  parsedData: kind.body.data
                 } satisfies NewRecord
               }
               case "encrypted": {
