@@ -1,0 +1,89 @@
+/** The operator CLI (`anchord accounts|keys|migrate`) as a user runs it: real processes, a real database. */
+import * as ChildProcess from "node:child_process"
+import * as Path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freshDatabase, query } from "../support/db.ts"
+import { expectError } from "../support/expect.ts"
+import { call, startNode, type TestNode } from "../support/node.ts"
+
+const root = Path.resolve(import.meta.dirname, "../..")
+
+describe("anchord accounts / keys", () => {
+  let databaseUrl: string
+  let node: TestNode
+  const anchord = (...args: Array<string>) =>
+    ChildProcess.spawnSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
+      cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl }, encoding: "utf8"
+    })
+  const json = (...args: Array<string>) => {
+    const r = anchord(...args, "--json")
+    expect(r.status, r.stderr).toBe(0)
+    return JSON.parse(r.stdout)
+  }
+
+  beforeAll(async () => {
+    databaseUrl = await freshDatabase()
+    expect(anchord("migrate").stdout).toContain("migrations applied")
+    node = await startNode({ databaseUrl })
+  })
+  afterAll(() => node.stop())
+
+  it("an account starts PENDING; keys only after activation; the key is shown once and works", async () => {
+    const account = json("accounts", "create", "Acme Ltd", "--plan", "STARTUP", "--email", "ops@acme.example")
+    expect(account).toMatchObject({ name: "Acme Ltd", plan: "STARTUP", status: "PENDING", email: "ops@acme.example" })
+    expect(account.id).toMatch(/^acct_[0-9a-f]{16}$/)
+
+    const refused = anchord("keys", "create", account.id)
+    expect(refused.status).not.toBe(0)
+    expect(refused.stdout + refused.stderr).toMatch(/not active/)
+
+    expect(json("accounts", "activate", account.id).status).toBe("ACTIVE")
+    const created = json("keys", "create", account.id, "--env", "live", "--name", "prod")
+    expect(created.key).toMatch(/^dcp_live_[A-Za-z0-9]{32}$/)
+    expect(created.environment).toBe("live")
+
+    const listed = json("keys", "list", account.id)
+    expect(listed).toHaveLength(1)
+    expect(JSON.stringify(listed)).not.toContain(created.key.slice(9))
+    expect(listed[0].display).toBe(`${created.key.slice(0, 13)}…${created.key.slice(-4)}`)
+    const text = anchord("keys", "list", account.id).stdout
+    expect(text).toContain(created.id)
+    expect(text).toContain("active")
+
+    const ok = await call(node.baseUrl, "GET", "/v1/usage", { key: created.key })
+    expect(ok.status).toBe(200)
+    expect(ok.json.data).toMatchObject({ plan: "STARTUP", environment: "live", accountId: account.id })
+
+    expect(json("keys", "revoke", created.id).revokedAt).not.toBeNull()
+    expectError(await call(node.baseUrl, "GET", "/v1/usage", { key: created.key }), 401, "EXPIRED_API_KEY", /revoked/)
+    expect(anchord("keys", "list", account.id).stdout).toContain("revoked")
+  })
+
+  it("expiring keys, ENTERPRISE limits, and lists", async () => {
+    const ent = json("accounts", "create", "Big Co", "--plan", "ENTERPRISE", "--rate-per-second", "2500", "--activate")
+    expect(ent).toMatchObject({ status: "ACTIVE", plan: "ENTERPRISE", ratePerSecond: 2500 })
+    const key = json("keys", "create", ent.id, "--expires-in-days", "30")
+    const rows = await query<{ expires_at: Date }>(databaseUrl, "SELECT expires_at FROM api_keys WHERE id = $1", [key.id])
+    expect(rows[0].expires_at.getTime()).toBeGreaterThan(Date.now() + 29 * 86_400_000)
+    const r = await call(node.baseUrl, "GET", "/v1/usage", { key: key.key })
+    expect(r.headers.get("x-ratelimit-limit")).toBe("2500")
+    expect(r.headers.get("x-quota-limit")).toBe("unlimited")
+    const accounts = json("accounts", "list")
+    expect(accounts.map((a: { name: string }) => a.name)).toEqual(expect.arrayContaining(["Acme Ltd", "Big Co"]))
+  })
+
+  it("bad input is refused with a clear message and changes nothing", async () => {
+    const before = await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM accounts")
+    const badPlan = anchord("accounts", "create", "X", "--plan", "GOLD")
+    expect(badPlan.status).not.toBe(0)
+    expect(badPlan.stdout + badPlan.stderr).toMatch(/plan/i)
+    const unknown = anchord("accounts", "activate", "acct_0000000000000000")
+    expect(unknown.status).not.toBe(0)
+    expect(unknown.stdout + unknown.stderr).toMatch(/no account acct_0000000000000000/)
+    const noKey = anchord("keys", "revoke", "key_nope")
+    expect(noKey.status).not.toBe(0)
+    expect(noKey.stdout + noKey.stderr).toMatch(/no API key key_nope/)
+    const after = await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM accounts")
+    expect(after[0].n).toBe(before[0].n)
+  })
+})
