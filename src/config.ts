@@ -31,7 +31,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     dataDir: Config.String("ANCHORD_DATA_DIR").pipe(Config.withDefault(".anchord")),
     host: Config.String("HOST").pipe(Config.withDefault("127.0.0.1")),
     port: Config.Port("PORT").pipe(Config.withDefault(8080)),
-    baseUrl: Config.option(Config.String("BASE_URL")),
+    baseUrl: Config.option(Config.String("PUBLIC_URL")),
     maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
     redisUrl: Config.option(Config.Redacted("REDIS_URL")),
     anonymousRatePerSecond: Config.Int("ANON_RATE_LIMIT_PER_SECOND").pipe(Config.withDefault(10)),

@@ -25,7 +25,23 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-/** Starts (initialising on first use) and returns the URL; stops it when the scope closes. */
+/** A postmaster left running by a node that was killed (SIGKILL): its pid and port, if it is alive. */
+const orphanedServer = (dataDir: string): { readonly pid: number; readonly port: number } | undefined => {
+  try {
+    const lines = Fs.readFileSync(Path.join(dataDir, "postmaster.pid"), "utf8").split("\n")
+    const pid = Number(lines[0])
+    const port = Number(lines[3])
+    process.kill(pid, 0)
+    return Number.isInteger(pid) && Number.isInteger(port) ? { pid, port } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Starts (initialising on first use) and returns the URL; stops it when the scope closes. A server
+ * still running from a node that was killed is adopted rather than started twice on one directory.
+ */
 export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
@@ -33,11 +49,23 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
       Fs.mkdirSync(dir, { recursive: true })
       const portFile = Path.join(dir, "pg.port")
       const dataDir = Path.join(dir, "pg")
+      const password = "anchord"
+      const urlFor = (port: number) => `postgres://postgres:${password}@127.0.0.1:${port}/anchord`
+      const orphan = orphanedServer(dataDir)
+      if (orphan !== undefined) {
+        options.log?.(`adopting the PostgreSQL server still running on port ${orphan.port} (pid ${orphan.pid})`)
+        const stop = async () => {
+          try {
+            process.kill(orphan.pid, "SIGINT") // fast shutdown
+            for (let i = 0; i < 100 && orphanedServer(dataDir) !== undefined; i++) await new Promise((r) => setTimeout(r, 100))
+          } catch {}
+        }
+        return { stop, url: urlFor(orphan.port), port: orphan.port }
+      }
       const initialised = Fs.existsSync(Path.join(dataDir, "PG_VERSION"))
       let port = options.port ?? 0
       if (port === 0 && Fs.existsSync(portFile)) port = Number(Fs.readFileSync(portFile, "utf8"))
       if (port === 0 || !(await isPortFree(port))) port = await freePort()
-      const password = "anchord"
       const server = new EmbeddedPostgresServer({
         databaseDir: dataDir,
         port,
@@ -53,9 +81,9 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
       await server.start()
       Fs.writeFileSync(portFile, String(port))
       if (!initialised) await server.createDatabase("anchord")
-      return { server, url: `postgres://postgres:${password}@127.0.0.1:${port}/anchord`, port }
+      return { stop: () => server.stop(), url: urlFor(port), port }
     }),
-    ({ server }) => Effect.promise(() => server.stop()).pipe(Effect.ignore)
+    ({ stop }) => Effect.promise(stop).pipe(Effect.ignore)
   ).pipe(Effect.map(({ url, port }) => ({ url: Redacted.make(url), port })))
 
 export const isPortFree = (port: number): Promise<boolean> =>

@@ -1,0 +1,75 @@
+/**
+ * `npm start` = `anchord dev`: embedded PostgreSQL under the data directory, an active test account
+ * created once, the same dev key printed at every start, and every record kept across restarts —
+ * including after the node was killed with SIGKILL (its PostgreSQL is adopted, not started twice).
+ */
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { freePort, isPortFree } from "../../src/db/EmbeddedPostgres.ts"
+import { call } from "../support/node.ts"
+
+const root = Path.resolve(import.meta.dirname, "../..")
+const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-dev-"))
+Fs.chmodSync(dataDir, 0o755)
+
+const startDev = async (port: number) => {
+  const child = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "dev"], {
+    cwd: root,
+    env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "" },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout.on("data", (d) => out += d)
+  child.stderr.on("data", (d) => out += d)
+  const until = Date.now() + 90_000
+  while (!/Test key:\s+dcp_test_\w{32}/.test(out) || !/listening/.test(out)) {
+    if (Date.now() > until || child.exitCode !== null) throw new Error(`anchord dev did not start:\n${out}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  while (true) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/v1/health`)).ok) break
+    } catch {}
+    if (Date.now() > until || child.exitCode !== null) throw new Error(`anchord dev did not answer:\n${out}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return { child, key: /Test key:\s+(dcp_test_\w{32})/.exec(out)![1], output: () => out }
+}
+
+const stop = (child: ChildProcess.ChildProcess, signal: NodeJS.Signals) => {
+  const exited = new Promise((r) => child.once("exit", r))
+  child.kill(signal)
+  return exited
+}
+
+describe("anchord dev", () => {
+  afterAll(() => Fs.rmSync(dataDir, { recursive: true, force: true }))
+
+  it("prints a working key, keeps it and every record across restarts, survives SIGKILL", async () => {
+    const port = await freePort()
+    const base = `http://127.0.0.1:${port}`
+    const first = await startDev(port)
+    expect(first.output()).toContain(`${base}/v1`)
+    const created = await call(base, "POST", "/v1/anchor", { key: first.key, body: { data: { dev: 1 } } })
+    expect(created.status).toBe(202)
+    await stop(first.child, "SIGKILL")
+
+    const second = await startDev(port)
+    expect(second.key).toBe(first.key)
+    const again = await call(base, "GET", `/v1/records/${created.json.data.recordId}`, { key: second.key })
+    expect(again.status).toBe(200)
+    expect(again.json.data.hash).toBe(created.json.data.hash)
+    const pgPort = Number(Fs.readFileSync(Path.join(dataDir, "pg.port"), "utf8"))
+    await stop(second.child, "SIGTERM")
+    expect(second.child.signalCode).toBeNull() // it shut down by itself (runMain exits 130 when interrupted)
+    expect(await isPortFree(pgPort)).toBe(true)
+
+    const third = await startDev(port)
+    expect(third.key).toBe(first.key)
+    expect((await call(base, "GET", "/v1/records", { key: third.key })).json.data.records).toHaveLength(1)
+    await stop(third.child, "SIGTERM")
+  })
+})
