@@ -9,10 +9,9 @@
  *  5. the X-RateLimit-* / X-Quota-* headers on every /v1 response, errors included.
  */
 import { Cause, Effect, Option } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse, HttpIncomingMessage } from "effect/http"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, HttpApiError } from "effect/http-api"
 import { SqlError } from "effect/sql"
-import * as ByteSize from "effect/ByteSize"
 import { Accounts, type Principal } from "../auth/Accounts.ts"
 import { RateLimits, type LimitState } from "../auth/RateLimits.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
@@ -21,6 +20,7 @@ import { AppConfig } from "../config.ts"
 import { parseStrictJson, StrictJsonError } from "../records/canonical/strictJson.ts"
 import { Api } from "./Api.ts"
 import { type ErrorCode, errorBody } from "./errors.ts"
+import { readBody } from "./body.ts"
 import { stateOf } from "./requestState.ts"
 import { describeIssue } from "./schemaMessages.ts"
 
@@ -91,7 +91,6 @@ export const GatewayLayer = HttpRouter.middleware(
     const usage = yield* UsageCache
     const config = yield* AppConfig
     const routes = routeTable()
-    const maxBody = ByteSize.bytes(config.maxBodyBytes)
 
     const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => {
       if (config.trustProxy) {
@@ -127,7 +126,7 @@ export const GatewayLayer = HttpRouter.middleware(
       })
 
     /** Reads and strictly parses a JSON body; a response when it is refused. */
-    const readBody = (request: HttpServerRequest.HttpServerRequest) =>
+    const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
         const contentType = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase()
         if (contentType !== "application/json") {
@@ -137,18 +136,15 @@ export const GatewayLayer = HttpRouter.middleware(
         if (declared > config.maxBodyBytes) {
           return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
         }
-        const bytes = yield* request.arrayBuffer.pipe(
-          Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBody),
-          Effect.map((b) => ({ ok: true as const, b })),
-          Effect.catch(() => Effect.succeed({ ok: false as const, b: new ArrayBuffer(0) }))
-        )
-        if (!bytes.ok || bytes.b.byteLength > config.maxBodyBytes) {
+        const read = yield* readBody(request, config.maxBodyBytes)
+        if (read._tag === "TooLarge") {
           return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
         }
+        if (read._tag === "Aborted") return jsonError(400, "INVALID_JSON", "The request body was not received in full")
         // Fatal decoding: invalid UTF-8 is refused, never silently replaced (that would change the hash).
         let text: string
         try {
-          text = utf8.decode(bytes.b)
+          text = utf8.decode(read.bytes)
         } catch {
           return jsonError(400, "INVALID_JSON", "Request body is not valid UTF-8")
         }
@@ -244,7 +240,7 @@ export const GatewayLayer = HttpRouter.middleware(
         }
 
         if (method === "POST" || method === "PUT" || method === "PATCH") {
-          const refused = yield* readBody(request)
+          const refused = yield* readJsonBody(request)
           if (refused !== undefined) return finish(refused)
         }
 
