@@ -6,23 +6,43 @@ import { UsageCache } from "./auth/UsageCache.ts"
 import { Networks } from "./batching/Networks.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./db/Database.ts"
+import { EvmAnchoring } from "./evm/Anchoring.ts"
+import { EvmNetworks } from "./evm/config.ts"
 import { HttpServerLayer } from "./http/server.ts"
 import { Ingest } from "./records/Ingest.ts"
 import { IngestWriter } from "./records/IngestWriter.ts"
 import { RecordStore } from "./records/RecordStore.ts"
+import { WebhookConfig } from "./webhooks/config.ts"
+import { WebhookDispatcher } from "./webhooks/Dispatcher.ts"
+import { WebhookStore } from "./webhooks/WebhookStore.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
   Layer.provideMerge(DatabaseLive)
 )
 
-/** Everything the HTTP API needs. */
-export const ServicesLayer = Layer.mergeAll(
+const ApiServices = Layer.mergeAll(
   Ingest.layer.pipe(Layer.provide(IngestWriter.layer), Layer.provide(Networks.layer)),
-  RateLimits.layer
-).pipe(Layer.provideMerge(CoreLayer))
+  RateLimits.layer,
+  WebhookStore.layer
+)
 
-/** The whole node: API server plus (in later issues) batcher, chain writers and watchers, dispatcher. */
-export const NodeLayer = HttpServerLayer.pipe(Layer.provideMerge(ServicesLayer))
+/** Everything the HTTP API needs (given the EVM networks: ingest picks a record's network from them). */
+export const ServicesLayer = ApiServices.pipe(Layer.provideMerge(CoreLayer))
+
+/**
+ * The whole node over the given EVM networks (EVM_NETWORKS, or the dev chain of `anchord dev`):
+ * API server plus one anchoring pipeline per network (batcher, chain writer, watcher), and (in
+ * later issues) the Fabric anchoring and the webhook dispatcher.
+ */
+export const makeNodeLayer = <E, R>(evmNetworks: Layer.Layer<EvmNetworks, E, R>) =>
+  Layer.mergeAll(HttpServerLayer, EvmAnchoring.layer, WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer))).pipe(
+    Layer.provideMerge(ApiServices),
+    Layer.provideMerge(evmNetworks),
+    Layer.provideMerge(CoreLayer)
+  )
+
+/** The node with EVM networks from EVM_NETWORKS. */
+export const NodeLayer = makeNodeLayer(EvmNetworks.layer)
 
 export const withConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(Layer.provideMerge(AppConfig.layer))

@@ -1,9 +1,14 @@
 /**
- * Which network a new record is anchored on. The chain issues replace the defaults with configured
- * networks; until then records wait in QUEUED under the network id they were given here.
+ * Which network a new record is anchored on (ingest hot path: pure lookups, no I/O).
+ *
+ * EVM: the configured network of the key's environment (EVM_NETWORKS; when several share an
+ * environment, EVM_TEST_NETWORK_ID / EVM_LIVE_NETWORK_ID pick one, else the first listed).
+ * Without a configured network the old default ids stay (records then wait in QUEUED until a
+ * network with that id is configured). Fabric ids are unchanged until the Fabric issue.
  */
-import { Config, Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer, Option } from "effect"
 import type { Environment } from "../auth/apiKeys.ts"
+import { EvmNetworks } from "../evm/config.ts"
 
 export interface NetworkChoice {
   /** The primary network (for hybrid records: the EVM one). */
@@ -16,18 +21,27 @@ export class Networks extends Context.Service<Networks, {
   static readonly layer = Layer.effect(
     Networks,
     Effect.gen(function*() {
+      const { networks } = yield* EvmNetworks
       const ids = yield* Config.all({
-        evmTest: Config.String("EVM_TEST_NETWORK_ID").pipe(Config.withDefault("hardhat-local")),
-        evmLive: Config.String("EVM_LIVE_NETWORK_ID").pipe(Config.withDefault("evm-live")),
+        evmTest: Config.option(Config.String("EVM_TEST_NETWORK_ID")),
+        evmLive: Config.option(Config.String("EVM_LIVE_NETWORK_ID")),
         fabricTest: Config.String("FABRIC_TEST_NETWORK_ID").pipe(Config.withDefault("fabric-dev")),
         fabricLive: Config.String("FABRIC_LIVE_NETWORK_ID").pipe(Config.withDefault("fabric-byo"))
       })
+      const evmFor = (environment: Environment, wanted: Option.Option<string>, fallback: string) => ({
+        networkId: Option.isSome(wanted)
+          ? wanted.value
+          : networks.find((n) => n.environment === environment)?.networkId ?? fallback
+      })
+      const evmTest = evmFor("test", ids.evmTest, "hardhat-local")
+      const evmLive = evmFor("live", ids.evmLive, "evm-live")
+      const fabricTest = { networkId: ids.fabricTest }
+      const fabricLive = { networkId: ids.fabricLive }
       return Networks.of({
-        choose: (environment, chain) => ({
-          networkId: chain === "fabric"
-            ? (environment === "test" ? ids.fabricTest : ids.fabricLive)
-            : (environment === "test" ? ids.evmTest : ids.evmLive)
-        })
+        choose: (environment, chain) =>
+          chain === "fabric"
+            ? (environment === "test" ? fabricTest : fabricLive)
+            : (environment === "test" ? evmTest : evmLive)
       })
     })
   )

@@ -40,7 +40,12 @@ export const ensureDevAccount = Effect.gen(function*() {
   return { accountId: accountId!, apiKey: apiKey! }
 })
 
-export const printBanner = (info: { readonly baseUrl: string; readonly apiKey: string; readonly accountId: string }) =>
+export const printBanner = (info: {
+  readonly baseUrl: string
+  readonly apiKey: string
+  readonly accountId: string
+  readonly fabric: { readonly address: string; readonly channel: string; readonly chaincode: string; readonly mspId: string }
+}) =>
   Console.log([
     "",
     "anchord dev node",
@@ -48,6 +53,7 @@ export const printBanner = (info: { readonly baseUrl: string; readonly apiKey: s
     `API:       ${info.baseUrl}/v1   (OpenAPI: ${info.baseUrl}/v1/openapi.json)`,
     `Account:   ${info.accountId} (ENTERPRISE, active)`,
     `Test key:  ${info.apiKey}`,
+    `Fabric:    dev peer at ${info.fabric.address} (channel ${info.fabric.channel}, chaincode ${info.fabric.chaincode}, MSP ${info.fabric.mspId})`,
     "",
     "Try:",
     `  curl -s -X POST ${info.baseUrl}/v1/anchor -H "Authorization: Bearer ${info.apiKey}" \\`,

@@ -1,27 +1,51 @@
 #!/usr/bin/env node
-/** The `anchord` command line (SPEC 8): start, dev, migrate, accounts, keys. */
+/** The `anchord` command line (SPEC 8): start, dev, migrate, accounts, keys, fabric-devpeer. */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Layer, Option, Runtime } from "effect"
+import { HttpServer } from "effect/http"
 import { Argument, Command, Flag } from "effect/cli"
 import { Accounts } from "../auth/Accounts.ts"
 import { PlanNames } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseLive } from "../db/Database.ts"
-import { CoreLayer, NodeLayer, withConfig } from "../main.ts"
+import { DevChainLayer } from "../evm/devChain.ts"
+import { FabricDevPeer } from "../fabric/DevPeerService.ts"
+import { LoggingLayer } from "../logging.ts"
+import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../main.ts"
 import { VERSION } from "../version.ts"
 import { ensureDevAccount, printBanner } from "./dev.ts"
+
+/** The API's URL once the server listens. */
+const listeningUrl = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const server = yield* HttpServer.HttpServer
+  const port = server.address._tag === "UnixPathAddress" ? config.port : server.address.port
+  return Option.getOrElse(config.baseUrl, () => `http://${config.host}:${port}`)
+})
+
+const announceStart = Layer.effectDiscard(Effect.gen(function*() {
+  yield* Effect.logInfo("anchord listening", { url: yield* listeningUrl, version: VERSION })
+}))
+
+/** Dev mode: the test key and the local chains, printed once everything is up. */
+const announceDev = Layer.effectDiscard(Effect.gen(function*() {
+  const baseUrl = yield* listeningUrl
+  const info = yield* ensureDevAccount
+  const peer = yield* FabricDevPeer
+  yield* printBanner({ baseUrl, ...info, fabric: peer })
+  yield* Effect.logInfo("anchord listening", { url: baseUrl, version: VERSION })
+}))
 
 const runNode = (dev: boolean) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const baseUrl = Option.getOrElse(config.baseUrl, () => `http://${config.host}:${config.port}`)
-    if (dev) {
-      const info = yield* ensureDevAccount.pipe(Effect.provide(CoreLayer))
-      yield* printBanner({ baseUrl, ...info })
-    }
-    yield* Effect.logInfo("anchord listening", { url: baseUrl, version: VERSION })
-    return yield* Layer.launch(NodeLayer)
-  })
+    if (!dev) return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer)))
+    // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
+    // and the Fabric gateway dev peer under the data directory.
+    return yield* Layer.launch(announceDev.pipe(
+      Layer.provideMerge(Layer.merge(makeNodeLayer(DevChainLayer), FabricDevPeer.layerDev(config.dataDir)))
+    ))
+  }).pipe(Effect.provide(LoggingLayer))
 
 const start = Command.make("start", {}, () => runNode(false).pipe(Effect.provide(AppConfig.layer))).pipe(
   Command.withDescription("Run the node (production): everything from environment variables")
@@ -36,7 +60,13 @@ const migrate = Command.make("migrate", {}, () =>
     yield* Console.log("migrations applied")
   }).pipe(Effect.provide(withConfig(DatabaseLive)))).pipe(Command.withDescription("Apply database migrations"))
 
-const withCore = <A, E>(effect: Effect.Effect<A, E, Accounts>) => effect.pipe(Effect.provide(withConfig(CoreLayer)))
+/** Operator commands: a refused operation prints its reason (no stack) and exits 1. */
+const withCore = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Accounts>) =>
+  effect.pipe(
+    Effect.catch((error) =>
+      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+    Effect.provide(withConfig(CoreLayer))
+  )
 const json = Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print JSON"))
 const print = (asJson: boolean, value: unknown, text: string) => Console.log(asJson ? JSON.stringify(value, null, 2) : text)
 
@@ -118,13 +148,44 @@ const keys = Command.make("keys").pipe(
   Command.withSubcommands([keysCreate, keysList, keysRevoke])
 )
 
+const fabricDevpeer = Command.make("fabric-devpeer", {
+  port: Flag.Int("port").pipe(Flag.withDefault(7051), Flag.withDescription("0 picks a free port")),
+  host: Flag.String("host").pipe(Flag.withDefault("127.0.0.1")),
+  channel: Flag.String("channel").pipe(Flag.withDefault("anchord")),
+  chaincode: Flag.String("chaincode").pipe(Flag.withDefault("anchord")),
+  mspId: Flag.String("msp-id").pipe(Flag.withDefault("AnchordDevMSP")),
+  dataDir: Flag.String("data-dir").pipe(Flag.optional, Flag.withDescription("default: ANCHORD_DATA_DIR/fabric-devpeer"))
+}, (o) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const dataDir = Option.getOrElse(o.dataDir, () => `${config.dataDir}/fabric-devpeer`)
+    const peer = yield* FabricDevPeer
+    yield* Console.log(JSON.stringify({
+      address: peer.address, channel: peer.channel, chaincode: peer.chaincode, mspId: peer.mspId,
+      certPath: peer.clientIdentity.certPath, keyPath: peer.clientIdentity.keyPath, dataDir
+    }, null, 2))
+    return yield* Effect.never
+  }).pipe(
+    Effect.provide(Layer.unwrap(Effect.map(AppConfig, (config) =>
+      FabricDevPeer.layer({
+        host: o.host, port: o.port, channel: o.channel, chaincode: o.chaincode, mspId: o.mspId,
+        dataDir: Option.getOrElse(o.dataDir, () => `${config.dataDir}/fabric-devpeer`),
+        log: (line) => console.error(`[fabric-devpeer] ${line}`)
+      })))),
+    Effect.provide(AppConfig.layer)
+  )).pipe(Command.withDescription("Run the Fabric gateway dev peer alone (a development peer, not a Fabric network)"))
+
 export const cli = Command.make("anchord").pipe(
   Command.withDescription("anchord: a self-hostable record anchoring node"),
-  Command.withSubcommands([start, dev, migrate, accounts, keys])
+  Command.withSubcommands([start, dev, migrate, accounts, keys, fabricDevpeer])
 )
 
 cli.pipe(
   Command.run({ version: VERSION }),
   Effect.provide(NodeServices.layer),
-  NodeRuntime.runMain
+  // A refused operator command has printed its reason and set process.exitCode: keep that code.
+  NodeRuntime.runMain({
+    teardown: (exit, onExit) =>
+      Runtime.defaultTeardown(exit, (code) => onExit(code === 0 && process.exitCode ? Number(process.exitCode) : code))
+  })
 )

@@ -1,11 +1,13 @@
 /** The whole HTTP API definition: imported by the server and by the typed client alike. */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { RecordsApi } from "../records/api.ts"
+import { WebhooksApi } from "../webhooks/api.ts"
 import { SystemApi } from "./SystemApi.ts"
 
 export class Api extends HttpApi.make("anchord")
   .add(RecordsApi)
   .add(SystemApi)
+  .add(WebhooksApi)
   .annotateMerge(OpenApi.annotations({
     title: "anchord",
     version: "1",

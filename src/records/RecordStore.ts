@@ -3,6 +3,7 @@ import * as Crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
+import { withAnchors } from "../batching/anchorViews.ts"
 import type { RecordRow } from "./model.ts"
 
 export interface Owner {
@@ -41,6 +42,7 @@ export class RecordStore extends Context.Service<RecordStore, {
     RecordStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const attachAnchors = withAnchors(sql)
 
       const fetch = (owner: Owner, id: string, lock: boolean) =>
         sql<RecordRow>`
@@ -61,7 +63,11 @@ export class RecordStore extends Context.Service<RecordStore, {
 
       return RecordStore.of({
         get: (owner, id, includeDeleted) =>
-          fetch(owner, id, false).pipe(Effect.map((row) => classify(row, includeDeleted)), Effect.orDie),
+          fetch(owner, id, false).pipe(
+            Effect.flatMap((row) => row === undefined ? Effect.succeed(row) : Effect.map(attachAnchors([row]), (rows) => rows[0])),
+            Effect.map((row) => classify(row, includeDeleted)),
+            Effect.orDie
+          ),
         list: (owner, options) =>
           sql<RecordRow>`
             SELECT * FROM records
@@ -73,13 +79,13 @@ export class RecordStore extends Context.Service<RecordStore, {
                 : options.status !== undefined
                 ? sql`AND status = ${options.status}`
                 : sql``}
-            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.orDie),
+            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(attachAnchors), Effect.orDie),
         byHash: (owner, hash) =>
           sql<RecordRow>`
             SELECT * FROM records
             WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND hash = ${hash}
               AND deleted_at IS NULL
-            ORDER BY id DESC LIMIT 100`.pipe(Effect.orDie),
+            ORDER BY id DESC LIMIT 100`.pipe(Effect.flatMap(attachAnchors), Effect.orDie),
         update: (owner, id, changes) =>
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
@@ -96,7 +102,7 @@ export class RecordStore extends Context.Service<RecordStore, {
               status: found.row.status,
               changes: Object.fromEntries(changed.map((k) => [k, (changes as Record<string, unknown>)[k]]))
             })
-            return { _tag: "Found", row: rows[0] } as Lookup
+            return { _tag: "Found", row: (yield* attachAnchors(rows))[0] } as Lookup
           })).pipe(Effect.orDie),
         remove: (owner, id, mode) =>
           sql.withTransaction(Effect.gen(function*() {

@@ -2,6 +2,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "../auth/api.ts"
+import { ProofBundle } from "../batching/proofSchema.ts"
 import { BadRequest, Conflict, Gone, NotFound, TooManyRequests, Unprocessable } from "../http/errors.ts"
 import {
   AnchorBody, BatchAnchorBody, BatchResult, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
@@ -66,6 +67,11 @@ export class RecordsApi extends HttpApiGroup.make("records")
       success: ok(DeleteResult),
       error: [BadRequest, NotFound, Gone]
     }).annotate(OpenApi.Description, "Soft delete (default) hides the record; hard delete erases data and metadata and keeps a tombstone."),
+    HttpApiEndpoint.get("recordProof", "/records/:recordId/proof", {
+      params: { recordId: RecordId },
+      success: ok(ProofBundle),
+      error: [BadRequest, NotFound, Gone, Conflict]
+    }).annotate(OpenApi.Description, "The self-contained proof bundle (version 1) of an anchored record; 409 NOT_ANCHORED before."),
     HttpApiEndpoint.get("proofByHash", "/proof/:hash", {
       params: { hash: Hash64 },
       success: ok(ProofLookup),

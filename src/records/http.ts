@@ -2,7 +2,9 @@
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
 import { CurrentPrincipal } from "../auth/api.ts"
+import { loadAnchors, proofBundle } from "../batching/anchorViews.ts"
 import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
 import { Api } from "../http/Api.ts"
 import { type BadRequest, type Conflict, badRequest, conflict, gone, notFound, unprocessable } from "../http/errors.ts"
@@ -27,7 +29,7 @@ const newRowView = (row: NewRecord): RecordView =>
     anchoredAt: null,
     deletedAt: null,
     hardDeleted: false
-  } as RecordRow)
+  } as RecordRow, { data: row.parsedData })
 
 const encodeCursor = (id: string) => Buffer.from(id, "utf8").toString("base64url")
 const decodeCursor = (cursor: string) => {
@@ -46,6 +48,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
   Effect.gen(function*() {
     const ingest = yield* Ingest
     const store = yield* RecordStore
+    const sql = yield* SqlClient.SqlClient
 
     /** Idempotency-Key: replay the stored response, 409 for another body, else run `create`. */
     const idempotent = <E, R>(
@@ -213,6 +216,16 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
             success: true as const,
             data: { recordId: row.id, mode, deletedAt: (row.deletedAt ?? new Date()).toISOString() }
           }
+        }))
+      .handle("recordProof", ({ params }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const row = yield* requireFound(yield* store.get(principal, params.recordId, false), params.recordId)
+          if (row.status !== "ANCHORED") {
+            return yield* Effect.fail(conflict("NOT_ANCHORED", `Record ${row.id} is ${row.status}, not anchored yet`))
+          }
+          const anchors = (yield* loadAnchors(sql, [row.id])).get(row.id) ?? []
+          return { success: true as const, data: proofBundle(row, anchors) }
         }))
       .handle("proofByHash", ({ params }) =>
         Effect.gen(function*() {

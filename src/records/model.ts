@@ -1,7 +1,7 @@
 /** Rows of the `records` table and their API representation (SPEC 4). */
 import { parseStrictJson } from "./canonical/strictJson.ts"
 import type { Environment } from "../auth/apiKeys.ts"
-import type { ChainType, PackageMode, RecordView } from "./schemas.ts"
+import type { Anchor, ChainType, PackageMode, RecordView } from "./schemas.ts"
 
 export interface RecordRow {
   readonly id: string
@@ -24,13 +24,18 @@ export interface RecordRow {
   readonly anchoredAt: Date | null
   readonly deletedAt: Date | null
   readonly hardDeleted: boolean
+  /** Attached by RecordStore (src/batching/anchorViews.ts); not a column. */
+  readonly anchors?: ReadonlyArray<typeof Anchor.Type> | undefined
 }
 
-export const toView = (row: RecordRow, options?: { readonly plaintext?: string | undefined }): RecordView => {
+export const toView = (
+  row: RecordRow,
+  options?: { readonly plaintext?: string | undefined; readonly data?: unknown }
+): RecordView => {
   const encrypted = row.source === "encrypted"
   let data: unknown = null
   // parseStrictJson, not JSON.parse: V8 in Node 24 can mis-read escaped member names (nodejs/node#63785).
-  if (row.dataJcs !== null) data = parseStrictJson(row.dataJcs)
+  if (row.dataJcs !== null) data = options?.data !== undefined ? options.data : parseStrictJson(row.dataJcs)
   else if (options?.plaintext !== undefined) data = parseStrictJson(options.plaintext)
   const view: Mutable<RecordView> = {
     recordId: row.id,
@@ -48,7 +53,7 @@ export const toView = (row: RecordRow, options?: { readonly plaintext?: string |
     deletedAt: row.deletedAt?.toISOString() ?? null,
     data,
     encrypted,
-    anchors: []
+    anchors: row.anchors ?? []
   }
   if (encrypted && data === null && row.ciphertext !== null && row.nonce !== null && row.authTag !== null) {
     view.encryptedData = {

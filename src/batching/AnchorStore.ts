@@ -1,0 +1,309 @@
+/**
+ * Every database statement of anchoring: cutting batches, the writer's tx bookkeeping, the
+ * watcher's cursor, confirmation / reorg / failure with their outbox events in the same transaction.
+ * SqlError becomes a defect here (the loops log it and try again on their next tick).
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { buildTree, type Hex } from "../evm/merkle.ts"
+
+export type BatchState = "PENDING" | "SENT" | "MINED" | "CONFIRMED" | "DROPPED" | "FAILED"
+
+export interface BatchRow {
+  readonly id: string
+  readonly networkId: string
+  readonly merkleRoot: Hex
+  readonly leafCount: number
+  readonly state: BatchState
+  readonly attempts: number
+  readonly nonce: string | null
+  readonly gasLimit: string | null
+  readonly txHash: Hex | null
+  readonly rawTx: Hex | null
+  readonly txHashes: ReadonlyArray<Hex>
+  readonly maxFeePerGas: string | null
+  readonly maxPriorityFeePerGas: string | null
+  readonly sentAt: Date | null
+  readonly chainBatchId: string | null
+  readonly blockNumber: string | null
+  readonly blockHash: Hex | null
+  readonly createdAt: Date
+}
+
+export interface Cursor {
+  readonly blockNumber: bigint
+  readonly blockHash: Hex
+}
+
+export interface MinedFacts {
+  readonly txHash: Hex
+  readonly chainBatchId: bigint
+  readonly blockNumber: bigint
+  readonly blockHash: Hex
+  readonly anchoredAt: Date
+  readonly gasUsed: bigint | null
+}
+
+/** `{ id, hash }` rows of the records cut into one batch, in leaf (input) order. */
+interface Claimed {
+  readonly id: string
+  readonly hash: string
+}
+
+const eventId = (alias: string) => `'evt_' || substr(md5(random()::text || clock_timestamp()::text || ${alias}), 1, 24)`
+
+export class AnchorStore extends Context.Service<AnchorStore, {
+  readonly queueState: (networkId: string, max: number) => Effect.Effect<{ readonly count: number; readonly oldest: Date | null }>
+  /** Claims up to `max` QUEUED records, builds the tree, persists batch + proofs, records → BATCHING. */
+  readonly cutBatch: (networkId: string, max: number, meta: { chainId: number; contractAddress: string }) => Effect.Effect<
+    { readonly batchId: string; readonly root: Hex; readonly leafCount: number; readonly joined: boolean } | undefined
+  >
+  readonly openBatches: (networkId: string) => Effect.Effect<ReadonlyArray<BatchRow>>
+  readonly markSent: (batchId: string, tx: {
+    nonce: number; gas: bigint; txHash: Hex; rawTx: Hex; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint; bump: boolean
+  }) => Effect.Effect<void>
+  readonly markAdopted: (batchId: string) => Effect.Effect<void>
+  readonly resetToPending: (batchId: string, error: string) => Effect.Effect<void>
+  readonly noteError: (batchId: string, error: string) => Effect.Effect<void>
+  readonly findLiveBatchByRoot: (networkId: string, root: Hex) => Effect.Effect<BatchRow | undefined>
+  readonly markMined: (batchId: string, facts: MinedFacts) => Effect.Effect<void>
+  /** MINED → CONFIRMED; anchors confirmed; records whose required anchors are all confirmed → ANCHORED + events. */
+  readonly confirm: (batchId: string) => Effect.Effect<number>
+  /** Reorganised out / abandoned: batch DROPPED, its anchors deleted, BATCHING records → QUEUED. */
+  readonly drop: (batchId: string, reason: string) => Effect.Effect<number>
+  /** Retries exhausted: batch FAILED, records → FAILED + anchor.failed events. */
+  readonly fail: (batchId: string, reason: string) => Effect.Effect<number>
+  readonly cursor: (networkId: string) => Effect.Effect<Cursor | undefined>
+  readonly saveCursor: (networkId: string, cursor: Cursor) => Effect.Effect<void>
+  /** Dev chain reset: every batch of the network not found on the new chain is dropped, cursor forgotten. */
+  readonly forgetNetwork: (networkId: string) => Effect.Effect<number>
+}>()("anchord/batching/AnchorStore") {
+  static readonly layer = Layer.effect(
+    AnchorStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const batchCols = sql`id::text AS id, network_id, merkle_root, leaf_count, state, attempts, nonce::text AS nonce, gas_limit::text AS gas_limit, tx_hash,
+        raw_tx, tx_hashes, max_fee_per_gas::text AS max_fee_per_gas, max_priority_fee_per_gas::text AS max_priority_fee_per_gas,
+        sent_at, chain_batch_id::text AS chain_batch_id, block_number::text AS block_number, block_hash, created_at`
+
+      /**
+       * The anchors a record needs (SPEC 4): one EVM anchor; a hybrid record an EVM and a Fabric one.
+       * A record stays QUEUED until every required anchor is in a batch (each batcher claims QUEUED
+       * records lacking its own anchor), BATCHING until all are confirmed, then ANCHORED.
+       */
+      const requiredAnchorsExist = sql`(r.chain_type <> 'hybrid' OR (
+        EXISTS (SELECT 1 FROM anchors e WHERE e.record_id = r.id AND e.chain_type = 'evm') AND
+        EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric')))`
+
+      /** Records of the batch reaching ANCHORED when all their required anchors are confirmed (SPEC 4). */
+      const completeRecords = (batchId: string) =>
+        sql<{ n: number }>`
+          WITH done AS (
+            UPDATE records r SET status = 'ANCHORED', anchored_at = b.anchored_at, updated_at = now()
+            FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
+            WHERE a.batch_id = ${batchId} AND a.record_id = r.id AND r.status IN ('QUEUED', 'BATCHING')
+              AND a.confirmed
+              AND NOT EXISTS (SELECT 1 FROM anchors o WHERE o.record_id = r.id AND NOT o.confirmed)
+              AND (r.chain_type <> 'hybrid' OR (
+                EXISTS (SELECT 1 FROM anchors e WHERE e.record_id = r.id AND e.chain_type = 'evm' AND e.confirmed) AND
+                EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric' AND f.confirmed)))
+            RETURNING r.id, r.account_id, r.hash, r.network_id, r.chain_type, b.anchored_at
+          ), ev AS (
+            -- top-level facts: the record primary anchor (its network_id); anchors: every anchor (hybrid: both)
+            INSERT INTO events (event_id, account_id, record_id, kind, payload)
+            SELECT ${sql.unsafe(eventId("done.id"))}, done.account_id, done.id, 'anchor.confirmed', jsonb_build_object(
+              'recordId', done.id, 'hash', done.hash, 'status', 'ANCHORED', 'chainType', done.chain_type,
+              'networkId', done.network_id, 'txHash', pb.tx_hash, 'blockNumber', pb.block_number, 'blockHash', pb.block_hash,
+              'batchId', pb.chain_batch_id, 'merkleRoot', pb.merkle_root, 'merkleProof', to_jsonb(pa.merkle_proof),
+              'anchoredAt', to_char(done.anchored_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+              'contractAddress', pb.contract_address, 'chainId', pb.chain_id,
+              'anchors', (SELECT jsonb_agg(jsonb_build_object(
+                  'chainType', x.chain_type, 'networkId', x.network_id, 'batchId', y.chain_batch_id, 'txHash', y.tx_hash,
+                  'blockNumber', y.block_number, 'merkleRoot', y.merkle_root, 'merkleProof', to_jsonb(x.merkle_proof),
+                  'anchoredAt', to_char(y.anchored_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                  'contractAddress', y.contract_address, 'chainId', y.chain_id) ORDER BY x.chain_type)
+                FROM anchors x JOIN anchor_batches y ON y.id = x.batch_id WHERE x.record_id = done.id))
+            FROM done
+              LEFT JOIN anchors pa ON pa.record_id = done.id AND pa.network_id = done.network_id
+              LEFT JOIN anchor_batches pb ON pb.id = pa.batch_id
+            RETURNING 1
+          )
+          SELECT count(*)::int AS n FROM ev`.pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+
+      const orDie = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.orDie(e)
+
+      return AnchorStore.of({
+        queueState: (networkId, max) =>
+          sql<{ count: number; oldest: Date | null }>`
+            SELECT count(*)::int AS count, min(created_at) AS oldest FROM (
+              SELECT r.created_at FROM records r WHERE r.network_id = ${networkId} AND r.status = 'QUEUED'
+                AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId})
+              ORDER BY r.id LIMIT ${max}
+            ) q`.pipe(Effect.map((rows) => rows[0] ?? { count: 0, oldest: null }), orDie),
+
+        cutBatch: (networkId, max, meta) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const claimed = yield* sql<Claimed>`
+              SELECT r.id, r.hash FROM records r
+              WHERE r.network_id = ${networkId} AND r.status = 'QUEUED'
+                AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId})
+              ORDER BY r.id LIMIT ${max}
+              FOR UPDATE OF r SKIP LOCKED`
+            if (claimed.length === 0) return undefined
+            const tree = buildTree(claimed.map((r) => r.hash))
+            // The same leaves as a live batch give the same root: the records join that batch (same proofs).
+            const existing = yield* sql<{ id: string; state: BatchState }>`
+              SELECT id::text AS id, state FROM anchor_batches
+              WHERE network_id = ${networkId} AND merkle_root = ${tree.root} AND state NOT IN ('DROPPED', 'FAILED')
+              FOR UPDATE`
+            const batchId = existing.length > 0
+              ? existing[0].id
+              : (yield* sql<{ id: string }>`
+                  INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address)
+                  VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()})
+                  RETURNING id::text AS id`)[0].id
+            const anchorsJson = JSON.stringify(claimed.map((r, i) => ({ r: r.id, i, p: tree.proofs[i] })))
+            yield* sql`
+              INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
+              SELECT x.r, ${networkId}, 'evm', ${batchId}, x.i,
+                ARRAY(SELECT jsonb_array_elements_text(x.p)), false
+              FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb)`
+            yield* sql`
+              UPDATE records r SET status = 'BATCHING', updated_at = now()
+              FROM anchors a WHERE a.batch_id = ${batchId} AND a.record_id = r.id AND r.status = 'QUEUED'
+                AND ${requiredAnchorsExist}`
+            if (existing.length > 0 && existing[0].state === "CONFIRMED") {
+              yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
+              yield* completeRecords(batchId)
+            }
+            return { batchId, root: tree.root, leafCount: claimed.length, joined: existing.length > 0 }
+          })).pipe(orDie),
+
+        openBatches: (networkId) =>
+          sql<BatchRow>`
+            SELECT ${batchCols} FROM anchor_batches
+            WHERE network_id = ${networkId} AND state IN ('PENDING', 'SENT', 'MINED') ORDER BY id`.pipe(orDie),
+
+        markSent: (batchId, tx) =>
+          sql`
+            UPDATE anchor_batches SET state = 'SENT', nonce = ${tx.nonce}, gas_limit = ${tx.gas.toString()}::bigint, tx_hash = ${tx.txHash}, raw_tx = ${tx.rawTx},
+              tx_hashes = array_append(tx_hashes, ${tx.txHash}::text),
+              max_fee_per_gas = ${tx.maxFeePerGas.toString()}::numeric, max_priority_fee_per_gas = ${tx.maxPriorityFeePerGas.toString()}::numeric,
+              sent_at = now(), attempts = attempts + 1, updated_at = now()
+            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`.pipe(Effect.asVoid, orDie),
+
+        markAdopted: (batchId) =>
+          sql`UPDATE anchor_batches SET state = 'SENT', sent_at = now(), updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+            .pipe(Effect.asVoid, orDie),
+
+        resetToPending: (batchId, error) =>
+          sql`
+            UPDATE anchor_batches SET state = 'PENDING', nonce = NULL, tx_hash = NULL, raw_tx = NULL, last_error = ${error},
+              updated_at = now()
+            WHERE id = ${batchId} AND state = 'SENT'`.pipe(Effect.asVoid, orDie),
+
+        noteError: (batchId, error) =>
+          sql`UPDATE anchor_batches SET last_error = ${error}, attempts = attempts + 1, updated_at = now() WHERE id = ${batchId}`
+            .pipe(Effect.asVoid, orDie),
+
+        findLiveBatchByRoot: (networkId, root) =>
+          sql<BatchRow>`
+            SELECT ${batchCols} FROM anchor_batches
+            WHERE network_id = ${networkId} AND merkle_root = ${root} AND state NOT IN ('DROPPED', 'FAILED')`.pipe(
+            Effect.map((rows) => rows[0]),
+            orDie
+          ),
+
+        markMined: (batchId, f) =>
+          sql`
+            UPDATE anchor_batches SET state = CASE WHEN state = 'CONFIRMED' THEN state ELSE 'MINED' END,
+              tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
+              block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
+              gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),
+              tx_hashes = CASE WHEN ${f.txHash}::text = ANY(tx_hashes) THEN tx_hashes ELSE array_append(tx_hashes, ${f.txHash}::text) END,
+              updated_at = now()
+            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED')`.pipe(Effect.asVoid, orDie),
+
+        confirm: (batchId) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const rows = yield* sql`
+              UPDATE anchor_batches SET state = 'CONFIRMED', updated_at = now() WHERE id = ${batchId} AND state = 'MINED' RETURNING id`
+            if (rows.length === 0) return 0
+            yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
+            return yield* completeRecords(batchId)
+          })).pipe(orDie),
+
+        drop: (batchId, reason) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const rows = yield* sql`
+              UPDATE anchor_batches SET state = 'DROPPED', last_error = ${reason}, updated_at = now()
+              WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED', 'CONFIRMED') RETURNING id`
+            if (rows.length === 0) return 0
+            const requeued = yield* sql<{ id: string }>`
+              WITH gone AS (DELETE FROM anchors WHERE batch_id = ${batchId} RETURNING record_id)
+              UPDATE records r SET status = 'QUEUED', anchored_at = NULL, updated_at = now()
+              FROM gone WHERE gone.record_id = r.id AND r.status IN ('BATCHING', 'ANCHORED')
+              RETURNING r.id`
+            return requeued.length
+          })).pipe(orDie),
+
+        fail: (batchId, reason) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const rows = yield* sql`
+              UPDATE anchor_batches SET state = 'FAILED', last_error = ${reason}, updated_at = now()
+              WHERE id = ${batchId} AND state IN ('PENDING', 'SENT') RETURNING id`
+            if (rows.length === 0) return 0
+            const failed = yield* sql<{ n: number }>`
+              WITH gone AS (DELETE FROM anchors WHERE batch_id = ${batchId} RETURNING record_id, network_id),
+              f AS (
+                UPDATE records r SET status = 'FAILED', updated_at = now()
+                FROM gone WHERE gone.record_id = r.id AND r.status IN ('QUEUED', 'BATCHING')
+                RETURNING r.id, r.account_id, r.hash, gone.network_id
+              ), ev AS (
+                INSERT INTO events (event_id, account_id, record_id, kind, payload)
+                SELECT ${sql.unsafe(eventId("f.id"))}, f.account_id, f.id, 'anchor.failed', jsonb_build_object(
+                  'recordId', f.id, 'hash', f.hash, 'status', 'FAILED', 'txHash', NULL, 'blockNumber', NULL,
+                  'networkId', f.network_id, 'chainType', 'evm', 'reason', ${reason}::text, 'errorCode', 'ANCHOR_FAILED')
+                FROM f RETURNING 1
+              )
+              SELECT count(*)::int AS n FROM ev`
+            return failed[0]?.n ?? 0
+          })).pipe(orDie),
+
+        cursor: (networkId) =>
+          sql<{ blockNumber: string; blockHash: Hex }>`
+            SELECT block_number::text AS block_number, block_hash FROM chain_cursors WHERE network_id = ${networkId}`.pipe(
+            Effect.map((rows) => rows.length === 0 ? undefined : { blockNumber: BigInt(rows[0].blockNumber), blockHash: rows[0].blockHash }),
+            orDie
+          ),
+
+        saveCursor: (networkId, c) =>
+          sql`
+            INSERT INTO chain_cursors (network_id, block_number, block_hash) VALUES (${networkId}, ${c.blockNumber.toString()}::bigint, ${c.blockHash})
+            ON CONFLICT (network_id) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, updated_at = now()`
+            .pipe(Effect.asVoid, orDie),
+
+        forgetNetwork: (networkId) =>
+          Effect.gen(function*() {
+            const batches = yield* sql<{ id: string }>`
+              SELECT id::text AS id FROM anchor_batches WHERE network_id = ${networkId} AND state NOT IN ('DROPPED', 'FAILED') ORDER BY id`
+            let requeued = 0
+            for (const b of batches) {
+              requeued += yield* sql.withTransaction(Effect.gen(function*() {
+                yield* sql`UPDATE anchor_batches SET state = 'DROPPED', last_error = 'chain reset', updated_at = now() WHERE id = ${b.id}`
+                const rows = yield* sql<{ id: string }>`
+                  WITH gone AS (DELETE FROM anchors WHERE batch_id = ${b.id} RETURNING record_id)
+                  UPDATE records r SET status = 'QUEUED', anchored_at = NULL, updated_at = now()
+                  FROM gone WHERE gone.record_id = r.id AND r.status IN ('BATCHING', 'ANCHORED')
+                  RETURNING r.id`
+                return rows.length
+              }))
+            }
+            yield* sql`DELETE FROM chain_cursors WHERE network_id = ${networkId}`
+            return requeued
+          }).pipe(orDie)
+      })
+    })
+  )
+}

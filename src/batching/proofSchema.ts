@@ -1,0 +1,31 @@
+/** Wire schema of the proof bundle (SPEC 6, docs/proof-format.md). Definitions only: no server code. */
+import { Schema } from "effect"
+
+export const ProofBundleAnchor = Schema.Struct({
+  chainType: Schema.Literals(["evm", "fabric"]),
+  networkId: Schema.String,
+  chainId: Schema.optionalKey(Schema.NullOr(Schema.Number)),
+  contractAddress: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  channel: Schema.optionalKey(Schema.String),
+  chaincode: Schema.optionalKey(Schema.String),
+  batchId: Schema.Union([Schema.Number, Schema.String]),
+  merkleRoot: Schema.String,
+  merkleProof: Schema.Array(Schema.String),
+  leafIndex: Schema.Number,
+  leafCount: Schema.Number,
+  txHash: Schema.String,
+  blockNumber: Schema.NullOr(Schema.Number),
+  blockHash: Schema.NullOr(Schema.String),
+  anchoredAt: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "ProofBundleAnchor" })
+
+export const ProofBundle = Schema.Struct({
+  version: Schema.Literal(1),
+  recordId: Schema.String,
+  hash: Schema.String,
+  hashAlgorithm: Schema.Literal("sha256"),
+  canonicalization: Schema.Literal("RFC8785-JCS"),
+  leafEncoding: Schema.Literal("openzeppelin-standard-merkle-tree:bytes32"),
+  anchors: Schema.Array(ProofBundleAnchor)
+}).annotate({ identifier: "ProofBundle", description: "Self-contained anchoring receipt (version 1)" })
+export type ProofBundle = typeof ProofBundle.Type

@@ -1,0 +1,170 @@
+/**
+ * One network's JSON-RPC access (viem) as Effects failing with EvmError. Transient failures are
+ * retried briefly here (`rpcRetry`); longer outages surface to the loops, which keep polling.
+ */
+import { Effect, Redacted, Schedule } from "effect"
+import {
+  createPublicClient, encodeFunctionData, http, keccak256, type Hex, type PublicClient
+} from "viem"
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts"
+import { anchorRegistryAbi } from "./AnchorRegistry.abi.ts"
+import type { EvmNetworkConfig } from "./config.ts"
+import { classify, EvmError, isAlreadyKnown, isTransient } from "./errors.ts"
+
+/** Transient RPC errors: 4 quick retries (100 ms, 200 ms, 400 ms, 800 ms, jittered). */
+export const rpcRetry = Schedule.max([Schedule.exponential("100 millis").pipe(Schedule.jittered), Schedule.recurs(4)])
+
+export const anchoredEvent = anchorRegistryAbi.find((x) => x.type === "event" && x.name === "Anchored")! as Extract<
+  (typeof anchorRegistryAbi)[number],
+  { type: "event"; name: "Anchored" }
+>
+
+export interface AnchoredLog {
+  readonly chainBatchId: bigint
+  readonly root: Hex
+  readonly leafCount: number
+  readonly blockNumber: bigint
+  readonly blockHash: Hex
+  readonly txHash: Hex
+}
+
+export interface Eip1559Tx {
+  readonly nonce: number
+  readonly gas: bigint
+  readonly maxFeePerGas: bigint
+  readonly maxPriorityFeePerGas: bigint
+}
+
+export interface Chain {
+  readonly config: EvmNetworkConfig
+  readonly client: PublicClient
+  readonly address: Hex
+  readonly call: <A>(operation: string, f: (client: PublicClient) => Promise<A>) => Effect.Effect<A, EvmError>
+  readonly chainId: Effect.Effect<number, EvmError>
+  readonly head: Effect.Effect<bigint, EvmError>
+  readonly block: (n: bigint) => Effect.Effect<{ readonly hash: Hex; readonly timestamp: bigint } | undefined, EvmError>
+  /** getAnchor(root): undefined when the root is not anchored in this contract. */
+  readonly getAnchor: (root: Hex) => Effect.Effect<{ chainBatchId: bigint; blockNumber: bigint } | undefined, EvmError>
+  readonly anchoredLogs: (from: bigint, to: bigint, root?: Hex) => Effect.Effect<ReadonlyArray<AnchoredLog>, EvmError>
+  readonly nonces: Effect.Effect<{ readonly latest: number; readonly pending: number }, EvmError>
+  readonly fees: Effect.Effect<{ readonly maxFeePerGas: bigint; readonly maxPriorityFeePerGas: bigint }, EvmError>
+  readonly estimateAnchorGas: (root: Hex, leafCount: number) => Effect.Effect<bigint, EvmError>
+  /** Signs `anchor(root, leafCount)` locally; returns the raw tx and its hash (nothing sent). */
+  readonly signAnchor: (root: Hex, leafCount: number, tx: Eip1559Tx) => Effect.Effect<{ raw: Hex; hash: Hex }>
+  readonly broadcast: (raw: Hex) => Effect.Effect<void, EvmError>
+  readonly receipt: (hash: Hex) => Effect.Effect<{ status: "success" | "reverted"; gasUsed: bigint } | undefined, EvmError>
+  readonly txKnown: (hash: Hex) => Effect.Effect<boolean, EvmError>
+  readonly signer: Hex
+}
+
+export const makeChain = (config: EvmNetworkConfig): Chain => {
+  const client = createPublicClient({ transport: http(config.rpcUrl, { retryCount: 0, timeout: 10_000 }) }) as PublicClient
+  // The key leaves its Redacted box only here, into viem's local account (never logged, never sent).
+  const account: PrivateKeyAccount = privateKeyToAccount(Redacted.value(config.privateKey))
+  const address = config.contractAddress
+
+  const call = <A>(operation: string, f: (c: PublicClient) => Promise<A>): Effect.Effect<A, EvmError> =>
+    Effect.tryPromise({
+      try: () => f(client),
+      catch: (e) => new EvmError({ networkId: config.networkId, operation, reason: classify(e) })
+    }).pipe(Effect.retry({ schedule: rpcRetry, while: isTransient }))
+
+  const anchoredLogs = (from: bigint, to: bigint, root?: Hex) =>
+    call("eth_getLogs", (c) =>
+      c.getLogs({ address, event: anchoredEvent, args: root === undefined ? undefined : { root }, fromBlock: from, toBlock: to, strict: true })
+    ).pipe(Effect.map((logs) =>
+      logs.filter((l) => !l.removed && l.blockHash !== null && l.transactionHash !== null).map((l): AnchoredLog => ({
+        chainBatchId: l.args.batchId,
+        root: l.args.root.toLowerCase() as Hex,
+        leafCount: l.args.leafCount,
+        blockNumber: l.blockNumber!,
+        blockHash: l.blockHash!,
+        txHash: l.transactionHash!
+      }))
+    ))
+
+  return {
+    config,
+    client,
+    address,
+    call,
+    signer: account.address,
+    chainId: call("eth_chainId", (c) => c.getChainId()),
+    head: call("eth_blockNumber", (c) => c.getBlockNumber({ cacheTime: 0 })),
+    block: (n) =>
+      call("eth_getBlockByNumber", async (c) => {
+        try {
+          const b = await c.getBlock({ blockNumber: n })
+          return { hash: b.hash!, timestamp: b.timestamp }
+        } catch (e) {
+          if (e instanceof Error && e.name === "BlockNotFoundError") return undefined
+          throw e
+        }
+      }),
+    getAnchor: (root) =>
+      call("getAnchor", (c) => c.readContract({ address, abi: anchorRegistryAbi, functionName: "getAnchor", args: [root] })).pipe(
+        Effect.map(([chainBatchId, blockNumber]) => chainBatchId === 0n ? undefined : { chainBatchId, blockNumber })
+      ),
+    anchoredLogs,
+    nonces: Effect.all({
+      latest: call("eth_getTransactionCount", (c) => c.getTransactionCount({ address: account.address, blockTag: "latest" })),
+      pending: call("eth_getTransactionCount", (c) => c.getTransactionCount({ address: account.address, blockTag: "pending" }))
+    }),
+    fees: call("fees", async (c) => {
+      const f = await c.estimateFeesPerGas()
+      return { maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas }
+    }),
+    estimateAnchorGas: (root, leafCount) =>
+      call("eth_estimateGas", (c) =>
+        c.estimateContractGas({ address, abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount], account: account.address })),
+    signAnchor: (root, leafCount, tx) =>
+      Effect.promise(async () => {
+        const raw = await account.signTransaction({
+          type: "eip1559",
+          chainId: config.chainId,
+          to: address,
+          data: encodeFunctionData({ abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount] }),
+          nonce: tx.nonce,
+          gas: tx.gas,
+          maxFeePerGas: tx.maxFeePerGas,
+          maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
+          value: 0n
+        })
+        return { raw, hash: keccak256(raw) }
+      }),
+    broadcast: (raw) =>
+      Effect.tryPromise({
+        try: () => client.sendRawTransaction({ serializedTransaction: raw }),
+        catch: (e) => e
+      }).pipe(
+        Effect.asVoid,
+        Effect.catch((e) =>
+          // Re-broadcasting a transaction the node already holds is a success.
+          isAlreadyKnown(e)
+            ? Effect.void
+            : Effect.fail(new EvmError({ networkId: config.networkId, operation: "eth_sendRawTransaction", reason: classify(e) }))
+        ),
+        Effect.retry({ schedule: rpcRetry, while: isTransient })
+      ),
+    receipt: (hash) =>
+      call("eth_getTransactionReceipt", async (c) => {
+        try {
+          const r = await c.getTransactionReceipt({ hash })
+          return { status: r.status, gasUsed: r.gasUsed }
+        } catch (e) {
+          if (e instanceof Error && e.name === "TransactionReceiptNotFoundError") return undefined
+          throw e
+        }
+      }),
+    txKnown: (hash) =>
+      call("eth_getTransactionByHash", async (c) => {
+        try {
+          await c.getTransaction({ hash })
+          return true
+        } catch (e) {
+          if (e instanceof Error && e.name === "TransactionNotFoundError") return false
+          throw e
+        }
+      })
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * EVM networks from configuration (docs/configuration-evm.md).
+ *
+ * `EVM_NETWORKS` is a JSON array, one object per network; a signer key may instead come from
+ * `EVM_PRIVATE_KEY_<NETWORK_ID>` (id upper-cased, non-alphanumerics as `_`), so the JSON can live
+ * in a config file without the secret. Keys are held as `Redacted` and never logged.
+ */
+import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
+import type { Hex } from "viem"
+
+export interface EvmNetworkConfig {
+  readonly networkId: string
+  readonly rpcUrl: string
+  readonly chainId: number
+  readonly contractAddress: Hex
+  readonly privateKey: Redacted.Redacted<Hex>
+  /** Blocks (the including block counts as 1) before a batch counts as confirmed. */
+  readonly confirmations: number
+  readonly environment: "test" | "live"
+  /** A batch is cut at this many records ... */
+  readonly batchMaxSize: number
+  /** ... or when the oldest queued record is this old (ms). */
+  readonly batchWindowMs: number
+  /** Watcher/writer polling period (ms). */
+  readonly pollIntervalMs: number
+  /** A sent transaction not mined after this long (ms) is replaced with higher fees. */
+  readonly stuckAfterMs: number
+  /** Fee bump per replacement, percent (at least 10: nodes reject smaller replacements). */
+  readonly feeBumpPercent: number
+  /** Replacements (fee bumps) and send attempts before a batch is FAILED. */
+  readonly maxAttempts: number
+  /** Cap on maxFeePerGas in wei (optional); bumps stop there. */
+  readonly maxFeePerGasWei: bigint | undefined
+  /** Largest eth_getLogs block range. */
+  readonly logRange: number
+  /** First block the watcher scans on a fresh database (default: the head at first start). */
+  readonly startBlock: number | undefined
+}
+
+const HexAddress = Schema.String.check(Schema.isPattern(/^0x[0-9a-fA-F]{40}$/))
+const HexKey = Schema.String.check(Schema.isPattern(/^0x[0-9a-fA-F]{64}$/))
+const PositiveInt = Schema.Number.check(Schema.isInt(), Schema.isGreaterThan(0))
+
+export const EvmNetworkJson = Schema.Struct({
+  networkId: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)),
+  rpcUrl: Schema.String,
+  chainId: PositiveInt,
+  contractAddress: HexAddress,
+  privateKey: Schema.optionalKey(HexKey),
+  confirmations: Schema.optionalKey(PositiveInt),
+  environment: Schema.optionalKey(Schema.Literals(["test", "live"])),
+  batchMaxSize: Schema.optionalKey(PositiveInt),
+  batchWindowMs: Schema.optionalKey(PositiveInt),
+  pollIntervalMs: Schema.optionalKey(PositiveInt),
+  stuckAfterMs: Schema.optionalKey(PositiveInt),
+  feeBumpPercent: Schema.optionalKey(Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(10))),
+  maxAttempts: Schema.optionalKey(PositiveInt),
+  maxFeePerGasWei: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[0-9]+$/))),
+  logRange: Schema.optionalKey(PositiveInt),
+  startBlock: Schema.optionalKey(Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0)))
+})
+export type EvmNetworkJson = typeof EvmNetworkJson.Type
+
+const keyEnvName = (networkId: string) => `EVM_PRIVATE_KEY_${networkId.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
+
+/** Fills defaults; `privateKey` must be present (from the JSON or the per-network variable). */
+export const fromJson = (n: EvmNetworkJson, privateKey: Redacted.Redacted<Hex>): EvmNetworkConfig => ({
+  networkId: n.networkId,
+  rpcUrl: n.rpcUrl,
+  chainId: n.chainId,
+  contractAddress: n.contractAddress as Hex,
+  privateKey,
+  confirmations: n.confirmations ?? 1,
+  environment: n.environment ?? "test",
+  batchMaxSize: Math.min(n.batchMaxSize ?? 1000, 50_000),
+  batchWindowMs: n.batchWindowMs ?? 1000,
+  pollIntervalMs: n.pollIntervalMs ?? 500,
+  stuckAfterMs: n.stuckAfterMs ?? 30_000,
+  feeBumpPercent: n.feeBumpPercent ?? 20,
+  maxAttempts: n.maxAttempts ?? 8,
+  maxFeePerGasWei: n.maxFeePerGasWei === undefined ? undefined : BigInt(n.maxFeePerGasWei),
+  logRange: n.logRange ?? 2000,
+  startBlock: n.startBlock
+})
+
+export class EvmConfigError extends Schema.TaggedError<EvmConfigError>()("EvmConfigError", {
+  message: Schema.String
+}) {}
+
+/** The configured EVM networks (possibly none: then nothing is anchored on EVM and records wait in QUEUED). */
+export class EvmNetworks extends Context.Service<EvmNetworks, {
+  readonly networks: ReadonlyArray<EvmNetworkConfig>
+}>()("anchord/evm/EvmNetworks") {
+  static readonly config = Config.option(Config.String("EVM_NETWORKS"))
+
+  /** Reads EVM_NETWORKS (and EVM_PRIVATE_KEY_<ID>). */
+  static readonly layer = Layer.effect(
+    EvmNetworks,
+    Effect.gen(function*() {
+      const raw = yield* EvmNetworks.config
+      if (raw._tag === "None" || raw.value.trim() === "") return EvmNetworks.of({ networks: [] })
+      return EvmNetworks.of({ networks: yield* parseNetworks(raw.value) })
+    })
+  )
+
+  static readonly layerWith = (networks: ReadonlyArray<EvmNetworkConfig>) =>
+    Layer.succeed(EvmNetworks, EvmNetworks.of({ networks }))
+}
+
+export const parseNetworks = Effect.fn("EvmNetworks.parse")(function*(text: string) {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return yield* new EvmConfigError({ message: "EVM_NETWORKS is not valid JSON" })
+  }
+  const list = yield* Schema.decodeUnknownEffect(Schema.Array(EvmNetworkJson))(json).pipe(
+    // The message names the field, never the value (it may hold a key).
+    Effect.mapError((e) => new EvmConfigError({ message: `EVM_NETWORKS: ${String(e.message).replace(/0x[0-9a-fA-F]{64}/g, "0x…")}` }))
+  )
+  const out: Array<EvmNetworkConfig> = []
+  const seen = new Set<string>()
+  for (const n of list) {
+    if (seen.has(n.networkId)) return yield* new EvmConfigError({ message: `EVM_NETWORKS: duplicate networkId ${n.networkId}` })
+    seen.add(n.networkId)
+    const fromEnv = yield* Config.option(Config.Redacted(keyEnvName(n.networkId)))
+    const key = fromEnv._tag === "Some"
+      ? Redacted.value(fromEnv.value)
+      : n.privateKey
+    if (key === undefined || !/^0x[0-9a-fA-F]{64}$/.test(key)) {
+      return yield* new EvmConfigError({
+        message: `EVM network ${n.networkId}: no signer key (set privateKey or ${keyEnvName(n.networkId)}, 0x + 64 hex)`
+      })
+    }
+    out.push(fromJson(n, Redacted.make(key as Hex)))
+  }
+  return out as ReadonlyArray<EvmNetworkConfig>
+})

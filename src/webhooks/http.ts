@@ -1,0 +1,162 @@
+/** Handlers of the webhooks API. Bodies arrive strictly parsed by the gateway (src/http/gateway.ts). */
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { CurrentPrincipal } from "../auth/api.ts"
+import { Api } from "../http/Api.ts"
+import { badRequest, errorBody, NotFound } from "../http/errors.ts"
+import { stateOf } from "../http/requestState.ts"
+import { decodeBody } from "../records/Ingest.ts"
+import { WebhookSettingsPatch } from "./schemas.ts"
+import { checkWebhookUrl } from "./urlPolicy.ts"
+import { type AttemptRow, type DeliveryRow, WebhookStore, type WebhookSettingsRow } from "./WebhookStore.ts"
+
+const settingsView = (row: WebhookSettingsRow) => ({
+  url: row.url,
+  events: [...row.events] as Array<"anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted">,
+  payloadFormat: row.payloadFormat,
+  enabled: row.enabled,
+  secret: row.secret,
+  rotation: row.rotationStartedAt !== null && row.previousSecretExpiresAt !== null
+    ? { startedAt: row.rotationStartedAt.toISOString(), previousSecretExpiresAt: row.previousSecretExpiresAt.toISOString() }
+    : null
+})
+
+const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>) => ({
+  id: row.id,
+  eventId: row.eventId,
+  event: row.kind,
+  recordId: row.recordId,
+  target: row.target,
+  url: row.url,
+  status: row.state,
+  round: row.round,
+  nextAttempt: row.state === "PENDING" ? row.attempts : null,
+  nextAttemptAt: row.state === "PENDING" ? row.nextAttemptAt?.toISOString() ?? null : null,
+  lastStatusCode: row.lastStatusCode,
+  lastError: row.lastError,
+  createdAt: row.createdAt.toISOString(),
+  deliveredAt: row.deliveredAt?.toISOString() ?? null,
+  attempts: attempts.filter((a) => a.deliverySeq === row.seq).map((a) => ({
+    attempt: a.attempt,
+    round: a.round,
+    startedAt: a.startedAt.toISOString(),
+    statusCode: a.statusCode,
+    latencyMs: a.latencyMs,
+    error: a.error,
+    retryInMs: a.retryInMs
+  }))
+})
+
+/** These POSTs take no parameters: the body must be `{}` (every POST carries a JSON body, SPEC 3). */
+const requireEmptyBody = (body: unknown) => {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return Effect.fail(badRequest("VALIDATION_ERROR", "Request body must be the empty JSON object {}"))
+  }
+  const keys = Object.keys(body)
+  return keys.length === 0
+    ? Effect.void
+    : Effect.fail(badRequest("VALIDATION_ERROR", `Unknown field${keys.length > 1 ? "s" : ""} ${keys.join(", ")}: this endpoint takes {}`))
+}
+
+const deliveryNotFound = (id: string) => new NotFound(errorBody("NOT_FOUND", `No webhook delivery ${id}`))
+
+const encodeCursor = (seq: string) => Buffer.from(`d:${seq}`, "utf8").toString("base64url")
+const decodeCursor = (cursor: string) => {
+  const text = Buffer.from(cursor, "base64url").toString("utf8")
+  return /^d:\d{1,19}$/.test(text) ? text.slice(2) : undefined
+}
+
+export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
+  Effect.gen(function*() {
+    const store = yield* WebhookStore
+
+    const withAttempts = (rows: ReadonlyArray<DeliveryRow>) =>
+      Effect.map(store.attemptsOf(rows.map((r) => r.seq)), (attempts) => rows.map((row) => deliveryView(row, attempts)))
+
+    return handlers
+      .handle("getSettings", () =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          return { success: true as const, data: settingsView(yield* store.settings(principal.accountId)) }
+        }))
+      .handleRaw("putSettings", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const patch = yield* decodeBody(WebhookSettingsPatch, stateOf(request).body)
+          if (typeof patch.url === "string") {
+            const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, principal.environment))
+            if (!verdict.ok) return yield* Effect.fail(badRequest("INVALID_WEBHOOK_URL", verdict.reason.replace(/^webhookUrl/, "url")))
+          }
+          const current = yield* store.settings(principal.accountId)
+          const url = patch.url === undefined ? current.url : patch.url
+          const enabled = patch.enabled ?? current.enabled
+          if (enabled && url === null) {
+            return yield* Effect.fail(badRequest("VALIDATION_ERROR", "url: required while the webhook is enabled"))
+          }
+          const updated = yield* store.updateSettings(principal.accountId, {
+            url: patch.url,
+            events: patch.events === undefined ? undefined : [...new Set(patch.events)],
+            payloadFormat: patch.payloadFormat,
+            // Clearing the url disables the webhook.
+            enabled: patch.url === null && patch.enabled === undefined ? false : patch.enabled
+          })
+          return { success: true as const, data: settingsView(updated) }
+        }))
+      .handleRaw("rotateSecret", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          yield* requireEmptyBody(stateOf(request).body)
+          const row = yield* store.rotate(principal.accountId)
+          const settings = settingsView(row)
+          return {
+            success: true as const,
+            data: { secret: row.secret, previousSecretExpiresAt: settings.rotation?.previousSecretExpiresAt ?? new Date().toISOString(), settings }
+          }
+        }))
+      .handleRaw("confirmSecret", ({ request }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          yield* requireEmptyBody(stateOf(request).body)
+          return { success: true as const, data: settingsView(yield* store.confirmRotation(principal.accountId)) }
+        }))
+      .handle("listDeliveries", ({ query }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const limit = query.limit ?? 50
+          let before: string | undefined
+          if (query.cursor !== undefined) {
+            before = decodeCursor(query.cursor)
+            if (before === undefined) return yield* Effect.fail(badRequest("VALIDATION_ERROR", "cursor: not a cursor this API issued"))
+          }
+          const rows = yield* store.listDeliveries(principal, {
+            limit: limit + 1,
+            before,
+            state: query.status,
+            recordId: query.recordId,
+            eventId: query.eventId
+          })
+          const page = rows.slice(0, limit)
+          return {
+            success: true as const,
+            data: {
+              deliveries: yield* withAttempts(page),
+              nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].seq) : null
+            }
+          }
+        }))
+      .handle("getDelivery", ({ params }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const row = yield* store.getDelivery(principal, params.deliveryId)
+          if (row === undefined) return yield* Effect.fail(deliveryNotFound(params.deliveryId))
+          return { success: true as const, data: (yield* withAttempts([row]))[0] }
+        }))
+      .handleRaw("redeliver", ({ request, params }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          yield* requireEmptyBody(stateOf(request).body)
+          const row = yield* store.redeliver(principal, params.deliveryId)
+          if (row === undefined) return yield* Effect.fail(deliveryNotFound(params.deliveryId))
+          return { success: true as const, data: (yield* withAttempts([row]))[0] }
+        }))
+  }))

@@ -1,0 +1,157 @@
+/**
+ * One HTTP POST attempt, with node:http directly: no redirects followed (a 3xx is a failure), one
+ * deadline over connect + request + response, keep-alive pools, and for live deliveries the SSRF
+ * rules of SPEC 5.6 applied to the address actually connected to: the `lookup` hook resolves the
+ * name, refuses loopback / private / link-local / metadata addresses, and hands the checked address
+ * to the socket, so a DNS answer that changes between check and connect (rebinding) cannot slip by.
+ */
+import * as Dns from "node:dns"
+import * as Http from "node:http"
+import * as Https from "node:https"
+import * as Net from "node:net"
+import { Context } from "effect"
+import { isBlockedAddress, staticVerdict } from "./urlPolicy.ts"
+
+export interface ResolvedAddress {
+  readonly address: string
+  readonly family: number
+}
+
+/** Name resolution used by deliveries (a Reference so tests can stand in for DNS). */
+export type Resolve = (hostname: string) => Promise<ReadonlyArray<ResolvedAddress>>
+
+export const systemResolve: Resolve = (hostname) =>
+  Dns.promises.lookup(hostname, { all: true, verbatim: true })
+
+export const WebhookResolver = Context.Reference<Resolve>("anchord/webhooks/WebhookResolver", {
+  defaultValue: () => systemResolve
+})
+
+export interface AttemptOutcome {
+  readonly ok: boolean
+  readonly statusCode: number | null
+  readonly latencyMs: number
+  readonly error: string | null
+}
+
+class Refused extends Error {
+  readonly code = "EWEBHOOKREFUSED"
+}
+
+const agentOptions = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: "fifo" as const, timeout: 60_000 }
+
+/**
+ * Separate pools per environment: a socket a test delivery opened to a name that resolved to
+ * loopback must never be reused by a live delivery to the same name.
+ */
+export const makeAgents = () => ({
+  test: { http: new Http.Agent(agentOptions), https: new Https.Agent(agentOptions) },
+  live: { http: new Http.Agent(agentOptions), https: new Https.Agent(agentOptions) }
+})
+export type Agents = ReturnType<typeof makeAgents>
+
+export const destroyAgents = (agents: Agents) => {
+  for (const env of [agents.test, agents.live]) {
+    env.http.destroy()
+    env.https.destroy()
+  }
+}
+
+const lookupWith = (resolve: Resolve, live: boolean): Net.LookupFunction =>
+  ((hostname: string, options: Dns.LookupOptions, callback: (...args: Array<any>) => void) => {
+    resolve(hostname).then(
+      (all) => {
+        const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0
+        const addresses = family === 0 ? all : all.filter((a) => a.family === family)
+        if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: "ENOTFOUND" }))
+        if (live) {
+          const blocked = addresses.find((a) => isBlockedAddress(a.address))
+          if (blocked !== undefined) {
+            return callback(new Refused(`${hostname} resolves to a loopback, private, link-local or metadata address (${blocked.address})`))
+          }
+        }
+        if (options.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })))
+        else callback(null, addresses[0].address, addresses[0].family)
+      },
+      (error) => callback(error)
+    )
+  }) as Net.LookupFunction
+
+export interface AttemptRequest {
+  readonly url: string
+  readonly environment: "test" | "live"
+  readonly body: string
+  readonly headers: Record<string, string>
+  readonly timeoutMillis: number
+}
+
+/** Never rejects: every failure is an outcome (status code, latency, error text without secrets). */
+export const attempt = (
+  request: AttemptRequest,
+  agents: Agents,
+  resolve: Resolve,
+  signal?: AbortSignal
+): Promise<AttemptOutcome> =>
+  new Promise((done) => {
+    const started = performance.now()
+    let settled = false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let req: Http.ClientRequest | undefined
+    const onAbort = () => {
+      req?.destroy(new Error("aborted"))
+      finish(null, "aborted: node shutting down")
+    }
+    const finish = (statusCode: number | null, error: string | null) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      signal?.removeEventListener("abort", onAbort)
+      const ok = error === null && statusCode !== null && statusCode >= 200 && statusCode < 300
+      done({
+        ok,
+        statusCode,
+        latencyMs: Math.round(performance.now() - started),
+        error: error ?? (ok ? null : `HTTP ${statusCode}${statusCode !== null && statusCode >= 300 && statusCode < 400 ? " (redirects are not followed)" : ""}`)
+      })
+    }
+    const live = request.environment === "live"
+    const verdict = staticVerdict(request.url, request.environment)
+    if (!verdict.ok) return finish(null, `refused: ${verdict.reason}`)
+    const url = new URL(request.url)
+    const host = url.hostname.replace(/^\[|\]$/g, "")
+    // IP literals never reach `lookup`: check them here.
+    if (live && Net.isIP(host) !== 0 && isBlockedAddress(host)) {
+      return finish(null, `refused: ${host} is a loopback, private, link-local or metadata address`)
+    }
+    const secure = url.protocol === "https:"
+    const pool = live ? agents.live : agents.test
+    const options: Https.RequestOptions = {
+      method: "POST",
+      protocol: url.protocol,
+      hostname: host,
+      port: url.port === "" ? undefined : Number(url.port),
+      path: `${url.pathname}${url.search}`,
+      headers: { ...request.headers, "Content-Length": String(Buffer.byteLength(request.body)) },
+      agent: secure ? pool.https : pool.http,
+      lookup: lookupWith(resolve, live),
+      servername: Net.isIP(host) === 0 ? host : undefined
+    }
+    req = (secure ? Https : Http).request(options, (res) => {
+      const status = res.statusCode ?? null
+      // Drain (the socket goes back to the pool); only the status matters.
+      res.on("data", () => {})
+      res.on("end", () => finish(status, null))
+      res.on("error", () => finish(status, null))
+      res.on("aborted", () => finish(status, null))
+    })
+    req.on("error", (error: NodeJS.ErrnoException) => {
+      if (error instanceof Refused) return finish(null, `refused: ${error.message}`)
+      finish(null, error.message === "timeout" ? `timeout after ${request.timeoutMillis} ms` : `connection error: ${error.code ?? error.message}`)
+    })
+    timer = setTimeout(() => {
+      req?.destroy(new Error("timeout"))
+      finish(null, `timeout after ${request.timeoutMillis} ms`)
+    }, request.timeoutMillis)
+    signal?.addEventListener("abort", onAbort, { once: true })
+    req.end(request.body)
+  })

@@ -1,0 +1,52 @@
+// The RPC endpoint goes away for a while (a TCP proxy in front of anvil is closed, then reopened):
+// the node keeps accepting records and catches up when the endpoint is back.
+//   npx vitest run test/evm/rpc-outage.test.ts
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startAnvil, type Anvil } from "./anvil.ts"
+import { allAnchored, call, deploy, network, rpcProxy, sleep, startEvmNode, statusesOf, waitFor, type EvmTestNode } from "./support.ts"
+
+describe("RPC outage", () => {
+  let anvil: Anvil
+  let proxy: Awaited<ReturnType<typeof rpcProxy>>
+  let node: EvmTestNode
+  let key: string
+  beforeAll(async () => {
+    anvil = await startAnvil()
+    const pk = await anvil.fundedKey()
+    const d = await deploy(anvil.rpcUrl, pk)
+    proxy = await rpcProxy({ host: "127.0.0.1", port: anvil.port })
+    node = await startEvmNode({
+      networks: [network({
+        networkId: "anvil-outage", rpcUrl: proxy.url, chainId: d.chainId, contractAddress: d.address,
+        confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150
+      }, pk)]
+    })
+    key = await node.createKey(await node.createAccount())
+  }, 60_000)
+  afterAll(async () => {
+    await node?.stop()
+    await proxy?.close()
+    await anvil?.stop()
+  })
+
+  it("keeps accepting records while the chain is unreachable, then anchors them", async () => {
+    const first = (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { before: true } } })).json.data.recordId
+    await waitFor("ANCHORED before the outage", allAnchored(node.databaseUrl, [first]))
+
+    await proxy.down()
+    const ids: Array<string> = []
+    for (let i = 0; i < 20; i++) {
+      const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { during: i } } })
+      expect(r.status).toBe(202)
+      ids.push(r.json.data.recordId)
+    }
+    await sleep(4_000)
+    const during = await statusesOf(node.databaseUrl, ids)
+    expect([...during.values()].every((s) => s === "QUEUED" || s === "BATCHING")).toBe(true)
+    const health = await call(node.baseUrl, "GET", `/v1/records/${ids[0]}`, { key })
+    expect(health.status).toBe(200)
+
+    await proxy.up()
+    await waitFor("ANCHORED after the outage", allAnchored(node.databaseUrl, ids), 20_000)
+  }, 30_000)
+})

@@ -1,0 +1,154 @@
+/**
+ * EVM test support: a whole node in-process over given EVM networks (like test/support/node.ts,
+ * plus the network list), chains (anvil, Hardhat EDR), and a TCP proxy that can take an RPC
+ * endpoint "down" and back without touching the chain.
+ */
+import { createServer, type Server, type Socket, connect } from "node:net"
+import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { createPublicClient, http, type Hex } from "viem"
+import { Accounts } from "../../src/auth/Accounts.ts"
+import { AppConfig } from "../../src/config.ts"
+import { EvmAnchoring } from "../../src/evm/Anchoring.ts"
+import { fromJson, EvmNetworks, type EvmNetworkConfig, type EvmNetworkJson } from "../../src/evm/config.ts"
+import { deployAnchorRegistry } from "../../src/evm/deploy.ts"
+import { makeNodeLayer } from "../../src/main.ts"
+import { freshDatabase, query } from "../support/db.ts"
+import { call } from "../support/node.ts"
+
+export { call, freshDatabase, query }
+
+export interface EvmTestNode {
+  readonly baseUrl: string
+  readonly databaseUrl: string
+  readonly createAccount: () => Promise<string>
+  readonly createKey: (accountId: string) => Promise<string>
+  /** True while this node leads (holds the advisory lock of) at least one network. */
+  readonly isLeader: () => Promise<boolean>
+  readonly stop: () => Promise<void>
+}
+
+export const network = (n: Omit<EvmNetworkJson, "privateKey">, privateKey: Hex): EvmNetworkConfig =>
+  fromJson(n as EvmNetworkJson, Redacted.make(privateKey))
+
+export const startEvmNode = async (options: {
+  readonly databaseUrl?: string
+  readonly networks: ReadonlyArray<EvmNetworkConfig>
+}): Promise<EvmTestNode> => {
+  const databaseUrl = options.databaseUrl ?? await freshDatabase()
+  const config = AppConfig.layerWith({
+    databaseUrl: Option.some(Redacted.make(databaseUrl)),
+    host: "127.0.0.1",
+    port: 0,
+    anonymousRatePerSecond: 1000,
+    authCacheMillis: 0
+  })
+  const runtime = ManagedRuntime.make(makeNodeLayer(EvmNetworks.layerWith(options.networks)).pipe(Layer.provideMerge(config)))
+  const server = await runtime.runPromise(HttpServer.HttpServer)
+  const address = server.address
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+  const run = <A>(effect: Effect.Effect<A, unknown, Accounts>) => runtime.runPromise(effect)
+  return {
+    baseUrl: `http://127.0.0.1:${address.port}`,
+    databaseUrl,
+    createAccount: () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const account = yield* accounts.createAccount({ name: "evm test", plan: "ENTERPRISE" })
+        yield* accounts.activate(account.id)
+        return account.id
+      })),
+    createKey: (accountId) =>
+      run(Effect.gen(function*() {
+        const { key } = yield* (yield* Accounts).createKey({ accountId, environment: "test" })
+        return key
+      })),
+    isLeader: () =>
+      runtime.runPromise(Effect.gen(function*() {
+        const anchoring = yield* EvmAnchoring
+        return anchoring.status.some((s) => s.leader)
+      })),
+    stop: () => runtime.dispose()
+  }
+}
+
+export const deploy = (rpcUrl: string, privateKey: Hex) => deployAnchorRegistry({ rpcUrl, privateKey })
+
+export const publicClient = (rpcUrl: string) => createPublicClient({ transport: http(rpcUrl) })
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `f` until it returns a truthy value (or throws after `timeoutMs`). */
+export const waitFor = async <A>(what: string, f: () => Promise<A | undefined | false | null>, timeoutMs = 20_000, everyMs = 100): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  let last: unknown
+  for (;;) {
+    try {
+      const v = await f()
+      if (v) return v as A
+    } catch (e) {
+      last = e
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`)
+    await sleep(everyMs)
+  }
+}
+
+export const statusesOf = async (databaseUrl: string, ids: ReadonlyArray<string>) => {
+  const rows = await query<{ id: string; status: string }>(databaseUrl, "SELECT id, status FROM records WHERE id = ANY($1)", [ids])
+  return new Map(rows.map((r) => [r.id, r.status]))
+}
+
+export const allAnchored = (databaseUrl: string, ids: ReadonlyArray<string>) => async () => {
+  const s = await statusesOf(databaseUrl, ids)
+  return ids.every((id) => s.get(id) === "ANCHORED")
+}
+
+/** A TCP proxy in front of an RPC endpoint: `down()` closes the listener and cuts connections, `up()` reopens it. */
+export const rpcProxy = async (target: { host: string; port: number }) => {
+  const sockets = new Set<Socket>()
+  let server: Server | undefined
+  let port = 0
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      server = createServer((client) => {
+        const upstream = connect(target.port, target.host)
+        sockets.add(client)
+        sockets.add(upstream)
+        client.pipe(upstream)
+        upstream.pipe(client)
+        const close = () => {
+          client.destroy()
+          upstream.destroy()
+          sockets.delete(client)
+          sockets.delete(upstream)
+        }
+        client.on("error", close).on("close", close)
+        upstream.on("error", close).on("close", close)
+      })
+      server.on("error", reject)
+      server.listen(port, "127.0.0.1", () => {
+        const a = server!.address()
+        if (typeof a === "object" && a !== null) port = a.port
+        resolve()
+      })
+    })
+  await listen()
+  return {
+    get url() {
+      return `http://127.0.0.1:${port}`
+    },
+    down: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        sockets.clear()
+        server?.close(() => resolve())
+      }),
+    up: () => listen(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server?.close(() => resolve())
+      })
+  }
+}

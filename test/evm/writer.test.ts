@@ -1,0 +1,102 @@
+// The chain writer: a stuck transaction is replaced with higher fees (same nonce); a batch whose
+// transaction keeps reverting ends FAILED with anchor.failed events; two nodes on one database
+// elect one writer per network and the other takes over when the leader stops.
+//   npx vitest run test/evm/writer.test.ts
+import { createPublicClient, http, type Hex } from "viem"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { anchoredEvent } from "../../src/evm/chain.ts"
+import { startAnvil, type Anvil } from "./anvil.ts"
+import {
+  allAnchored, call, deploy, freshDatabase, network, query, startEvmNode, statusesOf, waitFor, type EvmTestNode
+} from "./support.ts"
+
+describe("chain writer", () => {
+  let anvil: Anvil
+  let pk: Hex
+  let contract: Hex
+  let chainId: number
+  const nodes: Array<EvmTestNode> = []
+  beforeAll(async () => {
+    anvil = await startAnvil()
+    pk = await anvil.fundedKey()
+    const d = await deploy(anvil.rpcUrl, pk)
+    contract = d.address
+    chainId = d.chainId
+  }, 60_000)
+  afterAll(async () => {
+    for (const n of nodes) await n.stop().catch(() => {})
+    await anvil?.stop()
+  })
+
+  const start = async (networkId: string, options: { key?: Hex; databaseUrl?: string; stuckAfterMs?: number; maxAttempts?: number } = {}) => {
+    const node = await startEvmNode({
+      databaseUrl: options.databaseUrl,
+      networks: [network({
+        networkId, rpcUrl: anvil.rpcUrl, chainId, contractAddress: contract, confirmations: 1,
+        batchWindowMs: 200, pollIntervalMs: 150, stuckAfterMs: options.stuckAfterMs ?? 30_000, maxAttempts: options.maxAttempts ?? 8
+      }, options.key ?? pk)]
+    })
+    nodes.push(node)
+    return node
+  }
+
+  it("replaces a stuck transaction with higher fees, and only one of them anchors", async () => {
+    const node = await start("anvil-bump", { stuckAfterMs: 800 })
+    const key = await node.createKey(await node.createAccount())
+    await anvil.rpc("evm_setAutomine", [false])
+    try {
+      const id = (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { stuck: true } } })).json.data.recordId
+      const bumped = await waitFor("fee bump", async () => {
+        const rows = await query<{ txHashes: Array<string>; maxFeePerGas: string; merkleRoot: Hex }>(node.databaseUrl,
+          `SELECT tx_hashes AS "txHashes", max_fee_per_gas::text AS "maxFeePerGas", merkle_root AS "merkleRoot" FROM anchor_batches WHERE state = 'SENT'`)
+        return rows[0] !== undefined && rows[0].txHashes.length >= 2 ? rows[0] : undefined
+      }, 10_000)
+      await anvil.rpc("evm_mine")
+      await waitFor("ANCHORED", allAnchored(node.databaseUrl, [id]), 10_000)
+      const batch = await query<{ txHash: string }>(node.databaseUrl, `SELECT tx_hash AS "txHash" FROM anchor_batches WHERE merkle_root = $1`, [bumped.merkleRoot])
+      expect(bumped.txHashes).toContain(batch[0].txHash)
+      expect(batch[0].txHash).not.toBe(bumped.txHashes[0])
+      const client = createPublicClient({ transport: http(anvil.rpcUrl) })
+      const logs = await client.getLogs({ address: contract, event: anchoredEvent, args: { root: bumped.merkleRoot }, fromBlock: 0n, toBlock: "latest" })
+      expect(logs).toHaveLength(1)
+    } finally {
+      await anvil.rpc("evm_setAutomine", [true])
+      await nodes.pop()!.stop()
+    }
+  }, 30_000)
+
+  it("fails a batch whose transaction keeps reverting: records FAILED with anchor.failed events", async () => {
+    const stranger = await anvil.fundedKey() // funded, but without ANCHORER_ROLE
+    const node = await start("anvil-norole", { key: stranger, maxAttempts: 3 })
+    const key = await node.createKey(await node.createAccount())
+    const ids: Array<string> = []
+    for (let i = 0; i < 2; i++) ids.push((await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { norole: i } } })).json.data.recordId)
+    await waitFor("FAILED", async () => [...(await statusesOf(node.databaseUrl, ids)).values()].every((s) => s === "FAILED"), 15_000)
+    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE kind = 'anchor.failed' AND record_id = ANY($1)", [ids])
+    expect(events).toHaveLength(2)
+    expect(events[0].payload.status).toBe("FAILED")
+    expect(events[0].payload.reason).toMatch(/AccessControl|revert/i)
+    await nodes.pop()!.stop()
+  }, 30_000)
+
+  it("elects one writer per network across nodes sharing the database; another takes over", async () => {
+    const databaseUrl = await freshDatabase()
+    const a = await start("anvil-shared", { databaseUrl })
+    const b = await start("anvil-shared", { databaseUrl })
+    const leaders = await waitFor("a leader", async () => {
+      const l = [await a.isLeader(), await b.isLeader()]
+      return l.some(Boolean) ? l : undefined
+    })
+    expect(leaders.filter(Boolean)).toHaveLength(1)
+    const [leader, follower] = leaders[0] ? [a, b] : [b, a]
+    const key = await leader.createKey(await leader.createAccount())
+    const first = (await call(follower.baseUrl, "POST", "/v1/anchor", { key, body: { data: { shared: 1 } } })).json.data.recordId
+    await waitFor("ANCHORED by the leader", allAnchored(databaseUrl, [first]))
+
+    await leader.stop()
+    nodes.splice(nodes.indexOf(leader), 1)
+    const second = (await call(follower.baseUrl, "POST", "/v1/anchor", { key, body: { data: { shared: 2 } } })).json.data.recordId
+    await waitFor("follower takes over", () => follower.isLeader(), 10_000)
+    await waitFor("ANCHORED by the new leader", allAnchored(databaseUrl, [second]), 10_000)
+  }, 30_000)
+})

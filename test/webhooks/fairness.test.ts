@@ -1,0 +1,70 @@
+/**
+ * A receiver that hangs cannot take every delivery slot: attempts in flight to one receiver
+ * (host:port) are capped (WEBHOOK_PER_HOST, counted across nodes), so other receivers' events
+ * committed behind a backlog for the hanging one are still delivered at once.
+ */
+import * as Http from "node:http"
+import { afterAll, describe, expect, it } from "vitest"
+import { query } from "../support/db.ts"
+import { call } from "../support/node.ts"
+import { startReceiver, startWebhookNode, type WebhookNode } from "./support.ts"
+
+describe("webhook fairness", () => {
+  let node: WebhookNode | undefined
+  afterAll(async () => {
+    await node?.stop()
+  })
+
+  it("a hanging receiver holds at most its cap of slots; another receiver's events go out at once", async () => {
+    let open = 0
+    let maxOpen = 0
+    let slowSeen = 0
+    const sockets = new Set<Http.ServerResponse>()
+    const slow = Http.createServer((req, res) => {
+      slowSeen++
+      open++
+      maxOpen = Math.max(maxOpen, open)
+      sockets.add(res)
+      res.on("close", () => {
+        open--
+        sockets.delete(res)
+      })
+      req.resume() // never answers: the node's timeout ends it
+    })
+    await new Promise<void>((r) => slow.listen(0, "127.0.0.1", r))
+    const slowUrl = `http://127.0.0.1:${(slow.address() as { port: number }).port}/slow`
+    const fast = await startReceiver()
+    try {
+      node = await startWebhookNode({
+        env: { WEBHOOK_PER_HOST: "4", WEBHOOK_CLAIM_BATCH: "2", WEBHOOK_CONCURRENCY: "32", WEBHOOK_TIMEOUT_MS: "1500", WEBHOOK_RETRY_SCALE: "1", WEBHOOK_POLL_MS: "500" }
+      })
+      const key = await node.createKey(await node.createAccount())
+      const batch = async (n: number, url: string, tag: string) => {
+        const r = await call(node!.baseUrl, "POST", "/v1/anchor/batch", { key, body: { records: Array.from({ length: n }, (_, i) => ({ data: { tag, i }, webhookUrl: url })) } })
+        expect(r.status).toBe(202)
+        return r.json.data.results.map((x: any) => x.data.recordId) as Array<string>
+      }
+      const slowIds = await batch(60, slowUrl, "slow")
+      const fastIds = await batch(20, `${fast.url}/fast`, "fast")
+      const events = (ids: Array<string>) => query(node!.databaseUrl, `
+        INSERT INTO events (event_id, account_id, record_id, kind, payload)
+        SELECT 'evt_' || substr(md5(id || random()::text), 1, 24), account_id, id, 'record.deleted',
+          jsonb_build_object('recordId', id, 'hash', hash, 'mode', 'soft')
+        FROM records WHERE id = ANY($1) ORDER BY id`, [ids])
+      await events(slowIds) // the backlog for the hanging receiver is committed first ...
+      const t0 = performance.now()
+      await events(fastIds) // ... and the other receiver's events right behind it
+      await fast.waitFor(20, 5_000)
+      const fastDone = Math.max(...fast.received.map((r) => r.at)) - t0
+      expect(fastDone).toBeLessThan(1_000) // well before the first hung attempts time out (1.5 s)
+      await new Promise((r) => setTimeout(r, 2_000))
+      expect(slowSeen).toBeGreaterThanOrEqual(4)
+      expect(maxOpen).toBeLessThanOrEqual(4 + 2) // the cap, plus at most one claim batch
+    } finally {
+      for (const res of sockets) res.destroy()
+      slow.closeAllConnections()
+      slow.close()
+      await fast.close()
+    }
+  }, 30_000)
+})

@@ -1,0 +1,230 @@
+/**
+ * Webhook test kit: a real node:http receiver on loopback that records every request with its raw
+ * body, independent signature checks with node:crypto, and an in-process node whose DNS the test
+ * may stand in for (src/webhooks/sender.ts WebhookResolver).
+ */
+import * as Crypto from "node:crypto"
+import * as Http from "node:http"
+import { expect } from "vitest"
+import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { Accounts } from "../../src/auth/Accounts.ts"
+import { AppConfig } from "../../src/config.ts"
+import { NodeLayer } from "../../src/main.ts"
+import { type Resolve, WebhookResolver } from "../../src/webhooks/sender.ts"
+import { freshDatabase, query } from "../support/db.ts"
+
+export interface Received {
+  readonly path: string
+  readonly method: string
+  readonly headers: Http.IncomingHttpHeaders
+  /** The raw header names as sent (case preserved). */
+  readonly rawHeaderNames: ReadonlyArray<string>
+  readonly body: string
+  readonly at: number
+}
+
+export type Reply = number | "hang" | { status: number; headers?: Record<string, string>; delayMs?: number }
+
+export interface Receiver {
+  readonly url: string
+  readonly port: number
+  readonly received: Array<Received>
+  reply: (request: Received, index: number) => Reply
+  readonly waitFor: (n: number, ms?: number, filter?: (r: Received) => boolean) => Promise<Array<Received>>
+  readonly close: () => Promise<void>
+}
+
+export const startReceiver = async (reply: (request: Received, index: number) => Reply = () => 200): Promise<Receiver> => {
+  const received: Array<Received> = []
+  const hanging: Array<Http.ServerResponse> = []
+  const server = Http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      const entry: Received = {
+        path: req.url ?? "",
+        method: req.method ?? "",
+        headers: req.headers,
+        rawHeaderNames: req.rawHeaders.filter((_, i) => i % 2 === 0),
+        body: Buffer.concat(chunks).toString("utf8"),
+        at: performance.now()
+      }
+      received.push(entry)
+      const r = receiver.reply(entry, received.length - 1)
+      if (r === "hang") {
+        hanging.push(res)
+        return
+      }
+      const { status, headers, delayMs } = typeof r === "number" ? { status: r, headers: {}, delayMs: 0 } : r
+      const respond = () => {
+        if (res.destroyed) return
+        res.writeHead(status, { "content-type": "text/plain", ...headers })
+        res.end("ok")
+      }
+      if (delayMs) setTimeout(respond, delayMs)
+      else respond()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const port = (server.address() as { port: number }).port
+  const receiver: Receiver = {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    received,
+    reply,
+    waitFor: async (n, ms = 15_000, filter = () => true) => {
+      const until = Date.now() + ms
+      while (received.filter(filter).length < n) {
+        if (Date.now() > until) throw new Error(`receiver: ${received.filter(filter).length} of ${n} requests after ${ms} ms`)
+        await new Promise((r) => setTimeout(r, 10))
+      }
+      return received.filter(filter)
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of hanging) res.destroy()
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  }
+  return receiver
+}
+
+/** The receiver's side of SPEC 5.4, written from the spec with node:crypto only. */
+export const hmacHex = (secret: string, body: string) => Crypto.createHmac("sha256", secret).update(body, "utf8").digest("hex")
+export const verifySignature = (secret: string, body: string, header: string | string[] | undefined): boolean => {
+  if (typeof header !== "string" || !header.startsWith("sha256=")) return false
+  const expected = Buffer.from(`sha256=${hmacHex(secret, body)}`, "utf8")
+  const given = Buffer.from(header, "utf8")
+  return given.length === expected.length && Crypto.timingSafeEqual(given, expected)
+}
+
+/** Form A: the inner `signature` is the same construction over the payload without that member. */
+export const verifyInnerSignature = (secret: string, body: string): boolean => {
+  const parsed = JSON.parse(body)
+  const { signature, ...rest } = parsed
+  return verifySignature(secret, JSON.stringify(rest), signature)
+}
+
+/** Every header of SPEC 5.3 on one delivery. */
+export const expectDeliveryHeaders = (r: Received, expected: {
+  event: string
+  hash: string
+  packageMode: string
+  chain: string
+  network: string
+  attempt: number
+  eventId?: string
+}) => {
+  const h = r.headers
+  expect(r.method).toBe("POST")
+  expect(h["x-service-event"]).toBe(expected.event)
+  expect(h["x-service-hash"]).toBe(expected.hash)
+  expect(h["x-service-hash"]).toMatch(/^[0-9a-f]{64}$/)
+  expect(h["x-service-package"]).toBe(expected.packageMode)
+  expect(h["x-service-chain"]).toBe(expected.chain)
+  expect(h["x-service-network"]).toBe(expected.network)
+  expect(h["x-service-retry-attempt"]).toBe(String(expected.attempt))
+  expect(h["x-webhook-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/)
+  expect(h["x-service-event-id"]).toMatch(/^evt_[0-9a-f]+$/)
+  if (expected.eventId !== undefined) expect(h["x-service-event-id"]).toBe(expected.eventId)
+  const ts = Number(h["x-service-timestamp"])
+  expect(Number.isInteger(ts)).toBe(true)
+  expect(Math.abs(ts - Date.now() / 1000)).toBeLessThan(30)
+  expect(h["content-type"]).toBe("application/json")
+  expect(h["user-agent"]).toMatch(/^anchord\/\d+\.\d+\.\d+/)
+  expect(Number(h["content-length"])).toBe(Buffer.byteLength(r.body))
+  // The seed's spellings, as sent on the wire.
+  for (const name of ["X-Service-Event", "X-Service-Hash", "X-Service-Package", "X-Service-Chain", "X-Service-Network",
+    "X-Service-Retry-Attempt", "x-webhook-signature", "X-Service-Event-Id", "X-Service-Timestamp"]) {
+    expect(r.rawHeaderNames).toContain(name)
+  }
+  // compact JSON.stringify serialization
+  expect(JSON.stringify(JSON.parse(r.body))).toBe(r.body)
+}
+
+export interface WebhookNode {
+  readonly baseUrl: string
+  readonly databaseUrl: string
+  readonly createAccount: () => Promise<string>
+  readonly createKey: (accountId: string, environment?: "test" | "live") => Promise<string>
+  readonly secretOf: (accountId: string) => Promise<string>
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * An in-process node (all of NodeLayer). Dispatcher settings come from the environment (WEBHOOK_*),
+ * which the test file sets before calling this.
+ */
+export const startWebhookNode = async (options: { env?: Record<string, string>; resolve?: Resolve; databaseUrl?: string } = {}): Promise<WebhookNode> => {
+  for (const [k, v] of Object.entries(options.env ?? {})) process.env[k] = v
+  const databaseUrl = options.databaseUrl ?? await freshDatabase()
+  const config = AppConfig.layerWith({
+    databaseUrl: Option.some(Redacted.make(databaseUrl)),
+    host: "127.0.0.1",
+    port: 0,
+    anonymousRatePerSecond: 1000,
+    authCacheMillis: 0
+  })
+  let layer = NodeLayer.pipe(Layer.provideMerge(config))
+  if (options.resolve !== undefined) layer = layer.pipe(Layer.provide(Layer.succeed(WebhookResolver, options.resolve)))
+  const runtime = ManagedRuntime.make(layer)
+  const server = await runtime.runPromise(HttpServer.HttpServer)
+  const address = server.address
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+  const run = <A>(effect: Effect.Effect<A, unknown, Accounts>) => runtime.runPromise(effect)
+  return {
+    baseUrl: `http://127.0.0.1:${address.port}`,
+    databaseUrl,
+    createAccount: () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const account = yield* accounts.createAccount({ name: "webhooks", plan: "ENTERPRISE", ratePerSecond: 10_000 })
+        yield* accounts.activate(account.id)
+        return account.id
+      })),
+    createKey: (accountId, environment = "test") =>
+      run(Effect.map(Effect.flatMap(Accounts, (a) => a.createKey({ accountId, environment })), (k) => k.key)),
+    secretOf: async (accountId) =>
+      (await query<{ webhook_secret: string }>(databaseUrl, "SELECT webhook_secret FROM accounts WHERE id = $1", [accountId]))[0].webhook_secret,
+    stop: () => runtime.dispose()
+  }
+}
+
+/** What the anchoring pipeline does when a record is confirmed: status + outbox event in one transaction. */
+export const confirmAnchor = (databaseUrl: string, recordId: string, facts: {
+  txHash?: string
+  blockNumber?: number
+  batchId?: number | string
+  merkleProof?: Array<string>
+  chainType?: string
+  networkId?: string
+  dualAnchor?: Record<string, unknown>
+} = {}) => {
+  const eventId = `evt_${Crypto.randomBytes(12).toString("hex")}`
+  const anchoredAt = new Date().toISOString()
+  const payload = {
+    recordId,
+    status: "ANCHORED",
+    chainType: facts.chainType ?? "evm",
+    networkId: facts.networkId ?? "hardhat-local",
+    txHash: facts.txHash ?? `0x${"ab".repeat(32)}`,
+    blockNumber: facts.blockNumber ?? 42,
+    batchId: facts.batchId ?? 7,
+    merkleRoot: `0x${"cd".repeat(32)}`,
+    merkleProof: facts.merkleProof ?? [`0x${"ef".repeat(32)}`],
+    anchoredAt,
+    ...(facts.dualAnchor ? { dualAnchor: facts.dualAnchor } : {})
+  }
+  return query(databaseUrl, `
+    WITH r AS (
+      UPDATE records SET status = 'ANCHORED', anchored_at = $3::timestamptz, updated_at = now() WHERE id = $1
+      RETURNING id, account_id, hash
+    )
+    INSERT INTO events (event_id, account_id, record_id, kind, payload)
+    SELECT $2, r.account_id, r.id, 'anchor.confirmed', $4::jsonb || jsonb_build_object('hash', r.hash) FROM r`,
+    [recordId, eventId, anchoredAt, JSON.stringify(payload)]).then(() => ({ eventId, anchoredAt, payload }))
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
