@@ -51,6 +51,31 @@ const percentile = (values: Array<number>, p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
 }
 
+/** CPU time (user + system, ms) of one process, from /proc (Linux); NaN elsewhere. */
+const cpuMs = (pid: number | undefined): number => {
+  try {
+    const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return NaN
+  }
+}
+
+/** CPU time of every PostgreSQL server process (embedded or local). */
+const postgresCpuMs = (): number => {
+  let total = 0
+  try {
+    for (const pid of Fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+      try {
+        if (Fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres") total += cpuMs(Number(pid))
+      } catch {}
+    }
+  } catch {
+    return NaN
+  }
+  return total
+}
+
 interface Seen {
   readonly at: number
   readonly body: string
@@ -97,7 +122,9 @@ const main = async () => {
   const env = { DATABASE_URL: databaseUrl, ANCHORD_DATA_DIR: tmp }
   const account = runCli(["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], env)
   const nodePort = await freePort()
-  const node = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
+  // BENCH_NODE_ARGS: extra Node flags for the node under test (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
+  const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "start"], {
     cwd: root, env: { ...process.env, ...env, PORT: String(nodePort), WEBHOOK_CONCURRENCY: String(CONCURRENCY) },
     stdio: ["ignore", "ignore", "inherit"]
   })
@@ -123,15 +150,22 @@ const main = async () => {
   // warm-up: a few deliveries so connections exist on both sides
   // (a) backlog
   log(`(a) committing ${BACKLOG} events in one transaction`)
+  const cpu0 = { node: cpuMs(node.pid), pg: postgresCpuMs(), self: process.cpuUsage() }
   await sql(eventsSql(1, BACKLOG))
   const committedAt = performance.now()
   const deadline = Date.now() + 120_000
   while (firstSeen.size < BACKLOG && Date.now() < deadline) await sleep(5)
+  const cpuNode = cpuMs(node.pid) - cpu0.node
+  const cpuPg = postgresCpuMs() - cpu0.pg
+  const self = process.cpuUsage(cpu0.self)
+  const cpuReceiver = (self.user + self.system) / 1000
   const lastAt = Math.max(...[...firstSeen.values()].map((s) => s.at))
   const drainMs = lastAt - committedAt
   const delivered = firstSeen.size
   const perSecond = delivered / (drainMs / 1000)
   log(`(a) ${delivered} delivered in ${drainMs.toFixed(0)} ms → ${perSecond.toFixed(0)} deliveries/s (requests seen: ${requests})`)
+  const perDelivery = (ms: number) => `${((ms * 1000) / BACKLOG).toFixed(0)} µs`
+  log(`(a) CPU per delivery: node ${perDelivery(cpuNode)}, PostgreSQL ${perDelivery(cpuPg)}, receiver + bench ${perDelivery(cpuReceiver)}`)
 
   // baseline (a): the same bodies and headers, a bare node:http loop with the same concurrency
   const samples = [...firstSeen.values()]
@@ -216,6 +250,7 @@ const main = async () => {
     `| (a) backlog of ${BACKLOG} events (one COMMIT) → all delivered | ${perSecond.toFixed(0)} deliveries/s (${drainMs.toFixed(0)} ms) | ≥ 1,000/s ${ok1 ? "(met)" : "(MISSED)"} |`,
     `| (a) baseline: bare node:http POST loop, same bodies, same concurrency | ${basePerSecond.toFixed(0)} POSTs/s | |`,
     `| (a) ratio dispatcher / baseline | ${(perSecond / basePerSecond).toFixed(2)} | |`,
+    `| (a) CPU per delivery: node / PostgreSQL / receiver (2 cores shared by all three) | ${perDelivery(cpuNode)} / ${perDelivery(cpuPg)} / ${perDelivery(cpuReceiver)} | |`,
     `| (b) COMMIT → attempt 0 at the receiver, ${LATENCY_EVENTS} events at ${LATENCY_RATE}/s, p50 | ${p50.toFixed(1)} ms | |`,
     `| (b) same, p99 (max ${max.toFixed(1)} ms) | ${p99.toFixed(1)} ms | ≤ 250 ms ${ok2 ? "(met)" : "(MISSED)"} |`,
     `| (b) baseline: one bare POST round trip, p50 / p99 | ${bp50.toFixed(1)} / ${bp99.toFixed(1)} ms | |`,

@@ -295,7 +295,9 @@ export class WebhookStore extends Context.Service<WebhookStore, {
               next_attempt_at = now() + ${leaseMillis}::int * interval '1 millisecond',
               locked_until = now() + ${leaseMillis}::int * interval '1 millisecond',
               locked_by = ${nodeId}, claim_token = ${token}, updated_at = now()
-            FROM due, async_commit WHERE d.seq = due.seq
+            FROM async_commit
+            -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table
+            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due))
             RETURNING d.seq::text AS seq, d.id, d.url, d.environment, d.attempts, d.round, d.body, d.signature,
               d.signature_next, d.headers`.pipe(Effect.orDie),
 
@@ -360,7 +362,7 @@ export class WebhookStore extends Context.Service<WebhookStore, {
             FROM jsonb_to_recordset(${JSON.stringify(items.map((i) => ({
               seq: i.seq, body: i.body, signature: i.signature, signature_next: i.signatureNext, headers: i.headers
             })))}::jsonb) AS v(seq bigint, body text, signature text, signature_next text, headers jsonb)
-            WHERE d.seq = v.seq
+            WHERE d.seq = v.seq AND d.seq = ANY (${`{${items.map((i) => i.seq).join(",")}}`}::bigint[])
             RETURNING d.seq::text AS seq, d.body, d.signature, d.signature_next, d.headers`.pipe(Effect.orDie),
 
         complete: (items, nodeId) =>
@@ -385,7 +387,8 @@ export class WebhookStore extends Context.Service<WebhookStore, {
               delivered_at = CASE WHEN v.ok THEN now() ELSE d.delivered_at END,
               updated_at = now()
             FROM v
-            WHERE d.seq = v.seq AND d.claim_token = v.token AND d.state = 'PENDING'
+            WHERE d.seq = v.seq AND d.seq = ANY (${`{${items.map((i) => i.seq).join(",")}}`}::bigint[])
+              AND d.claim_token = v.token AND d.state = 'PENDING'
             RETURNING d.seq::text AS seq, d.state, d.next_attempt_at`.pipe(Effect.orDie),
 
         nextDueMillis: sql<{ wait: number | null }>`

@@ -38,7 +38,7 @@ class Refused extends Error {
   readonly code = "EWEBHOOKREFUSED"
 }
 
-const agentOptions = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: "fifo" as const, timeout: 60_000 }
+const agentOptions = { keepAlive: true, maxSockets: 256, maxFreeSockets: 256, scheduling: "lifo" as const, timeout: 60_000 }
 
 /**
  * Separate pools per environment: a socket a test delivery opened to a name that resolved to

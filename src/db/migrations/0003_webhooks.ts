@@ -52,7 +52,8 @@ export default Effect.gen(function*() {
       created_at       timestamptz NOT NULL DEFAULT now(),
       updated_at       timestamptz NOT NULL DEFAULT now(),
       delivered_at     timestamptz
-    )`
+    ) WITH (fillfactor = 70)`
+  // fillfactor 70: storing the rendered body changes no indexed column, so it can be a HOT update.
   yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'PENDING'`
   yield* sql`CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account_id, environment, seq DESC)`
   yield* sql`CREATE INDEX webhook_deliveries_record ON webhook_deliveries (record_id)`
