@@ -16,6 +16,8 @@ export const pgClientLayer = (url: Redacted.Redacted<string>) =>
     maxConnections: 20,
     transformResultNames: Str.snakeToCamel,
     transformQueryNames: Str.camelToSnake,
+    // Column names only: never rename the members of JSON values (clients' metadata keys).
+    transformJson: false,
     applicationName: "anchord"
   })
 

