@@ -5,8 +5,12 @@
  *       automine, confirmations 1): p50 / p90 / p99 / max;
  *   (b) gas of `anchor(root, leafCount)` per batch and per record at batch sizes 1, 100, 1,000, 10,000;
  *   (c) tree + every proof for 10,000 leaves: src/evm/merkle.ts vs @openzeppelin/merkle-tree.
+ *   (d) the same as (a) for Fabric records (`chain: "fabric"`) on the Fabric gateway dev peer (started
+ *       in this process, reached by the node through FABRIC_NETWORKS and the real gateway client over
+ *       gRPC), and for hybrid records (`chain: "hybrid"`: ANCHORED once both anchors are confirmed).
  * DATABASE_URL selects an external PostgreSQL; otherwise an embedded one in a temporary directory.
- * BENCH_RECORDS (default 10000), BENCH_CONCURRENCY (default 32) adjust (a).
+ * BENCH_RECORDS (default 10000), BENCH_CONCURRENCY (default 32) adjust (a) and (d); BENCH_CHAINS
+ * (default `evm,fabric,hybrid`) picks the latency runs.
  */
 import { execFileSync, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -23,11 +27,13 @@ import { privateKeyToAccount } from "viem/accounts"
 import { freePort } from "../src/db/EmbeddedPostgres.ts"
 import { anchorRegistryAbi } from "../src/evm/AnchorRegistry.abi.ts"
 import { deployAnchorRegistry } from "../src/evm/deploy.ts"
+import { startDevPeer } from "../src/fabric/devpeer/index.ts"
 import { buildTree } from "../src/evm/merkle.ts"
 
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
 const WINDOW_MS = 1000
+const CHAINS = (process.env.BENCH_CHAINS ?? "evm,fabric,hybrid").split(",").map((c) => c.trim()) as Array<"evm" | "fabric" | "hybrid">
 const ANVIL_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80" // anvil/hardhat dev account #0
 const root = Path.resolve(import.meta.dirname, "..")
 const log = (line: string) => console.log(`[bench:anchor] ${line}`)
@@ -56,6 +62,7 @@ const runCli = (args: Array<string>, env: Record<string, string>) =>
   }))
 
 let stopNode = () => {}
+let stopPeer = async () => {}
 
 const main = async () => {
   const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-bench-anchor-"))
@@ -112,8 +119,15 @@ const main = async () => {
     }
 
     // (a) latency through the whole node: `anchord start` in its own process, configured by EVM_NETWORKS.
-    log(`(a) ${RECORDS} records, window ${WINDOW_MS} ms, ${CONCURRENCY} concurrent POSTs, node = anchord start (child process)`)
+    log(`(a)/(d) ${RECORDS} records per run (${CHAINS.join(", ")}), window ${WINDOW_MS} ms, ${CONCURRENCY} concurrent POSTs, node = anchord start (child process)`)
+    const peer = await startDevPeer({ dataDir: Path.join(tmp, "fabric-devpeer") })
+    stopPeer = () => peer.close()
     const env: Record<string, string> = {
+      FABRIC_NETWORKS: JSON.stringify([{
+        networkId: "bench-fabric", environment: "test", peerEndpoint: peer.address, mspId: peer.mspId,
+        certPath: peer.clientIdentity.certPath, keyPath: peer.clientIdentity.keyPath, channel: peer.channel, chaincode: peer.chaincode,
+        batchMaxSize: 10_000, batchWindowMs: WINDOW_MS
+      }]),
       DATABASE_URL: databaseUrl,
       ANCHORD_DATA_DIR: tmp,
       EVM_NETWORKS: JSON.stringify([{
@@ -136,39 +150,47 @@ const main = async () => {
       if (i > 300) throw new Error("node did not start")
       await new Promise((r) => setTimeout(r, 100))
     }
-    const sentAt = new Map<string, number>()
-    let next = 0
-    const t0 = Date.now()
-    const worker = async () => {
-      while (next < RECORDS) {
-        const i = next++
-        const start = Date.now()
-        const r = await fetch(`http://127.0.0.1:${port}/v1/anchor`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          body: JSON.stringify({ data: { bench: i, at: start } })
-        })
-        const body = await r.json() as { data: { recordId: string } }
-        if (r.status !== 202) throw new Error(`POST ${r.status}`)
-        sentAt.set(body.data.recordId, start)
+    const runs: Array<{ chain: string; submitSeconds: number; batches: number; latencies: Array<number> }> = []
+    for (const chain of CHAINS) {
+      log(`${chain}: ${RECORDS} records`)
+      const sentAt = new Map<string, number>()
+      let next = 0
+      const t0 = Date.now()
+      const runStart = new Date(t0)
+      const worker = async () => {
+        while (next < RECORDS) {
+          const i = next++
+          const start = Date.now()
+          const r = await fetch(`http://127.0.0.1:${port}/v1/anchor`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify({ data: { bench: i, chain, at: start }, chain })
+          })
+          const body = await r.json() as { data: { recordId: string } }
+          if (r.status !== 202) throw new Error(`POST ${r.status}`)
+          sentAt.set(body.data.recordId, start)
+        }
       }
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+      const submitSeconds = (Date.now() - t0) / 1000
+      const ids = [...sentAt.keys()]
+      const rows = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        for (;;) {
+          const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM records WHERE id IN ${sql.in(ids)} AND status <> 'ANCHORED'`
+          if (left[0].n === 0) break
+          if (Date.now() - t0 > 180_000) throw new Error(`${chain}: ${left[0].n} records not anchored after 180 s`)
+          yield* Effect.sleep("100 millis")
+        }
+        const batches = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM anchor_batches WHERE state = 'CONFIRMED' AND created_at >= ${runStart}`
+        const recs = yield* sql<{ id: string; t: number }>`SELECT id, (extract(epoch from updated_at) * 1000)::float8 AS t FROM records WHERE id IN ${sql.in(ids)}`
+        return { recs, batches: batches[0].n }
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl!) })))))
+      const latencies = rows.recs.map((r) => r.t - sentAt.get(r.id)!).sort((a, b) => a - b)
+      runs.push({ chain, submitSeconds, batches: rows.batches, latencies })
+      log(`${chain}: p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`)
     }
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker))
-    const submitSeconds = (Date.now() - t0) / 1000
-    const rows = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      for (;;) {
-        const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM records WHERE status <> 'ANCHORED'`
-        if (left[0].n === 0) break
-        if (Date.now() - t0 > 180_000) throw new Error(`${left[0].n} records not anchored after 180 s`)
-        yield* Effect.sleep("100 millis")
-      }
-      const batches = yield* sql<{ n: number; g: string }>`SELECT count(*)::int AS n, COALESCE(sum(gas_used), 0)::text AS g FROM anchor_batches WHERE state = 'CONFIRMED'`
-      const recs = yield* sql<{ id: string; t: number }>`SELECT id, (extract(epoch from updated_at) * 1000)::float8 AS t FROM records`
-      return { recs, batches: batches[0] }
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl!) })))))
     stopNode()
-    const latencies = rows.recs.map((r) => r.t - sentAt.get(r.id)!).sort((a, b) => a - b)
 
     // Report
     const machine = `${Os.cpus()[0]?.model ?? "cpu"} x${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${Os.platform()} ${Os.release()}, Node ${process.version}`
@@ -178,13 +200,14 @@ const main = async () => {
       "",
       `## bench:anchor — ${date}`,
       "",
-      `Machine: ${machine}. Node: \`anchord start\` (own process) with EVM_NETWORKS, client in the bench process. Chain: anvil (automine), confirmations 1, PostgreSQL ${process.env.DATABASE_URL ? "external" : "embedded"}.`,
+      `Machine: ${machine}. Node: \`anchord start\` (own process) with EVM_NETWORKS and FABRIC_NETWORKS, client and Fabric dev peer (block cut 50 ms / 100 tx) in the bench process. Chain: anvil (automine), confirmations 1, PostgreSQL ${process.env.DATABASE_URL ? "external" : "embedded"}.`,
       "",
-      `### (a) POST → ANCHORED latency, ${RECORDS} records, window ${WINDOW_MS} ms`,
+      `### (a)/(d) POST → ANCHORED latency, ${RECORDS} records per run, window ${WINDOW_MS} ms (runs one after the other)`,
       "",
-      "| submitted in | batches | p50 | p90 | p99 | max | target p99 |",
-      "|---|---|---|---|---|---|---|",
-      `| ${submitSeconds.toFixed(1)} s (${Math.round(RECORDS / submitSeconds)}/s, ${CONCURRENCY} conns) | ${rows.batches.n} | ${f(pct(latencies, 50))} | ${f(pct(latencies, 90))} | ${f(pct(latencies, 99))} | ${f(latencies[latencies.length - 1])} | ≤ 3.00 s ${pct(latencies, 99) <= 3000 ? "(met)" : "(missed)"} |`,
+      "| chain | submitted in | batches | p50 | p90 | p99 | max | target p99 |",
+      "|---|---|---|---|---|---|---|---|",
+      ...runs.map((r) =>
+        `| ${r.chain} | ${r.submitSeconds.toFixed(1)} s (${Math.round(RECORDS / r.submitSeconds)}/s, ${CONCURRENCY} conns) | ${r.batches} | ${f(pct(r.latencies, 50))} | ${f(pct(r.latencies, 90))} | ${f(pct(r.latencies, 99))} | ${f(r.latencies[r.latencies.length - 1])} | ≤ 3.00 s ${pct(r.latencies, 99) <= 3000 ? "(met)" : "(missed)"} |`),
       "",
       "### (b) Gas of anchor(root, leafCount)",
       "",
@@ -208,6 +231,7 @@ const main = async () => {
   } finally {
     stopNode()
     await new Promise((r) => setTimeout(r, 500))
+    await stopPeer()
     anvil.stop()
     if (pg) await pg.stop()
     Fs.rmSync(tmp, { recursive: true, force: true })

@@ -4,11 +4,29 @@
  * EVM: the configured network of the key's environment (EVM_NETWORKS; when several share an
  * environment, EVM_TEST_NETWORK_ID / EVM_LIVE_NETWORK_ID pick one, else the first listed).
  * Without a configured network the old default ids stay (records then wait in QUEUED until a
- * network with that id is configured). Fabric ids are unchanged until the Fabric issue.
+ * network with that id is configured). Fabric: likewise from FABRIC_NETWORKS (FABRIC_TEST_NETWORK_ID /
+ * FABRIC_LIVE_NETWORK_ID pick one), defaults `fabric-dev` / `fabric-byo`. A hybrid record's
+ * `networkId` is its EVM network; the Fabric network of its environment anchors it too.
  */
 import { Config, Context, Effect, Layer, Option } from "effect"
 import type { Environment } from "../auth/apiKeys.ts"
 import { EvmNetworks } from "../evm/config.ts"
+import { FabricNetworks } from "../fabric/config.ts"
+
+/** The Fabric network of an environment: the override, else the first configured one, else the default id. */
+export const chooseFabricNetwork = (
+  networks: ReadonlyArray<{ readonly networkId: string; readonly environment: Environment }>,
+  environment: Environment,
+  override: Option.Option<string>
+): string =>
+  Option.isSome(override)
+    ? override.value
+    : networks.find((n) => n.environment === environment)?.networkId ?? (environment === "test" ? "fabric-dev" : "fabric-byo")
+
+export const fabricOverrides = Config.all({
+  test: Config.option(Config.String("FABRIC_TEST_NETWORK_ID")),
+  live: Config.option(Config.String("FABRIC_LIVE_NETWORK_ID"))
+})
 
 export interface NetworkChoice {
   /** The primary network (for hybrid records: the EVM one). */
@@ -25,8 +43,11 @@ export class Networks extends Context.Service<Networks, {
       const ids = yield* Config.all({
         evmTest: Config.option(Config.String("EVM_TEST_NETWORK_ID")),
         evmLive: Config.option(Config.String("EVM_LIVE_NETWORK_ID")),
-        fabricTest: Config.String("FABRIC_TEST_NETWORK_ID").pipe(Config.withDefault("fabric-dev")),
-        fabricLive: Config.String("FABRIC_LIVE_NETWORK_ID").pipe(Config.withDefault("fabric-byo"))
+        fabric: fabricOverrides
+      })
+      const fabricNetworks = Option.match(yield* Effect.serviceOption(FabricNetworks), {
+        onNone: () => [],
+        onSome: (f) => f.networks
       })
       const evmFor = (environment: Environment, wanted: Option.Option<string>, fallback: string) => ({
         networkId: Option.isSome(wanted)
@@ -35,8 +56,8 @@ export class Networks extends Context.Service<Networks, {
       })
       const evmTest = evmFor("test", ids.evmTest, "hardhat-local")
       const evmLive = evmFor("live", ids.evmLive, "evm-live")
-      const fabricTest = { networkId: ids.fabricTest }
-      const fabricLive = { networkId: ids.fabricLive }
+      const fabricTest = { networkId: chooseFabricNetwork(fabricNetworks, "test", ids.fabric.test) }
+      const fabricLive = { networkId: chooseFabricNetwork(fabricNetworks, "live", ids.fabric.live) }
       return Networks.of({
         choose: (environment, chain) =>
           chain === "fabric"

@@ -22,6 +22,8 @@ export interface AnchorFacts {
   readonly anchoredAt: string | null
   readonly contractAddress: string | null
   readonly chainId: number | null
+  readonly channel: string | null
+  readonly chaincode: string | null
 }
 
 /** The anchor entry of a record view (the `Anchor` schema of src/records/schemas.ts). */
@@ -35,7 +37,9 @@ export const anchorView = (a: AnchorFacts) => ({
   merkleProof: a.merkleProof,
   anchoredAt: a.anchoredAt,
   ...(a.chainType === "evm" && a.contractAddress !== null ? { contractAddress: a.contractAddress } : {}),
-  ...(a.chainType === "evm" && a.chainId !== null ? { chainId: a.chainId } : {})
+  ...(a.chainType === "evm" && a.chainId !== null ? { chainId: a.chainId } : {}),
+  ...(a.chainType === "fabric" && a.channel !== null ? { channel: a.channel } : {}),
+  ...(a.chainType === "fabric" && a.chaincode !== null ? { chaincode: a.chaincode } : {})
 })
 
 interface Row {
@@ -54,6 +58,9 @@ interface Row {
   readonly anchoredAt: Date | null
   readonly contractAddress: string | null
   readonly chainId: string | null
+  readonly chainBatchRef: string | null
+  readonly channel: string | null
+  readonly chaincode: string | null
 }
 
 /** Anchors of the given records, by record id (one query). */
@@ -64,7 +71,8 @@ export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>
     const rows = yield* sql<Row>`
       SELECT a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.tx_hash,
         b.block_number::text AS block_number, b.block_hash, b.merkle_root, a.merkle_proof, a.leaf_index, b.leaf_count,
-        a.confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id
+        a.confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id,
+        b.chain_batch_ref, b.channel, b.chaincode
       FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
       WHERE a.record_id IN ${sql.in(ids as Array<string>)} AND b.state IN ('MINED', 'CONFIRMED') AND b.tx_hash IS NOT NULL
       ORDER BY a.record_id, a.chain_type, a.network_id`.pipe(Effect.orDie)
@@ -73,7 +81,8 @@ export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>
         recordId: r.recordId,
         chainType: r.chainType,
         networkId: r.networkId,
-        batchId: r.chainType === "evm" ? Number(r.chainBatchId) : (r.chainBatchId ?? ""),
+        // EVM: the contract's counter; Fabric: the string given to the chaincode.
+        batchId: r.chainType === "evm" ? Number(r.chainBatchId) : (r.chainBatchRef ?? r.chainBatchId ?? ""),
         txHash: r.txHash,
         blockNumber: r.blockNumber === null ? null : Number(r.blockNumber),
         blockHash: r.blockHash,
@@ -84,7 +93,9 @@ export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>
         confirmed: r.confirmed,
         anchoredAt: r.confirmed && r.anchoredAt !== null ? r.anchoredAt.toISOString() : null,
         contractAddress: r.contractAddress,
-        chainId: r.chainId === null ? null : Number(r.chainId)
+        chainId: r.chainId === null ? null : Number(r.chainId),
+        channel: r.channel,
+        chaincode: r.chaincode
       }
       const list = out.get(r.recordId)
       if (list === undefined) out.set(r.recordId, [facts])
@@ -110,6 +121,7 @@ export const proofBundle = (record: { readonly id: string; readonly hash: string
     chainType: a.chainType,
     networkId: a.networkId,
     ...(a.chainType === "evm" ? { chainId: a.chainId, contractAddress: a.contractAddress } : {}),
+    ...(a.chainType === "fabric" ? { channel: a.channel ?? "", chaincode: a.chaincode ?? "" } : {}),
     batchId: a.batchId,
     merkleRoot: a.merkleRoot,
     merkleProof: a.merkleProof,

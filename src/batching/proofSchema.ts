@@ -8,6 +8,8 @@ export const ProofBundleAnchor = Schema.Struct({
   contractAddress: Schema.optionalKey(Schema.NullOr(Schema.String)),
   channel: Schema.optionalKey(Schema.String),
   chaincode: Schema.optionalKey(Schema.String),
+  /** Fabric: MSP id of the submitting identity (docs/proof-format.md). */
+  mspId: Schema.optionalKey(Schema.String),
   batchId: Schema.Union([Schema.Number, Schema.String]),
   merkleRoot: Schema.String,
   merkleProof: Schema.Array(Schema.String),

@@ -1,9 +1,7 @@
 /**
- * EVM anchoring, one supervised pipeline per configured network:
+ * EVM anchoring, one supervised pipeline per configured network, through the shared seam of
+ * src/batching/AnchorChain.ts (leadership by advisory lock, batcher, loops):
  *
- * - leadership: exactly one node runs a network's pipeline, the holder of a PostgreSQL session
- *   advisory lock (`pg_try_advisory_lock`) on a dedicated connection. When that node dies its
- *   connection closes, the lock is released, and another node's retry takes over;
  * - batcher (src/batching/Batcher.ts) + chain writer, in one fiber: cut batches, then send them
  *   (signed locally; the signed tx and its hash are persisted before broadcast, so a crash between
  *   send and confirmation neither loses nor double-anchors: on restart the root is looked up with
@@ -11,28 +9,18 @@
  * - chain watcher: `Anchored` logs by ranged eth_getLogs from a cursor (block number + hash) kept
  *   in PostgreSQL, reorg detection by block hash, confirmation at the configured depth.
  */
-import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Schedule } from "effect"
 import type { Hex } from "viem"
+import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../batching/AnchorChain.ts"
 import { AnchorStore, type BatchRow } from "../batching/AnchorStore.ts"
-import { batcherPeriodMs, batcherTick } from "../batching/Batcher.ts"
 import { type Chain, makeChain } from "./chain.ts"
 import { type EvmNetworkConfig, EvmNetworks } from "./config.ts"
 import { EvmError, Reverted, WrongChain } from "./errors.ts"
 
+export type { NetworkStatus } from "../batching/AnchorChain.ts"
+
 /** How far the watcher rewinds when its cursor block was reorganised away. */
 const REORG_REWIND = 64n
-const LEADER_RETRY = "2 seconds"
-const HEARTBEAT = "2 seconds"
-
-/** Per-network health, for /v1/health and tests. */
-export interface NetworkStatus {
-  readonly networkId: string
-  leader: boolean
-  rpc: "up" | "down" | "unknown"
-  head: bigint | undefined
-  lastError: string | undefined
-}
 
 export class EvmAnchoring extends Context.Service<EvmAnchoring, {
   readonly status: ReadonlyArray<NetworkStatus>
@@ -47,90 +35,26 @@ export class EvmAnchoring extends Context.Service<EvmAnchoring, {
         yield* Effect.logWarning("no EVM network configured (EVM_NETWORKS): EVM records stay QUEUED")
       }
       for (const network of networks) {
-        const status: NetworkStatus = { networkId: network.networkId, leader: false, rpc: "unknown", head: undefined, lastError: undefined }
+        const status = makeStatus(network.networkId)
         statuses.push(status)
-        yield* leaderLoop(network, status).pipe(
-          Effect.annotateLogs({ service: "evm", networkId: network.networkId }),
-          Effect.forkScoped
-        )
+        yield* runAnchorChain(evmChain(network, status), status).pipe(Effect.forkScoped)
       }
       return EvmAnchoring.of({ status: statuses })
     })
   ).pipe(Layer.provide(AnchorStore.layer))
 }
 
-const errorText = (cause: Cause.Cause<unknown>): string => {
-  const e = Cause.squash(cause)
-  return (e instanceof Error ? e.message : String(e)).slice(0, 300)
-}
-
-const leaderLoop = (network: EvmNetworkConfig, status: NetworkStatus) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const key = `anchord:evm:${network.networkId}`
-    const attempt = Effect.scoped(Effect.gen(function*() {
-      const conn = yield* sql.reserve
-      const rows = yield* conn.executeValues("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", [key])
-      const got = rows[0]?.[0]
-      if (got !== true && got !== "t") return
-      yield* Effect.addFinalizer(() =>
-        Effect.andThen(
-          conn.executeValues("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [key]).pipe(Effect.ignore),
-          Effect.sync(() => void (status.leader = false))
-        )
-      )
-      status.leader = true
-      yield* Effect.logInfo("network leadership acquired")
-      // The lock lives as long as this connection: check it, and stop leading when it is gone.
-      const heartbeat = conn.executeValues("SELECT 1", []).pipe(
-        Effect.timeout("5 seconds"),
-        Effect.repeat(Schedule.spaced(HEARTBEAT)),
-        Effect.andThen(Effect.never)
-      )
-      yield* Effect.raceFirst(pipeline(network, status), heartbeat)
-    }))
-    yield* attempt.pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.logWarning("network pipeline stopped", { error: errorText(cause) })
-      ),
-      Effect.andThen(Effect.sleep(LEADER_RETRY)),
-      Effect.forever
-    )
-  })
-
-/** Runs `tick` every `period`, logging failures (and RPC outages once, not per tick). */
-const loop = <E, R>(name: string, period: Duration.Input, status: NetworkStatus, tick: Effect.Effect<void, E, R>) => {
-  let failing = false
-  return tick.pipe(
-    Effect.tap(() =>
-      Effect.suspend(() => {
-        if (!failing) return Effect.void
-        failing = false
-        status.rpc = "up"
-        return Effect.logInfo(`${name} recovered`)
-      })
-    ),
-    Effect.catchCause((cause) =>
-      Effect.suspend(() => {
-        const message = errorText(cause)
-        status.lastError = message
-        if (Cause.squash(cause) instanceof EvmError && (Cause.squash(cause) as EvmError).reason._tag === "RpcUnavailable") {
-          status.rpc = "down"
-        }
-        if (failing) return Effect.void
-        failing = true
-        return Effect.logWarning(`${name} failing (will keep retrying)`, { error: message })
-      })
-    ),
-    Effect.andThen(Effect.sleep(period)),
-    Effect.forever
-  )
-}
-
-const pipeline = (network: EvmNetworkConfig, status: NetworkStatus) =>
-  Effect.gen(function*() {
+/** The EVM implementation of the chain seam: an AnchorRegistry contract over JSON-RPC. */
+export const evmChain = (network: EvmNetworkConfig, status: NetworkStatus): AnchorChain<EvmError> => ({
+  chainType: "evm",
+  target: {
+    networkId: network.networkId,
+    batchMaxSize: network.batchMaxSize,
+    batchWindowMs: network.batchWindowMs,
+    meta: { chainType: "evm", chainId: network.chainId, contractAddress: network.contractAddress }
+  },
+  isUnavailable: (e) => e instanceof EvmError && e.reason._tag === "RpcUnavailable",
+  connect: Effect.gen(function*() {
     const chain = makeChain(network)
     const chainId = yield* chain.chainId.pipe(
       Effect.tapError((e) => Effect.sync(() => void (status.rpc = "down", status.lastError = e.message))),
@@ -145,12 +69,9 @@ const pipeline = (network: EvmNetworkConfig, status: NetworkStatus) =>
       })
     }
     const writer = yield* makeWriter(chain)
-    const watcher = makeWatcher(chain, status)
-    yield* Effect.all([
-      loop("batcher/writer", `${batcherPeriodMs(network)} millis`, status, Effect.andThen(batcherTick(network, Effect.void), writer.tick)),
-      loop("watcher", `${network.pollIntervalMs} millis`, status, watcher)
-    ], { concurrency: "unbounded", discard: true })
+    return { submit: writer.tick, watch: makeWatcher(chain, status), watchPeriod: `${network.pollIntervalMs} millis` }
   })
+})
 
 // ---------------------------------------------------------------------------------------------
 // Writer

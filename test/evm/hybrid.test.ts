@@ -1,77 +1,119 @@
-// Hybrid records need an EVM and a Fabric anchor: the EVM side alone leaves them short of
-// ANCHORED; once a (simulated) Fabric anchor is confirmed too, they become ANCHORED with one
-// anchor.confirmed event. The Fabric side is simulated with rows, until the Fabric issue lands.
+// Hybrid records (chain: "hybrid") on a real EVM chain (anvil) and a real Fabric dev peer (through the
+// fabric-gateway client over gRPC): QUEUED until both networks have a batch for them, ANCHORED only
+// once both anchors are confirmed, with exactly one anchor.confirmed event: the EVM anchor on top, the
+// Fabric one in dualAnchor.
 //   npx vitest run test/evm/hybrid.test.ts
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { StandardMerkleTree } from "@openzeppelin/merkle-tree"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { AnchorStore } from "../../src/batching/AnchorStore.ts"
+import type { DevPeer } from "../../src/fabric/devpeer/index.ts"
+import { render } from "../../src/webhooks/payload.ts"
+import { fabricNetwork, startFabricNode, startTestPeer, type FabricTestNode } from "../fabric-anchoring/support.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
-import { call, deploy, network, query, sleep, startEvmNode, waitFor, type EvmTestNode } from "./support.ts"
+import { allAnchored, call, deploy, network, query, waitFor } from "./support.ts"
 
 describe("hybrid records", () => {
   let anvil: Anvil
-  let node: EvmTestNode
+  let peer: DevPeer
+  let node: FabricTestNode
   let key: string
+  let evmNet: ReturnType<typeof network>
   beforeAll(async () => {
     anvil = await startAnvil()
+    peer = await startTestPeer()
     const pk = await anvil.fundedKey()
     const d = await deploy(anvil.rpcUrl, pk)
-    node = await startEvmNode({
-      networks: [network({
-        networkId: "anvil-hybrid", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address,
-        confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150
-      }, pk)]
+    evmNet = network({
+      networkId: "anvil-hybrid", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address,
+      confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150
+    }, pk)
+    node = await startFabricNode({
+      evm: [evmNet],
+      fabric: [fabricNetwork(peer, { networkId: "fabric-hybrid", batchWindowMs: 200 })]
     })
-    key = await node.createKey(await node.createAccount())
+    key = await node.createKey()
   }, 60_000)
   afterAll(async () => {
     await node?.stop()
+    await peer?.close()
     await anvil?.stop()
   })
 
-  it("becomes ANCHORED only when both anchors are confirmed", async () => {
-    const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { hybrid: true }, chain: "hybrid" } })
-    expect(r.status).toBe(202)
-    const id = r.json.data.recordId
-    expect(r.json.data.networkId).toBe("anvil-hybrid")
-    // The EVM anchor is confirmed ...
-    await waitFor("EVM anchor confirmed", async () =>
-      (await query(node.databaseUrl, "SELECT 1 FROM anchors WHERE record_id = $1 AND chain_type = 'evm' AND confirmed", [id])).length === 1)
-    await sleep(500)
-    const view = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
-    expect(view.status).toBe("QUEUED") // waiting for its Fabric batch
-    expect(view.anchors).toHaveLength(1)
-    expect(view.anchors[0].chainType).toBe("evm")
-    expect((await call(node.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).status).toBe(409)
-    expect(await query(node.databaseUrl, "SELECT 1 FROM events WHERE record_id = $1", [id])).toHaveLength(0)
-    // ... and the EVM batcher does not claim it again.
-    expect(await query(node.databaseUrl, "SELECT 1 FROM anchors WHERE record_id = $1", [id])).toHaveLength(1)
+  it("is ANCHORED once both anchors are confirmed, with one event carrying both", async () => {
+    const ids: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { hybrid: i }, chain: "hybrid" } })
+      expect(r.status).toBe(202)
+      expect(r.json.data.networkId).toBe("anvil-hybrid") // primary: the EVM network
+      ids.push(r.json.data.recordId)
+    }
+    await waitFor("hybrid records ANCHORED", allAnchored(node.databaseUrl, ids), 20_000)
 
-    // A Fabric batch for it (as the Fabric batcher will write it), mined, then confirmed.
-    const hash = view.hash
-    const [fabric] = await query<{ id: string }>(node.databaseUrl, `
-      INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, tx_hash, chain_batch_id, block_number, anchored_at)
-      VALUES ('fabric-dev', 'fabric', $1, 1, 'MINED', 'fabrictx01', 7, 12, now()) RETURNING id::text AS id`, ["0x" + "ab".repeat(32)])
-    await query(node.databaseUrl, `
-      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof) VALUES ($1, 'fabric-dev', 'fabric', $2, 0, '{}')`,
-      [id, fabric.id])
-    await query(node.databaseUrl, "UPDATE records SET status = 'BATCHING' WHERE id = $1", [id])
-    const anchored = await Effect.runPromise(Effect.gen(function*() {
-      const store = yield* AnchorStore
-      return yield* store.confirm(fabric.id)
-    }).pipe(Effect.provide(AnchorStore.layer.pipe(Layer.provide(PgClient.layer({
-      url: Redacted.make(node.databaseUrl), transformResultNames: (s) => s.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
-    })))), Effect.scoped))
-    expect(anchored).toBe(1)
-    const after = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
-    expect(after.status).toBe("ANCHORED")
-    expect(after.anchors.map((a: any) => a.chainType).sort()).toEqual(["evm", "fabric"])
-    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1 AND kind = 'anchor.confirmed'", [id])
+    for (const id of ids) {
+      const rec = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
+      expect(rec.status).toBe("ANCHORED")
+      expect(rec.chainType).toBe("hybrid")
+      const byChain = Object.fromEntries(rec.anchors.map((a: any) => [a.chainType, a]))
+      expect(Object.keys(byChain).sort()).toEqual(["evm", "fabric"])
+      expect(byChain.evm.txHash).toMatch(/^0x[0-9a-f]{64}$/)
+      expect(byChain.fabric.txHash).toMatch(/^[0-9a-f]{64}$/)
+      expect(byChain.fabric.networkId).toBe("fabric-hybrid")
+      const bundle = (await call(node.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).json.data
+      expect(bundle.anchors).toHaveLength(2)
+      for (const a of bundle.anchors) expect(StandardMerkleTree.verify(a.merkleRoot, ["bytes32"], [`0x${bundle.hash}`], a.merkleProof)).toBe(true)
+
+      const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1", [id])
+      expect(events).toHaveLength(1)
+      const p = events[0]!.payload
+      expect(p).toMatchObject({ networkId: "anvil-hybrid", chainType: "evm", recordChainType: "hybrid", txHash: byChain.evm.txHash })
+      expect(p.dualAnchor).toMatchObject({
+        chainType: "fabric", networkId: "fabric-hybrid", txHash: byChain.fabric.txHash, batchId: byChain.fabric.batchId, blockNumber: null
+      })
+      expect(p.anchors).toHaveLength(2)
+
+      // What the webhook engineer's renderer makes of it: form B, EVM on top, Fabric in dualAnchor.
+      const rendered = render({
+        eventId: "evt_test", kind: "anchor.confirmed", payload: p, eventCreatedAt: new Date(), format: "multichain",
+        signingSecret: "whsec_test", nextSecret: null,
+        record: { hash: rec.hash, packageMode: "MANAGED", chainType: "hybrid", networkId: "anvil-hybrid", metadata: {}, status: "ANCHORED" },
+        anchorPayload: null
+      })
+      const body = JSON.parse(rendered.body)
+      expect(body).toMatchObject({ type: "ANCHORED", chainType: "evm", networkId: "anvil-hybrid", transactionHash: byChain.evm.txHash })
+      expect(Number.isInteger(body.batchId)).toBe(true)
+      expect(body.dualAnchor).toEqual({
+        chainType: "fabric", networkId: "fabric-hybrid", batchId: byChain.fabric.batchId, blockNumber: null,
+        transactionHash: byChain.fabric.txHash, merkleProof: byChain.fabric.merkleProof, anchoredAt: byChain.fabric.anchoredAt
+      })
+      expect(rendered.headers.chain).toBe("evm")
+    }
+  }, 40_000)
+
+  it("stays QUEUED with only its EVM anchor confirmed, and completes when the Fabric side runs", async () => {
+    // The same database without the Fabric network: the EVM anchor is confirmed, the record waits.
+    await node.stop()
+    const evmOnly = await startFabricNode({ databaseUrl: node.databaseUrl, evm: [evmNet], fabric: [] })
+    let id: string
+    try {
+      const r = await call(evmOnly.baseUrl, "POST", "/v1/anchor", { key, body: { data: { later: true }, chain: "hybrid" } })
+      expect(r.status).toBe(202)
+      id = r.json.data.recordId
+      await waitFor("EVM anchor confirmed", async () =>
+        (await query(node.databaseUrl, "SELECT 1 FROM anchors WHERE record_id = $1 AND chain_type = 'evm' AND confirmed", [id])).length === 1)
+      const view = (await call(evmOnly.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
+      expect(view.status).toBe("QUEUED")
+      expect(view.anchors.map((a: any) => a.chainType)).toEqual(["evm"])
+      expect((await call(evmOnly.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).status).toBe(409)
+      expect(await query(node.databaseUrl, "SELECT 1 FROM events WHERE record_id = $1", [id])).toHaveLength(0)
+    } finally {
+      await evmOnly.stop()
+    }
+    // Both networks again: the Fabric batcher claims it, and it completes with exactly one event.
+    node = await startFabricNode({
+      databaseUrl: node.databaseUrl, evm: [evmNet], fabric: [fabricNetwork(peer, { networkId: "fabric-hybrid", batchWindowMs: 200 })]
+    })
+    await waitFor("ANCHORED", allAnchored(node.databaseUrl, [id]), 15_000)
+    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1", [id])
     expect(events).toHaveLength(1)
-    expect(events[0].payload.networkId).toBe("anvil-hybrid")
-    expect(events[0].payload.txHash).toMatch(/^0x/) // primary = the EVM anchor
-    expect(events[0].payload.anchors).toHaveLength(2)
-    expect(hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(events[0]!.payload.dualAnchor.chainType).toBe("fabric")
   }, 30_000)
 })

@@ -1,0 +1,39 @@
+import { Config, Effect, Layer } from "effect"
+import { AnchorStore } from "../batching/AnchorStore.ts"
+import { fabricFromJson, FabricNetworks } from "./config.ts"
+import { FabricDevPeer } from "./DevPeerService.ts"
+
+/**
+ * `anchord dev`: FABRIC_NETWORKS when set; otherwise the dev peer (FabricDevPeer) as network
+ * `fabric-dev` (test), with its client identity. A dev peer whose ledger is younger than the
+ * database's checkpoint (its data directory was deleted) is a fresh network: its batches are dropped
+ * and their records re-queued.
+ */
+export const FabricDevNetworkLayer = Layer.unwrap(Effect.gen(function*() {
+  const configured = yield* FabricNetworks.config
+  if (configured._tag === "Some" && configured.value.trim() !== "") return FabricNetworks.layer
+  return Layer.effect(FabricNetworks, Effect.gen(function*() {
+    const peer = yield* FabricDevPeer
+    const window = yield* Config.Int("DEV_BATCH_WINDOW_MS").pipe(Config.withDefault(1000))
+    const networkId = "fabric-dev"
+    const store = yield* AnchorStore
+    const checkpoint = yield* store.fabricCheckpoint(networkId)
+    if (checkpoint !== undefined && checkpoint.blockNumber >= BigInt(peer.blockHeight())) {
+      const requeued = yield* store.forgetNetwork(networkId)
+      yield* Effect.logInfo("fabric dev peer is fresh: records re-queued for anchoring", { requeued })
+    }
+    return FabricNetworks.of({
+      networks: [fabricFromJson({
+        networkId,
+        environment: "test",
+        peerEndpoint: peer.address,
+        mspId: peer.mspId,
+        certPath: peer.clientIdentity.certPath!,
+        keyPath: peer.clientIdentity.keyPath!,
+        channel: peer.channel,
+        chaincode: peer.chaincode,
+        batchWindowMs: window
+      })]
+    })
+  }).pipe(Effect.provide(AnchorStore.layer)))
+}))
