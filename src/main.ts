@@ -8,6 +8,8 @@ import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./db/Database.ts"
 import { EvmAnchoring } from "./evm/Anchoring.ts"
 import { EvmNetworks } from "./evm/config.ts"
+import { FabricAnchoring } from "./fabric/Anchoring.ts"
+import { FabricNetworks } from "./fabric/config.ts"
 import { HttpServerLayer } from "./http/server.ts"
 import { Ingest } from "./records/Ingest.ts"
 import { IngestWriter } from "./records/IngestWriter.ts"
@@ -31,18 +33,22 @@ const ApiServices = Layer.mergeAll(
 export const ServicesLayer = ApiServices.pipe(Layer.provideMerge(CoreLayer))
 
 /**
- * The whole node over the given EVM networks (EVM_NETWORKS, or the dev chain of `anchord dev`):
- * API server plus one anchoring pipeline per network (batcher, chain writer, watcher), and (in
- * later issues) the Fabric anchoring and the webhook dispatcher.
+ * The whole node over the given EVM and Fabric networks (EVM_NETWORKS / FABRIC_NETWORKS, or the dev
+ * chain and dev peer of `anchord dev`): API server, one anchoring pipeline per network (batcher,
+ * chain writer, watcher / indexer: src/batching/AnchorChain.ts), and the webhook dispatcher.
  */
-export const makeNodeLayer = <E, R>(evmNetworks: Layer.Layer<EvmNetworks, E, R>) =>
-  Layer.mergeAll(HttpServerLayer, EvmAnchoring.layer, WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer))).pipe(
+export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer>, R2 = Layer.Services<typeof FabricNetworks.layer>>(
+  evmNetworks: Layer.Layer<EvmNetworks, E, R>,
+  // The default's types are the defaults of E2 / R2.
+  fabricNetworks: Layer.Layer<FabricNetworks, E2, R2> = FabricNetworks.layer as unknown as Layer.Layer<FabricNetworks, E2, R2>
+) =>
+  Layer.mergeAll(HttpServerLayer, EvmAnchoring.layer, FabricAnchoring.layer, WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer))).pipe(
     Layer.provideMerge(ApiServices),
-    Layer.provideMerge(evmNetworks),
+    Layer.provideMerge(Layer.merge(evmNetworks, fabricNetworks)),
     Layer.provideMerge(CoreLayer)
   )
 
-/** The node with EVM networks from EVM_NETWORKS. */
-export const NodeLayer = makeNodeLayer(EvmNetworks.layer)
+/** The node with EVM networks from EVM_NETWORKS and Fabric networks from FABRIC_NETWORKS. */
+export const NodeLayer = makeNodeLayer(EvmNetworks.layer, FabricNetworks.layer)
 
 export const withConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(Layer.provideMerge(AppConfig.layer))

@@ -1,6 +1,7 @@
 /** The whole HTTP API definition: imported by the server and by the typed client alike. */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { RecordsApi } from "../records/api.ts"
+import { VerifyApi } from "../verify/api.ts"
 import { WebhooksApi } from "../webhooks/api.ts"
 import { SystemApi } from "./SystemApi.ts"
 
@@ -8,6 +9,7 @@ export class Api extends HttpApi.make("anchord")
   .add(RecordsApi)
   .add(SystemApi)
   .add(WebhooksApi)
+  .add(VerifyApi)
   .annotateMerge(OpenApi.annotations({
     title: "anchord",
     version: "1",

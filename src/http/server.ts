@@ -7,6 +7,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { ApiKeyAuthLayer } from "../auth/http.ts"
 import { AppConfig } from "../config.ts"
 import { RecordsHttpLayer } from "../records/http.ts"
+import { VerifyHttpLayer } from "../verify/http.ts"
 import { WebhooksHttpLayer } from "../webhooks/http.ts"
 import { Api } from "./Api.ts"
 import { GatewayLayer } from "./gateway.ts"
@@ -14,7 +15,7 @@ import { SystemHttpLayer } from "./SystemHttp.ts"
 
 /** Routes + middleware, without a server (tests may serve it on their own socket). */
 export const HttpAppLayer = HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(
-  Layer.provide([RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer]),
+  Layer.provide([RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer]),
   Layer.provide(ApiKeyAuthLayer),
   Layer.provideMerge(GatewayLayer)
 )

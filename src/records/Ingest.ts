@@ -65,6 +65,10 @@ export class Ingest extends Context.Service<Ingest, {
             if ("data" in body && !isPlainObject(body.data)) {
               return yield* Effect.fail(badRequest("VALIDATION_ERROR", `${where}data: must be a JSON object`))
             }
+            // IN_PLACE lookups embed the proof bundle as data._anchor (SPEC 3.2): the name is reserved there.
+            if ("packageMode" in body && body.packageMode === "IN_PLACE" && "data" in body && Object.hasOwn(body.data as object, "_anchor")) {
+              return yield* Effect.fail(badRequest("VALIDATION_ERROR", `${where}data._anchor: reserved in IN_PLACE mode (the proof bundle goes there)`))
+            }
             if (body.metadata !== undefined && !isPlainObject(body.metadata)) {
               return yield* Effect.fail(badRequest("VALIDATION_ERROR", `${where}metadata: must be a JSON object`))
             }

@@ -8,6 +8,7 @@ import { loadAnchors, proofBundle } from "../batching/anchorViews.ts"
 import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
 import { Api } from "../http/Api.ts"
 import { type BadRequest, type Conflict, badRequest, conflict, gone, notFound, unprocessable } from "../http/errors.ts"
+import { embedAnchor } from "../verify/inPlace.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
 import { stateOf } from "../http/requestState.ts"
 import { open } from "./encryption.ts"
@@ -185,7 +186,12 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
               return yield* Effect.fail(badRequest("INVALID_ENCRYPTION_KEY", "X-Encryption-Key does not decrypt this record"))
             }
           }
-          return { success: true as const, data: toView(row, { plaintext }) }
+          const view = toView(row, { plaintext })
+          // SPEC 3.2: IN_PLACE records carry their proof bundle in place, as `_anchor`.
+          const anchors = view.packageMode === "IN_PLACE" && view.status === "ANCHORED"
+            ? (yield* loadAnchors(sql, [row.id])).get(row.id) ?? []
+            : []
+          return { success: true as const, data: embedAnchor(view, () => proofBundle(row, anchors)) }
         }))
       .handleRaw("update", ({ request, params }) =>
         Effect.gen(function*() {

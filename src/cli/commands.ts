@@ -1,0 +1,197 @@
+/**
+ * The `anchord` command line (SPEC 8): start, dev, migrate, accounts, keys, fabric-devpeer, verify.
+ * Entry: src/cli/main.ts (which runs `verify` without loading this module and the node behind it).
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Console, Effect, Layer, Option, Runtime } from "effect"
+import { HttpServer } from "effect/http"
+import { Argument, Command, Flag } from "effect/cli"
+import { Accounts } from "../auth/Accounts.ts"
+import { PlanNames } from "../auth/plans.ts"
+import { AppConfig } from "../config.ts"
+import { DatabaseLive } from "../db/Database.ts"
+import { DevChainLayer } from "../evm/devChain.ts"
+import { FabricDevPeer } from "../fabric/DevPeerService.ts"
+import { FabricDevNetworkLayer } from "../fabric/devNetwork.ts"
+import { LoggingLayer } from "../logging.ts"
+import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../main.ts"
+import { verifyCommand } from "../verify/command.ts"
+import { VERSION } from "../version.ts"
+import { ensureDevAccount, printBanner } from "./dev.ts"
+
+/** The API's URL once the server listens. */
+const listeningUrl = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const server = yield* HttpServer.HttpServer
+  const port = server.address._tag === "UnixPathAddress" ? config.port : server.address.port
+  return Option.getOrElse(config.baseUrl, () => `http://${config.host}:${port}`)
+})
+
+const announceStart = Layer.effectDiscard(Effect.gen(function*() {
+  yield* Effect.logInfo("anchord listening", { url: yield* listeningUrl, version: VERSION })
+}))
+
+/** Dev mode: the test key and the local chains, printed once everything is up. */
+const announceDev = Layer.effectDiscard(Effect.gen(function*() {
+  const baseUrl = yield* listeningUrl
+  const info = yield* ensureDevAccount
+  const peer = yield* FabricDevPeer
+  yield* printBanner({ baseUrl, ...info, fabric: peer })
+  yield* Effect.logInfo("anchord listening", { url: baseUrl, version: VERSION })
+}))
+
+const runNode = (dev: boolean) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (!dev) return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer)))
+    // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
+    // and the Fabric gateway dev peer under the data directory, anchored on as `fabric-dev` unless
+    // FABRIC_NETWORKS is set (src/fabric/devNetwork.ts). One peer layer, shared (layers are memoized by reference).
+    const devPeer = FabricDevPeer.layerDev(config.dataDir)
+    return yield* Layer.launch(announceDev.pipe(
+      Layer.provideMerge(Layer.merge(makeNodeLayer(DevChainLayer, FabricDevNetworkLayer.pipe(Layer.provide(devPeer))), devPeer))
+    ))
+  }).pipe(Effect.provide(LoggingLayer))
+
+const start = Command.make("start", {}, () => runNode(false).pipe(Effect.provide(AppConfig.layer))).pipe(
+  Command.withDescription("Run the node (production): everything from environment variables")
+)
+
+const dev = Command.make("dev", {}, () => runNode(true).pipe(Effect.provide(AppConfig.layer))).pipe(
+  Command.withDescription("Run a local node: embedded PostgreSQL, local chains, a test account and key")
+)
+
+const migrate = Command.make("migrate", {}, () =>
+  Effect.gen(function*() {
+    yield* Console.log("migrations applied")
+  }).pipe(Effect.provide(withConfig(DatabaseLive)))).pipe(Command.withDescription("Apply database migrations"))
+
+/** Operator commands: a refused operation prints its reason (no stack) and exits 1. */
+const withCore = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Accounts>) =>
+  effect.pipe(
+    Effect.catch((error) =>
+      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+    Effect.provide(withConfig(CoreLayer))
+  )
+const json = Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print JSON"))
+const print = (asJson: boolean, value: unknown, text: string) => Console.log(asJson ? JSON.stringify(value, null, 2) : text)
+
+const accountsCreate = Command.make("create", {
+  name: Argument.String("name"),
+  email: Flag.String("email").pipe(Flag.optional),
+  plan: Flag.Literals("plan", PlanNames).pipe(Flag.withDefault("FREE" as const)),
+  ratePerSecond: Flag.Int("rate-per-second").pipe(Flag.optional, Flag.withDescription("ENTERPRISE only")),
+  chain: Flag.Literals("default-chain", ["evm", "fabric", "hybrid"]).pipe(Flag.withDefault("evm" as const)),
+  activate: Flag.Boolean("activate").pipe(Flag.withDefault(false)),
+  json
+}, (o) =>
+  withCore(Effect.gen(function*() {
+    const accounts = yield* Accounts
+    let account = yield* accounts.createAccount({
+      name: o.name,
+      email: Option.getOrUndefined(o.email),
+      plan: o.plan,
+      ratePerSecond: Option.getOrUndefined(o.ratePerSecond),
+      defaultChain: o.chain
+    })
+    if (o.activate) account = yield* accounts.activate(account.id).pipe(Effect.orDie)
+    yield* print(o.json, account, `${account.id}  ${account.plan}  ${account.status}  ${account.name}`)
+  })))
+
+const accountsActivate = Command.make("activate", { accountId: Argument.String("account-id"), json }, (o) =>
+  withCore(Effect.gen(function*() {
+    const account = yield* (yield* Accounts).activate(o.accountId)
+    yield* print(o.json, account, `${account.id} is ACTIVE`)
+  })))
+
+const accountsList = Command.make("list", { json }, (o) =>
+  withCore(Effect.gen(function*() {
+    const list = yield* (yield* Accounts).list
+    yield* print(o.json, list, list.map((a) => `${a.id}  ${a.plan.padEnd(10)}  ${a.status.padEnd(8)}  ${a.name}`).join("\n") || "(no accounts)")
+  })))
+
+const keysCreate = Command.make("create", {
+  accountId: Argument.String("account-id"),
+  environment: Flag.Literals("env", ["test", "live"]).pipe(Flag.withDefault("test" as const)),
+  name: Flag.String("name").pipe(Flag.optional),
+  expiresInDays: Flag.Int("expires-in-days").pipe(Flag.optional),
+  json
+}, (o) =>
+  withCore(Effect.gen(function*() {
+    const { key, info } = yield* (yield* Accounts).createKey({
+      accountId: o.accountId,
+      environment: o.environment,
+      name: Option.getOrUndefined(o.name),
+      expiresAt: Option.getOrUndefined(Option.map(o.expiresInDays, (d) => new Date(Date.now() + d * 86_400_000)))
+    })
+    yield* print(o.json, { key, ...info }, `${key}\n(shown once: store it now)  id=${info.id}`)
+  })))
+
+const keysList = Command.make("list", { accountId: Argument.String("account-id").pipe(Argument.optional), json }, (o) =>
+  withCore(Effect.gen(function*() {
+    const keys = yield* (yield* Accounts).listKeys(Option.getOrUndefined(o.accountId))
+    yield* print(
+      o.json,
+      keys,
+      keys.map((k) =>
+        `${k.id}  ${k.display}  ${k.environment}  ${k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt < new Date() ? "expired" : "active"}  ${k.accountId}`
+      ).join("\n") || "(no keys)"
+    )
+  })))
+
+const keysRevoke = Command.make("revoke", { keyId: Argument.String("key-id"), json }, (o) =>
+  withCore(Effect.gen(function*() {
+    const info = yield* (yield* Accounts).revokeKey(o.keyId)
+    yield* print(o.json, info, `${info.id} revoked`)
+  })))
+
+const accounts = Command.make("accounts").pipe(
+  Command.withDescription("Manage accounts"),
+  Command.withSubcommands([accountsCreate, accountsActivate, accountsList])
+)
+const keys = Command.make("keys").pipe(
+  Command.withDescription("Manage API keys"),
+  Command.withSubcommands([keysCreate, keysList, keysRevoke])
+)
+
+const fabricDevpeer = Command.make("fabric-devpeer", {
+  port: Flag.Int("port").pipe(Flag.withDefault(7051), Flag.withDescription("0 picks a free port")),
+  host: Flag.String("host").pipe(Flag.withDefault("127.0.0.1")),
+  channel: Flag.String("channel").pipe(Flag.withDefault("anchord")),
+  chaincode: Flag.String("chaincode").pipe(Flag.withDefault("anchord")),
+  mspId: Flag.String("msp-id").pipe(Flag.withDefault("AnchordDevMSP")),
+  dataDir: Flag.String("data-dir").pipe(Flag.optional, Flag.withDescription("default: ANCHORD_DATA_DIR/fabric-devpeer"))
+}, (o) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const dataDir = Option.getOrElse(o.dataDir, () => `${config.dataDir}/fabric-devpeer`)
+    const peer = yield* FabricDevPeer
+    yield* Console.log(JSON.stringify({
+      address: peer.address, channel: peer.channel, chaincode: peer.chaincode, mspId: peer.mspId,
+      certPath: peer.clientIdentity.certPath, keyPath: peer.clientIdentity.keyPath, dataDir
+    }, null, 2))
+    return yield* Effect.never
+  }).pipe(
+    Effect.provide(Layer.unwrap(Effect.map(AppConfig, (config) =>
+      FabricDevPeer.layer({
+        host: o.host, port: o.port, channel: o.channel, chaincode: o.chaincode, mspId: o.mspId,
+        dataDir: Option.getOrElse(o.dataDir, () => `${config.dataDir}/fabric-devpeer`),
+        log: (line) => console.error(`[fabric-devpeer] ${line}`)
+      })))),
+    Effect.provide(AppConfig.layer)
+  )).pipe(Command.withDescription("Run the Fabric gateway dev peer alone (a development peer, not a Fabric network)"))
+
+export const cli = Command.make("anchord").pipe(
+  Command.withDescription("anchord: a self-hostable record anchoring node"),
+  Command.withSubcommands([start, dev, migrate, accounts, keys, fabricDevpeer, verifyCommand])
+)
+
+cli.pipe(
+  Command.run({ version: VERSION }),
+  Effect.provide(NodeServices.layer),
+  // A refused operator command has printed its reason and set process.exitCode: keep that code.
+  NodeRuntime.runMain({
+    teardown: (exit, onExit) =>
+      Runtime.defaultTeardown(exit, (code) => onExit(code === 0 && process.exitCode ? Number(process.exitCode) : code))
+  })
+)

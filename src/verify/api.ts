@@ -1,0 +1,62 @@
+/** `POST /v1/verify` (SPEC 3): the node checks a record against the chains for clients who trust it. Definitions only. */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { ApiKeyAuth } from "../auth/api.ts"
+import { BadRequest } from "../http/errors.ts"
+import { Hash64, JsonObject, ok } from "../records/schemas.ts"
+
+export const VerifyBody = Schema.Struct({
+  data: Schema.optionalKey(JsonObject),
+  hash: Schema.optionalKey(Hash64),
+  bundle: Schema.optionalKey(JsonObject)
+}).annotate({
+  identifier: "VerifyRequest",
+  description: "data (hashed with JCS + SHA-256) or hash; optionally a proof bundle (or IN_PLACE document). " +
+    "Without a bundle, the caller's anchored records with that hash are checked."
+})
+export type VerifyBody = typeof VerifyBody.Type
+
+const CheckStatus = Schema.Literals(["pass", "fail", "error", "skip"])
+const Outcome = Schema.Literals(["verified", "not-verified", "could-not-check"])
+
+export const VerifyCheck = Schema.Struct({
+  id: Schema.String,
+  networkId: Schema.optionalKey(Schema.String),
+  status: CheckStatus,
+  message: Schema.String
+}).annotate({ identifier: "VerifyCheck" })
+
+export const VerifyRecordResult = Schema.Struct({
+  recordId: Schema.NullOr(Schema.String),
+  outcome: Outcome,
+  anchors: Schema.Array(Schema.Struct({ chainType: Schema.String, networkId: Schema.String, outcome: Outcome })),
+  checks: Schema.Array(VerifyCheck)
+}).annotate({ identifier: "VerifyRecordResult" })
+
+export const VerifyResult = Schema.Struct({
+  outcome: Outcome,
+  verified: Schema.Boolean,
+  hash: Schema.String,
+  hashSource: Schema.Literals(["data", "hash", "bundle"]),
+  /** "request": the bundle in the request; "records": the caller's anchored records with this hash. */
+  bundleSource: Schema.Literals(["request", "records"]),
+  verifiedBy: Schema.String,
+  checkedAt: Schema.String,
+  results: Schema.Array(VerifyRecordResult)
+}).annotate({ identifier: "VerifyResult" })
+
+export class VerifyApi extends HttpApiGroup.make("verify")
+  .add(
+    HttpApiEndpoint.post("verify", "/verify", {
+      payload: VerifyBody,
+      success: ok(VerifyResult),
+      error: [BadRequest]
+    }).annotate(
+      OpenApi.Description,
+      "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
+        "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead."
+    )
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1")
+{}

@@ -1,0 +1,81 @@
+/**
+ * `anchord verify <file> [--rpc URL] [--data file] [--json]` (SPEC 8): the auditor's command.
+ * Needs no database and no node; it reads the chains directly. Exit codes: 0 verified,
+ * 1 not verified, 2 could not check (unreadable input, RPC unreachable, no identity for Fabric).
+ * Imported by src/cli/main.ts, which loads only this (not the node) for `verify`.
+ */
+import { readFileSync } from "node:fs"
+// Sub-module imports (not the "effect" barrel): `anchord verify` must start fast (scripts/bench-verify.ts).
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import { parseStrictJson } from "../records/canonical/strictJson.ts"
+import { rpcClient } from "./evm.ts"
+import { readInput } from "./input.ts"
+import { formatReport } from "./report.ts"
+import { verifyInput } from "./verify.ts"
+
+const optionalString = (name: string, description: string) =>
+  Flag.String(name).pipe(Flag.optional, Flag.withDescription(description))
+
+const readJson = (path: string): unknown =>
+  parseStrictJson(path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8"), { maxDepth: 128 })
+
+export const verifyCommand = Command.make("verify", {
+  file: Argument.String("file").pipe(Argument.withDescription("Proof bundle, IN_PLACE document or record lookup (JSON; - for stdin)")),
+  rpc: optionalString("rpc", "JSON-RPC URL of the EVM chain the anchor names"),
+  data: optionalString("data", "JSON file with the record's data, hashed with JCS + SHA-256"),
+  json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print the report as JSON")),
+  confirmations: Flag.Int("confirmations").pipe(Flag.withDefault(1), Flag.withDescription("Blocks required on top of the anchor's block, including it")),
+  offline: Flag.Boolean("offline").pipe(Flag.withDefault(false), Flag.withDescription("Check only the hash and the Merkle proof")),
+  timeout: Flag.Int("timeout-ms").pipe(Flag.withDefault(10_000), Flag.withDescription("Per-request timeout")),
+  fabricEndpoint: optionalString("fabric-endpoint", "Fabric gateway peer host:port"),
+  fabricMspId: optionalString("fabric-msp-id", "MSP id of your Fabric identity"),
+  fabricCert: optionalString("fabric-cert", "PEM certificate of your Fabric identity"),
+  fabricKey: optionalString("fabric-key", "PEM private key of your Fabric identity"),
+  fabricTlsCert: optionalString("fabric-tls-cert", "PEM TLS root certificate of the peer (plaintext without it)"),
+  fabricHostAlias: optionalString("fabric-host-alias", "TLS server name of the peer"),
+  fabricChannel: optionalString("fabric-channel", "Channel, if the bundle names none"),
+  fabricChaincode: optionalString("fabric-chaincode", "Chaincode, if the bundle names none")
+}, (o) =>
+  Effect.gen(function*() {
+    const get = Option.getOrUndefined
+    let input
+    let data: { value: unknown } | undefined
+    try {
+      input = readInput(readJson(o.file))
+      const dataFile = get(o.data)
+      if (dataFile !== undefined) data = { value: readJson(dataFile) }
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e)
+      yield* o.json
+        ? Console.log(JSON.stringify({ outcome: "could-not-check", exitCode: 2, error: message }, null, 2))
+        : Console.error(`error: ${message}\nCOULD NOT CHECK (exit 2)`)
+      process.exitCode = 2
+      return
+    }
+    const rpcUrl = get(o.rpc)
+    const rpc = rpcUrl === undefined ? undefined : rpcClient(rpcUrl, o.timeout)
+    const report = yield* verifyInput(input, {
+      rpcFor: () => rpc,
+      data,
+      minConfirmations: o.confirmations,
+      offline: o.offline,
+      fabric: {
+        endpoint: get(o.fabricEndpoint),
+        mspId: get(o.fabricMspId),
+        certPath: get(o.fabricCert),
+        keyPath: get(o.fabricKey),
+        tlsCertPath: get(o.fabricTlsCert),
+        hostAlias: get(o.fabricHostAlias),
+        channel: get(o.fabricChannel),
+        chaincode: get(o.fabricChaincode),
+        timeoutMs: o.timeout
+      }
+    })
+    yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
+    process.exitCode = report.exitCode
+  })).pipe(Command.withDescription("Verify a proof bundle against the chains directly (no node, no database)"))

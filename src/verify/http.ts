@@ -1,0 +1,102 @@
+/**
+ * `POST /v1/verify`: the same checks as `anchord verify`, made by this node over its configured
+ * networks' RPC endpoints, for clients who trust the node. The answer says what was checked where.
+ */
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { CurrentPrincipal } from "../auth/api.ts"
+import { loadAnchors, proofBundle } from "../batching/anchorViews.ts"
+import { EvmNetworks } from "../evm/config.ts"
+import { FabricNetworks } from "../fabric/config.ts"
+import { Api } from "../http/Api.ts"
+import { badRequest } from "../http/errors.ts"
+import { stateOf } from "../http/requestState.ts"
+import { decodeBody } from "../records/Ingest.ts"
+import { recordHash } from "../records/canonical/jcs.ts"
+import { RecordStore } from "../records/RecordStore.ts"
+import { VERSION } from "../version.ts"
+import { rpcClient, type RpcClient } from "./evm.ts"
+import type { FabricOptions } from "./fabric.ts"
+import { InputError, readInput, type VerifyInput } from "./input.ts"
+import type { Check, Outcome, Report } from "./report.ts"
+import { VerifyBody } from "./api.ts"
+import { verifyInput } from "./verify.ts"
+
+export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
+  Effect.gen(function*() {
+    const store = yield* RecordStore
+    const sql = yield* SqlClient.SqlClient
+    const { networks } = yield* EvmNetworks
+    // One client per configured network; a bundle naming another network or chain is checked
+    // against nothing (an "error" check says so): the node only asks the chains it is configured for.
+    const clients = new Map<string, RpcClient>(networks.map((n) => [n.networkId, rpcClient(n.rpcUrl, 10_000, `the RPC endpoint of network ${n.networkId}`)]))
+    const rpcFor = (a: { networkId: string }) => clients.get(a.networkId)
+    // Fabric anchors: through the gateway peer and with the identity of the node's own network config.
+    const fabricNets = new Map((yield* FabricNetworks).networks.map((n) => [n.networkId, n]))
+    const fabricFor = (a: { networkId: string }): FabricOptions | undefined => {
+      const n = fabricNets.get(a.networkId)
+      return n && {
+        endpoint: n.peerEndpoint, mspId: n.mspId, certPath: n.certPath, keyPath: n.keyPath,
+        tlsCertPath: n.tlsRootCertPath, hostAlias: n.hostAlias, timeoutMs: n.evaluateTimeoutMs
+      }
+    }
+
+    return handlers.handleRaw("verify", ({ request }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const body = yield* decodeBody(VerifyBody, stateOf(request).body)
+        if (body.data === undefined && body.hash === undefined) {
+          return yield* Effect.fail(badRequest("VALIDATION_ERROR", "data or hash is required"))
+        }
+        const given = body.hash?.toLowerCase()
+        const data = body.data !== undefined ? { value: body.data } : undefined
+
+        let inputs: Array<VerifyInput>
+        let extra: Array<Check> = []
+        if (body.bundle !== undefined) {
+          let input: VerifyInput
+          try {
+            input = readInput(body.bundle)
+          } catch (e) {
+            return yield* Effect.fail(badRequest("VALIDATION_ERROR", `bundle: ${e instanceof InputError ? e.message : "not a proof bundle"}`))
+          }
+          if (given !== undefined && data === undefined && given !== input.bundle.hash.toLowerCase()) {
+            extra = [{ id: "hash", status: "fail", message: `the bundle is for hash ${input.bundle.hash}, not the given ${given}` }]
+          }
+          // The client's data (or hash) is what is being verified, not whatever the bundle embeds.
+          inputs = [{ ...input, bundle: given !== undefined && data === undefined ? { ...input.bundle, hash: given } : input.bundle, hasData: false }]
+        } else {
+          const hash = given ?? recordHash(data!.value)
+          const rows = (yield* store.byHash(principal, hash)).filter((r) => r.status === "ANCHORED")
+          const facts = yield* loadAnchors(sql, rows.map((r) => r.id)).pipe(Effect.orDie)
+          inputs = rows.map((row) => ({ kind: "bundle" as const, bundle: proofBundle(row, facts.get(row.id) ?? []), hasData: false }))
+          if (inputs.length === 0) {
+            extra = [{ id: "records", status: "fail", message: `no anchored record of this account (${principal.environment}) has hash ${hash}` }]
+          }
+        }
+
+        const reports: Array<Report> = []
+        for (const input of inputs) reports.push(yield* verifyInput(input, { rpcFor, fabricFor, data, minConfirmations: 1 }))
+        const outcomes: Array<Outcome> = reports.map((r) => r.outcome)
+        const overall = extra.some((c) => c.status === "fail")
+          ? "not-verified"
+          : outcomes.includes("verified") ? "verified" : outcomes.includes("could-not-check") ? "could-not-check" : "not-verified"
+        const hash = reports[0]?.hash ?? given ?? ""
+        return {
+          success: true as const,
+          data: {
+            outcome: overall as Outcome,
+            verified: overall === "verified",
+            hash,
+            hashSource: data !== undefined ? "data" as const : "hash" as const,
+            bundleSource: body.bundle !== undefined ? "request" as const : "records" as const,
+            verifiedBy: `anchord/${VERSION} (this node, over its configured RPC endpoints)`,
+            checkedAt: new Date().toISOString(),
+            results: reports.length === 0
+              ? [{ recordId: null, outcome: "not-verified" as const, anchors: [], checks: extra }]
+              : reports.map((r) => ({ recordId: r.recordId, outcome: r.outcome, anchors: r.anchors, checks: [...extra, ...r.checks] }))
+          }
+        }
+      }))
+  }))

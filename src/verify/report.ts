@@ -1,0 +1,66 @@
+/** The verification report: each check with its outcome and why; the verdict and exit code. */
+
+/**
+ * - `pass`: the check holds.
+ * - `fail`: the check was made and does not hold (the record is not verified).
+ * - `error`: the check could not be made (RPC unreachable, no identity given, ...).
+ * - `skip`: not applicable (e.g. no data to hash, or an earlier failure makes it meaningless).
+ */
+export type CheckStatus = "pass" | "fail" | "error" | "skip"
+
+export interface Check {
+  /** Stable id, e.g. `hash`, `merkle-proof`, `evm.contract-verify`. */
+  readonly id: string
+  /** The anchor it concerns (`networkId`), absent for record-level checks. */
+  readonly networkId?: string | undefined
+  readonly status: CheckStatus
+  readonly message: string
+}
+
+export type Outcome = "verified" | "not-verified" | "could-not-check"
+
+export interface Report {
+  readonly outcome: Outcome
+  /** 0 verified, 1 not verified, 2 could not check. */
+  readonly exitCode: 0 | 1 | 2
+  readonly recordId: string | null
+  readonly hash: string
+  /** Where the hash came from: recomputed from the data, or taken from the bundle as given. */
+  readonly hashSource: "data" | "bundle"
+  readonly input: string
+  readonly anchors: ReadonlyArray<{ readonly chainType: string; readonly networkId: string; readonly outcome: Outcome }>
+  readonly checks: ReadonlyArray<Check>
+}
+
+export const outcomeOf = (checks: ReadonlyArray<Check>): Outcome =>
+  checks.some((c) => c.status === "fail")
+    ? "not-verified"
+    : checks.some((c) => c.status === "error")
+    ? "could-not-check"
+    : "verified"
+
+export const exitCodeOf = (o: Outcome): 0 | 1 | 2 => o === "verified" ? 0 : o === "not-verified" ? 1 : 2
+
+const MARK: Record<CheckStatus, string> = { pass: "PASS", fail: "FAIL", error: "ERROR", skip: "skip" }
+
+/** Human-readable report (the CLI's default output). */
+export const formatReport = (r: Report): string => {
+  const lines: Array<string> = []
+  lines.push(`record ${r.recordId ?? "(no id)"}  hash ${r.hash}  (input: ${r.input}; hash ${r.hashSource === "data" ? "recomputed from the data" : "as stated in the bundle"})`)
+  let current: string | undefined = "\u0000"
+  for (const c of r.checks) {
+    if (c.networkId !== current) {
+      current = c.networkId
+      lines.push(current === undefined ? "record:" : `anchor ${current}:`)
+    }
+    lines.push(`  ${MARK[c.status].padEnd(5)} ${c.id.padEnd(24)} ${c.message}`)
+  }
+  const offline = r.checks.some((c) => c.status === "skip" && c.id.endsWith(".chain"))
+  const verdict = r.outcome === "verified"
+    ? offline ? "CONSISTENT OFFLINE (hash and Merkle proof only; no chain was asked)" : "VERIFIED"
+    : r.outcome === "not-verified"
+    ? "NOT VERIFIED"
+    : "COULD NOT CHECK (nothing failed, but not every check could be made)"
+  lines.push(`${verdict} (exit ${r.exitCode})`)
+  return lines.join("\n")
+}
