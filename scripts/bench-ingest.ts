@@ -37,7 +37,7 @@ const spawnNode = (args: Array<string>, env: Record<string, string>) =>
   ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: ["ignore", "ignore", "pipe"]
   })
 
 /** CPU time (user + system) a process has used, in ms (Linux /proc). */
@@ -95,7 +95,7 @@ const main = async () => {
 
   const nodePort = await freePort()
   const baselinePort = await freePort()
-  const node = spawnNode(["start"], { ...env, PORT: String(nodePort), LOG_LEVEL: "Warning" })
+  const node = spawnNode(["start"], { ...env, PORT: String(nodePort), LOG_LEVEL: "Warn" })
   node.stderr.on("data", (d) => process.stderr.write(d))
   const baseline = ChildProcess.fork(Path.join(root, "scripts/bench/baseline-server.ts"), [String(baselinePort)], { stdio: "inherit" })
   await waitFor(`http://127.0.0.1:${nodePort}/v1/health`)
@@ -163,7 +163,7 @@ const main = async () => {
   log(`appended to ${Path.relative(root, file)}`)
 }
 
-main().catch((error) => {
+main().then(() => process.exit(0)).catch((error) => {
   console.error(error)
   process.exit(1)
 })
