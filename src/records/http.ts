@@ -10,6 +10,7 @@ import { Api } from "../http/Api.ts"
 import { type BadRequest, type Conflict, badRequest, conflict, gone, notFound, unprocessable } from "../http/errors.ts"
 import { embedAnchor } from "../verify/inPlace.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
+import { cursorCodec } from "../http/pagination.ts"
 import { stateOf } from "../http/requestState.ts"
 import { open } from "./encryption.ts"
 import { decodeBody, Ingest, sha256Hex } from "./Ingest.ts"
@@ -32,11 +33,7 @@ const newRowView = (row: NewRecord): RecordView =>
     hardDeleted: false
   } as RecordRow, { data: row.parsedData })
 
-const encodeCursor = (id: string) => Buffer.from(id, "utf8").toString("base64url")
-const decodeCursor = (cursor: string) => {
-  const id = Buffer.from(cursor, "base64url").toString("utf8")
-  return /^[0-9a-f]{24}$/.test(id) ? id : undefined
-}
+const cursors = cursorCodec("", /^[0-9a-f]{24}$/)
 
 const requireFound = (lookup: Lookup, id: string) =>
   lookup._tag === "Found"
@@ -151,11 +148,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const limit = query.limit ?? 50
-          let before: string | undefined
-          if (query.cursor !== undefined) {
-            before = decodeCursor(query.cursor)
-            if (before === undefined) return yield* Effect.fail(badRequest("VALIDATION_ERROR", "cursor: not a cursor this API issued"))
-          }
+          const before = yield* cursors.decode(query.cursor)
           const rows = yield* store.list(principal, {
             limit: limit + 1,
             before,
@@ -167,7 +160,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
             success: true as const,
             data: {
               records: page.map((row) => toView(row)),
-              nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null
+              nextCursor: rows.length > limit ? cursors.encode(page[page.length - 1].id) : null
             }
           }
         }))

@@ -4,6 +4,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../auth/api.ts"
 import { Api } from "../http/Api.ts"
 import { badRequest, errorBody, NotFound } from "../http/errors.ts"
+import { cursorCodec } from "../http/pagination.ts"
 import { stateOf } from "../http/requestState.ts"
 import { decodeBody } from "../records/Ingest.ts"
 import { WebhookSettingsPatch } from "./schemas.ts"
@@ -60,11 +61,7 @@ const requireEmptyBody = (body: unknown) => {
 
 const deliveryNotFound = (id: string) => new NotFound(errorBody("NOT_FOUND", `No webhook delivery ${id}`))
 
-const encodeCursor = (seq: string) => Buffer.from(`d:${seq}`, "utf8").toString("base64url")
-const decodeCursor = (cursor: string) => {
-  const text = Buffer.from(cursor, "base64url").toString("utf8")
-  return /^d:\d{1,19}$/.test(text) ? text.slice(2) : undefined
-}
+const cursors = cursorCodec("d:", /^\d{1,19}$/)
 
 export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
@@ -123,11 +120,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const limit = query.limit ?? 50
-          let before: string | undefined
-          if (query.cursor !== undefined) {
-            before = decodeCursor(query.cursor)
-            if (before === undefined) return yield* Effect.fail(badRequest("VALIDATION_ERROR", "cursor: not a cursor this API issued"))
-          }
+          const before = yield* cursors.decode(query.cursor)
           const rows = yield* store.listDeliveries(principal, {
             limit: limit + 1,
             before,
@@ -140,7 +133,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
             success: true as const,
             data: {
               deliveries: yield* withAttempts(page),
-              nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].seq) : null
+              nextCursor: rows.length > limit ? cursors.encode(page[page.length - 1].seq) : null
             }
           }
         }))

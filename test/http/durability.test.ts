@@ -2,7 +2,6 @@
  * What survives a crash, and what a database outage looks like to clients. The node runs as a real
  * `anchord start` process; the outage is a real PostgreSQL server stopped under it.
  */
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -12,34 +11,8 @@ import { freePort } from "../../src/db/EmbeddedPostgres.ts"
 import { freshDatabase, query } from "../support/db.ts"
 import { expectError, expectRateHeaders } from "../support/expect.ts"
 import { call, startNode } from "../support/node.ts"
+import { anchordJson as cli, killAndWait, spawnAnchord as spawnNode } from "../support/process.ts"
 
-const root = Path.resolve(import.meta.dirname, "../..")
-
-const cli = (args: Array<string>, env: Record<string, string>) =>
-  JSON.parse(ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
-    cwd: root, env: { ...process.env, ...env }, encoding: "utf8"
-  }))
-
-const spawnNode = async (env: Record<string, string>) => {
-  const child = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
-    cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"]
-  })
-  const until = Date.now() + 30_000
-  while (Date.now() < until) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/v1/health`)).ok) return child
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  child.kill("SIGKILL")
-  throw new Error("node did not start")
-}
-
-const killAndWait = (child: ChildProcess.ChildProcess, signal: NodeJS.Signals) => {
-  const exited = new Promise((r) => child.once("exit", r))
-  child.kill(signal)
-  return exited
-}
 
 describe("durability", () => {
   it("a node killed (SIGKILL) under load loses no accepted record; a restart serves them all", async () => {

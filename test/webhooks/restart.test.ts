@@ -3,41 +3,13 @@
  * flight; once restarted, every event reaches the receiver at least once, and any event sent twice
  * carries the same event id, body and signature (rendered once, stored before the first send).
  */
-import * as ChildProcess from "node:child_process"
-import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import { freePort } from "../../src/db/EmbeddedPostgres.ts"
 import { freshDatabase, query } from "../support/db.ts"
+import { anchordJson as cli, killAndWait, spawnAnchord as spawnNode } from "../support/process.ts"
 import { call } from "../support/node.ts"
 import { startReceiver, startWebhookNode, verifySignature } from "./support.ts"
 
-const root = Path.resolve(import.meta.dirname, "../..")
-
-const cli = (args: Array<string>, env: Record<string, string>) =>
-  JSON.parse(ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
-    cwd: root, env: { ...process.env, ...env }, encoding: "utf8"
-  }))
-
-const spawnNode = async (env: Record<string, string>) => {
-  const child = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
-    cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"]
-  })
-  const until = Date.now() + 30_000
-  while (Date.now() < until) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/v1/health`)).ok) return child
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  child.kill("SIGKILL")
-  throw new Error("node did not start")
-}
-
-const kill = (child: ChildProcess.ChildProcess, signal: NodeJS.Signals) => {
-  const exited = new Promise((r) => child.once("exit", r))
-  child.kill(signal)
-  return exited
-}
 
 describe("webhook durability", () => {
   it("SIGKILL with deliveries in flight: after a restart every event is delivered at least once, same id and signature", async () => {
@@ -67,7 +39,7 @@ describe("webhook durability", () => {
           jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'changes', jsonb_build_object('metadata', '{}'::jsonb))
         FROM records`)
       await receiver.waitFor(40, 15_000)
-      await kill(child, "SIGKILL")
+      await killAndWait(child, "SIGKILL")
       const atKill = receiver.received.length
       const claimed = await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'PENDING' AND locked_by IS NOT NULL")
       expect(atKill).toBeLessThan(200)
@@ -104,7 +76,7 @@ describe("webhook durability", () => {
       const duplicates = [...byEvent.values()].filter((l) => l.length > 1).length
       console.log(`[restart] delivered before kill: ${atKill}, claimed at kill: ${claimed[0].n}, events sent twice: ${duplicates}, total requests: ${receiver.received.length}`)
     } finally {
-      await kill(child, "SIGTERM")
+      await killAndWait(child, "SIGTERM")
       await receiver.close()
     }
   }, 60_000)

