@@ -273,8 +273,11 @@ export class WebhookStore extends Context.Service<WebhookStore, {
             WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
             RETURNING id`.pipe(Effect.orDie)
           if (rows.length === 0) return undefined
+          // The answer is the delivery as re-queued; read it before waking the dispatchers, which may
+          // otherwise have sent it already by the time we read.
+          const requeued = yield* getDelivery(owner, id)
           yield* pg.notify(WEBHOOK_CHANNEL, "").pipe(Effect.orDie)
-          return yield* getDelivery(owner, id)
+          return requeued
         }),
 
         claim: (limit, leaseMillis, nodeId, token, perHost) =>

@@ -71,5 +71,5 @@ describe("anchord dev", () => {
     expect(third.key).toBe(first.key)
     expect((await call(base, "GET", "/v1/records", { key: third.key })).json.data.records).toHaveLength(1)
     await stop(third.child, "SIGTERM")
-  })
+  }, 180_000) // three starts of a whole dev node (PostgreSQL, chain, Fabric peer) on a loaded 2-core machine
 })
