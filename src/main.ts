@@ -42,7 +42,13 @@ export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer
   // The default's types are the defaults of E2 / R2.
   fabricNetworks: Layer.Layer<FabricNetworks, E2, R2> = FabricNetworks.layer as unknown as Layer.Layer<FabricNetworks, E2, R2>
 ) =>
-  Layer.mergeAll(HttpServerLayer, EvmAnchoring.layer, FabricAnchoring.layer, WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer))).pipe(
+  Layer.mergeAll(
+    // /v1/health reports the anchoring pipelines' states (the same layer instances: built once)
+    HttpServerLayer.pipe(Layer.provide(Layer.merge(EvmAnchoring.layer, FabricAnchoring.layer))),
+    EvmAnchoring.layer,
+    FabricAnchoring.layer,
+    WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer))
+  ).pipe(
     Layer.provideMerge(ApiServices),
     Layer.provideMerge(Layer.merge(evmNetworks, fabricNetworks)),
     Layer.provideMerge(CoreLayer)

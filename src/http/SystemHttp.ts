@@ -1,13 +1,26 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import { EvmAnchoring } from "../evm/Anchoring.ts"
+import { FabricAnchoring } from "../fabric/Anchoring.ts"
 import { VERSION } from "../version.ts"
 import { Api } from "./Api.ts"
 
-/** GET /v1/health: liveness plus the database (and, once configured, every network). */
+/** GET /v1/health: liveness plus the database and every configured network as this node sees it. */
 export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const evm = yield* EvmAnchoring
+    const fabric = yield* FabricAnchoring
+    const networks = () => [
+      ...evm.status.map((s) => ({ ...s, chainType: "evm" })),
+      ...fabric.status.map((s) => ({ ...s, chainType: "fabric" }))
+    ].map((s) => ({
+      networkId: s.networkId,
+      chainType: s.chainType,
+      // leader: this node batches, sends and watches; follower: another node holds the network's lock
+      status: !s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting"
+    }))
     return handlers.handle("health", () =>
       Effect.gen(function*() {
         const started = Date.now()
@@ -22,7 +35,7 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
             status: database.status === "up" ? "ok" as const : "degraded" as const,
             version: VERSION,
             database,
-            networks: []
+            networks: networks()
           }
         }
       }))

@@ -125,6 +125,12 @@ export const anchorSuite = (chain: SuiteChain, { beforeAll, afterAll, it }: Hook
     expect(b.txHash).toBe(a.txHash)
   }, 40_000)
 
+  it("GET /v1/health reports the network this node leads", async () => {
+    const health = await call(node.baseUrl, "GET", "/v1/health")
+    expect(health.status).toBe(200)
+    expect(health.json.data.networks).toContainEqual({ networkId, chainType: "evm", status: "up" })
+  })
+
   it("GET /v1/proof/{hash} lists anchors too", async () => {
     const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { lookup: chain.name } } })
     await waitFor("ANCHORED", allAnchored(node.databaseUrl, [r.json.data.recordId]), 20_000)
