@@ -4,17 +4,14 @@
  * endpoint "down" and back without touching the chain.
  */
 import { createServer, type Server, type Socket, connect } from "node:net"
-import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
-import { HttpServer } from "effect/http"
+import { Effect, Redacted } from "effect"
 import { createPublicClient, http, type Hex } from "viem"
-import { Accounts } from "../../src/auth/Accounts.ts"
-import { AppConfig } from "../../src/config.ts"
 import { EvmAnchoring } from "../../src/evm/Anchoring.ts"
 import { fromJson, EvmNetworks, type EvmNetworkConfig, type EvmNetworkJson } from "../../src/evm/config.ts"
 import { deployAnchorRegistry } from "../../src/evm/deploy.ts"
 import { makeNodeLayer } from "../../src/main.ts"
 import { freshDatabase, query } from "../support/db.ts"
-import { call } from "../support/node.ts"
+import { call, startNode } from "../support/node.ts"
 
 export { call, freshDatabase, query }
 
@@ -35,40 +32,14 @@ export const startEvmNode = async (options: {
   readonly databaseUrl?: string
   readonly networks: ReadonlyArray<EvmNetworkConfig>
 }): Promise<EvmTestNode> => {
-  const databaseUrl = options.databaseUrl ?? await freshDatabase()
-  const config = AppConfig.layerWith({
-    databaseUrl: Option.some(Redacted.make(databaseUrl)),
-    host: "127.0.0.1",
-    port: 0,
-    anonymousRatePerSecond: 1000,
-    authCacheMillis: 0
-  })
-  const runtime = ManagedRuntime.make(makeNodeLayer(EvmNetworks.layerWith(options.networks)).pipe(Layer.provideMerge(config)))
-  const server = await runtime.runPromise(HttpServer.HttpServer)
-  const address = server.address
-  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-  const run = <A>(effect: Effect.Effect<A, unknown, Accounts>) => runtime.runPromise(effect)
+  const node = await startNode({ databaseUrl: options.databaseUrl, layer: makeNodeLayer(EvmNetworks.layerWith(options.networks)) })
   return {
-    baseUrl: `http://127.0.0.1:${address.port}`,
-    databaseUrl,
-    createAccount: () =>
-      run(Effect.gen(function*() {
-        const accounts = yield* Accounts
-        const account = yield* accounts.createAccount({ name: "evm test", plan: "ENTERPRISE" })
-        yield* accounts.activate(account.id)
-        return account.id
-      })),
-    createKey: (accountId) =>
-      run(Effect.gen(function*() {
-        const { key } = yield* (yield* Accounts).createKey({ accountId, environment: "test" })
-        return key
-      })),
-    isLeader: () =>
-      runtime.runPromise(Effect.gen(function*() {
-        const anchoring = yield* EvmAnchoring
-        return anchoring.status.some((s) => s.leader)
-      })),
-    stop: () => runtime.dispose()
+    baseUrl: node.baseUrl,
+    databaseUrl: node.databaseUrl,
+    createAccount: () => node.createAccount({ name: "evm test" }),
+    createKey: (accountId) => node.createKey(accountId).then((k) => k.key),
+    isLeader: () => node.runtime.runPromise(Effect.map(EvmAnchoring, (a) => a.status.some((s) => s.leader))),
+    stop: node.stop
   }
 }
 

@@ -6,17 +6,14 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { Accounts } from "../../src/auth/Accounts.ts"
-import { AppConfig } from "../../src/config.ts"
+import { Effect } from "effect"
 import { type EvmNetworkConfig, EvmNetworks } from "../../src/evm/config.ts"
 import { FabricAnchoring } from "../../src/fabric/Anchoring.ts"
 import { type FabricNetworkConfig, type FabricNetworkJson, fabricFromJson, FabricNetworks } from "../../src/fabric/config.ts"
 import { type DevPeer, type DevPeerOptions, startDevPeer } from "../../src/fabric/devpeer/index.ts"
 import { makeNodeLayer } from "../../src/main.ts"
 import { freshDatabase, query } from "../support/db.ts"
-import { call } from "../support/node.ts"
+import { call, startNode } from "../support/node.ts"
 
 export { call, freshDatabase, query }
 
@@ -63,33 +60,16 @@ export const startFabricNode = async (options: {
   readonly fabric: ReadonlyArray<FabricNetworkConfig>
   readonly evm?: ReadonlyArray<EvmNetworkConfig>
 }): Promise<FabricTestNode> => {
-  const databaseUrl = options.databaseUrl ?? await freshDatabase()
-  const config = AppConfig.layerWith({
-    databaseUrl: Option.some(Redacted.make(databaseUrl)),
-    host: "127.0.0.1",
-    port: 0,
-    anonymousRatePerSecond: 1000,
-    authCacheMillis: 0
+  const node = await startNode({
+    databaseUrl: options.databaseUrl,
+    layer: makeNodeLayer(EvmNetworks.layerWith(options.evm ?? []), FabricNetworks.layerWith(options.fabric))
   })
-  const runtime = ManagedRuntime.make(
-    makeNodeLayer(EvmNetworks.layerWith(options.evm ?? []), FabricNetworks.layerWith(options.fabric)).pipe(Layer.provideMerge(config))
-  )
-  const server = await runtime.runPromise(HttpServer.HttpServer)
-  const address = server.address
-  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   return {
-    baseUrl: `http://127.0.0.1:${address.port}`,
-    databaseUrl,
-    createKey: () =>
-      runtime.runPromise(Effect.gen(function*() {
-        const accounts = yield* Accounts
-        const account = yield* accounts.createAccount({ name: "fabric test", plan: "ENTERPRISE" })
-        yield* accounts.activate(account.id)
-        const { key } = yield* accounts.createKey({ accountId: account.id, environment: "test" })
-        return key
-      })),
-    isLeader: () => runtime.runPromise(Effect.map(FabricAnchoring, (a) => a.status.some((s) => s.leader))),
-    stop: () => runtime.dispose()
+    baseUrl: node.baseUrl,
+    databaseUrl: node.databaseUrl,
+    createKey: async () => (await node.createKey(await node.createAccount({ name: "fabric test" }))).key,
+    isLeader: () => node.runtime.runPromise(Effect.map(FabricAnchoring, (a) => a.status.some((s) => s.leader))),
+    stop: node.stop
   }
 }
 

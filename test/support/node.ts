@@ -14,7 +14,7 @@ export interface TestNode {
   readonly baseUrl: string
   readonly databaseUrl: string
   readonly runtime: ManagedRuntime.ManagedRuntime<any, any>
-  readonly createAccount: (options?: { plan?: PlanName; ratePerSecond?: number; activate?: boolean }) => Promise<string>
+  readonly createAccount: (options?: { plan?: PlanName; ratePerSecond?: number; activate?: boolean; name?: string }) => Promise<string>
   readonly createKey: (accountId: string, environment?: "test" | "live", expiresAt?: Date) => Promise<{ key: string; id: string }>
   readonly revokeKey: (keyId: string) => Promise<void>
   readonly stop: () => Promise<void>
@@ -23,6 +23,8 @@ export interface TestNode {
 export const startNode = async (options: {
   readonly databaseUrl?: string
   readonly config?: Partial<AppConfigShape>
+  /** The node to run (default: NodeLayer, networks from the environment). */
+  readonly layer?: Layer.Layer<any, any, AppConfig>
 } = {}): Promise<TestNode> => {
   const databaseUrl = options.databaseUrl ?? await freshDatabase()
   const config = AppConfig.layerWith({
@@ -33,7 +35,7 @@ export const startNode = async (options: {
     authCacheMillis: 0,
     ...options.config
   })
-  const runtime = ManagedRuntime.make(NodeLayer.pipe(Layer.provideMerge(config)))
+  const runtime = ManagedRuntime.make((options.layer ?? NodeLayer).pipe(Layer.provideMerge(config)))
   const server = await runtime.runPromise(HttpServer.HttpServer)
   const address = server.address
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
@@ -45,7 +47,7 @@ export const startNode = async (options: {
     createAccount: (o = {}) =>
       run(Effect.gen(function*() {
         const accounts = yield* Accounts
-        const account = yield* accounts.createAccount({ name: "test", plan: o.plan ?? "ENTERPRISE", ratePerSecond: o.ratePerSecond })
+        const account = yield* accounts.createAccount({ name: o.name ?? "test", plan: o.plan ?? "ENTERPRISE", ratePerSecond: o.ratePerSecond })
         if (o.activate !== false) yield* accounts.activate(account.id)
         return account.id
       })),

@@ -6,13 +6,11 @@
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import { expect } from "vitest"
-import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
-import { HttpServer } from "effect/http"
-import { Accounts } from "../../src/auth/Accounts.ts"
-import { AppConfig } from "../../src/config.ts"
+import { Layer } from "effect"
 import { NodeLayer } from "../../src/main.ts"
 import { type Resolve, WebhookResolver } from "../../src/webhooks/sender.ts"
-import { freshDatabase, query } from "../support/db.ts"
+import { query } from "../support/db.ts"
+import { startNode } from "../support/node.ts"
 
 export interface Received {
   readonly path: string
@@ -159,36 +157,16 @@ export interface WebhookNode {
  */
 export const startWebhookNode = async (options: { env?: Record<string, string>; resolve?: Resolve; databaseUrl?: string } = {}): Promise<WebhookNode> => {
   for (const [k, v] of Object.entries(options.env ?? {})) process.env[k] = v
-  const databaseUrl = options.databaseUrl ?? await freshDatabase()
-  const config = AppConfig.layerWith({
-    databaseUrl: Option.some(Redacted.make(databaseUrl)),
-    host: "127.0.0.1",
-    port: 0,
-    anonymousRatePerSecond: 1000,
-    authCacheMillis: 0
-  })
-  let layer = NodeLayer.pipe(Layer.provideMerge(config))
-  if (options.resolve !== undefined) layer = layer.pipe(Layer.provide(Layer.succeed(WebhookResolver, options.resolve)))
-  const runtime = ManagedRuntime.make(layer)
-  const server = await runtime.runPromise(HttpServer.HttpServer)
-  const address = server.address
-  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-  const run = <A>(effect: Effect.Effect<A, unknown, Accounts>) => runtime.runPromise(effect)
+  const layer = options.resolve === undefined ? NodeLayer : NodeLayer.pipe(Layer.provide(Layer.succeed(WebhookResolver, options.resolve)))
+  const node = await startNode({ databaseUrl: options.databaseUrl, layer })
   return {
-    baseUrl: `http://127.0.0.1:${address.port}`,
-    databaseUrl,
-    createAccount: () =>
-      run(Effect.gen(function*() {
-        const accounts = yield* Accounts
-        const account = yield* accounts.createAccount({ name: "webhooks", plan: "ENTERPRISE", ratePerSecond: 10_000 })
-        yield* accounts.activate(account.id)
-        return account.id
-      })),
-    createKey: (accountId, environment = "test") =>
-      run(Effect.map(Effect.flatMap(Accounts, (a) => a.createKey({ accountId, environment })), (k) => k.key)),
+    baseUrl: node.baseUrl,
+    databaseUrl: node.databaseUrl,
+    createAccount: () => node.createAccount({ name: "webhooks", ratePerSecond: 10_000 }),
+    createKey: (accountId, environment = "test") => node.createKey(accountId, environment).then((k) => k.key),
     secretOf: async (accountId) =>
-      (await query<{ webhook_secret: string }>(databaseUrl, "SELECT webhook_secret FROM accounts WHERE id = $1", [accountId]))[0].webhook_secret,
-    stop: () => runtime.dispose()
+      (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT webhook_secret FROM accounts WHERE id = $1", [accountId]))[0].webhook_secret,
+    stop: node.stop
   }
 }
 
