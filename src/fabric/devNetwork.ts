@@ -1,7 +1,22 @@
 import { Config, Effect, Layer } from "effect"
 import { AnchorStore } from "../batching/AnchorStore.ts"
-import { fabricFromJson, FabricNetworks } from "./config.ts"
+import { type FabricNetworkConfig, type FabricNetworkJson, fabricFromJson, FabricNetworks } from "./config.ts"
 import { FabricDevPeer } from "./DevPeerService.ts"
+import type { DevPeer } from "./devpeer/index.ts"
+
+/** A dev peer as a configured network: exactly what FABRIC_NETWORKS would give for it. */
+export const devPeerNetwork = (peer: DevPeer, overrides: Partial<FabricNetworkJson> = {}): FabricNetworkConfig =>
+  fabricFromJson({
+    networkId: "fabric-dev",
+    environment: "test",
+    peerEndpoint: peer.address,
+    mspId: peer.mspId,
+    certPath: peer.clientIdentity.certPath!,
+    keyPath: peer.clientIdentity.keyPath!,
+    channel: peer.channel,
+    chaincode: peer.chaincode,
+    ...overrides
+  })
 
 /**
  * `anchord dev`: FABRIC_NETWORKS when set; otherwise the dev peer (FabricDevPeer) as network
@@ -23,17 +38,7 @@ export const FabricDevNetworkLayer = Layer.unwrap(Effect.gen(function*() {
       yield* Effect.logInfo("fabric dev peer is fresh: records re-queued for anchoring", { requeued })
     }
     return FabricNetworks.of({
-      networks: [fabricFromJson({
-        networkId,
-        environment: "test",
-        peerEndpoint: peer.address,
-        mspId: peer.mspId,
-        certPath: peer.clientIdentity.certPath!,
-        keyPath: peer.clientIdentity.keyPath!,
-        channel: peer.channel,
-        chaincode: peer.chaincode,
-        batchWindowMs: window
-      })]
+      networks: [devPeerNetwork(peer, { networkId, batchWindowMs: window })]
     })
   }).pipe(Effect.provide(AnchorStore.layer)))
 }))

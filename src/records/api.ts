@@ -10,34 +10,18 @@ import {
 } from "./schemas.ts"
 
 const created = ok(RecordView).annotate({ httpApiStatus: 202 })
-const idempotencyHeaders = { "idempotency-key": Schema.optionalKey(Schema.String) }
+/** What every record-creating POST shares: Idempotency-Key, and its errors. */
+const creating = {
+  headers: { "idempotency-key": Schema.optionalKey(Schema.String) },
+  error: [BadRequest, Conflict, TooManyRequests]
+} as const
 
 export class RecordsApi extends HttpApiGroup.make("records")
   .add(
-    HttpApiEndpoint.post("anchor", "/anchor", {
-      headers: idempotencyHeaders,
-      payload: AnchorBody,
-      success: created,
-      error: [BadRequest, Conflict, TooManyRequests]
-    }).annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
-    HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", {
-      headers: idempotencyHeaders,
-      payload: EncryptedAnchorBody,
-      success: created,
-      error: [BadRequest, Conflict, TooManyRequests]
-    }).annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
-    HttpApiEndpoint.post("anchorHash", "/anchor/hash", {
-      headers: idempotencyHeaders,
-      payload: HashAnchorBody,
-      success: created,
-      error: [BadRequest, Conflict, TooManyRequests]
-    }).annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
-    HttpApiEndpoint.post("anchorBatch", "/anchor/batch", {
-      headers: idempotencyHeaders,
-      payload: BatchAnchorBody,
-      success: ok(BatchResult).annotate({ httpApiStatus: 202 }),
-      error: [BadRequest, Conflict, TooManyRequests]
-    }).annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
+    HttpApiEndpoint.post("anchor", "/anchor", { ...creating, payload: AnchorBody, success: created }).annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
+    HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", { ...creating, payload: EncryptedAnchorBody, success: created }).annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
+    HttpApiEndpoint.post("anchorHash", "/anchor/hash", { ...creating, payload: HashAnchorBody, success: created }).annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
+    HttpApiEndpoint.post("anchorBatch", "/anchor/batch", { ...creating, payload: BatchAnchorBody, success: ok(BatchResult).annotate({ httpApiStatus: 202 }) }).annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
     HttpApiEndpoint.get("list", "/records", {
       query: {
         limit: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),

@@ -9,7 +9,8 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { type EvmNetworkConfig, EvmNetworks } from "../../src/evm/config.ts"
 import { FabricAnchoring } from "../../src/fabric/Anchoring.ts"
-import { type FabricNetworkConfig, type FabricNetworkJson, fabricFromJson, FabricNetworks } from "../../src/fabric/config.ts"
+import { type FabricNetworkConfig, type FabricNetworkJson, FabricNetworks } from "../../src/fabric/config.ts"
+import { devPeerNetwork } from "../../src/fabric/devNetwork.ts"
 import { type DevPeer, type DevPeerOptions, startDevPeer } from "../../src/fabric/devpeer/index.ts"
 import { makeNodeLayer } from "../../src/main.ts"
 import { freshDatabase, query } from "../support/db.ts"
@@ -41,19 +42,7 @@ export const startTestPeer = async (options: DevPeerOptions = {}): Promise<DevPe
 
 /** The dev peer as a configured network, exactly what FABRIC_NETWORKS would give. */
 export const fabricNetwork = (peer: DevPeer, overrides: Partial<FabricNetworkJson> = {}): FabricNetworkConfig =>
-  fabricFromJson({
-    networkId: "fabric-dev",
-    environment: "test",
-    peerEndpoint: peer.address,
-    mspId: peer.mspId,
-    certPath: peer.clientIdentity.certPath!,
-    keyPath: peer.clientIdentity.keyPath!,
-    channel: peer.channel,
-    chaincode: peer.chaincode,
-    batchWindowMs: 200,
-    retryIntervalMs: 200,
-    ...overrides
-  })
+  devPeerNetwork(peer, { batchWindowMs: 200, retryIntervalMs: 200, ...overrides })
 
 export const startFabricNode = async (options: {
   readonly databaseUrl?: string
@@ -73,22 +62,7 @@ export const startFabricNode = async (options: {
   }
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-export const waitFor = async <A>(what: string, f: () => Promise<A | undefined | false | null>, timeoutMs = 20_000, everyMs = 100): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  for (;;) {
-    try {
-      const v = await f()
-      if (v) return v as A
-    } catch (e) {
-      last = e
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`)
-    await sleep(everyMs)
-  }
-}
+export { sleep, waitFor } from "../support/wait.ts"
 
 export const allAnchored = (databaseUrl: string, ids: ReadonlyArray<string>) => async () => {
   const rows = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM records WHERE id = ANY($1) AND status = 'ANCHORED'", [ids])
