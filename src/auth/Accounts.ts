@@ -197,7 +197,7 @@ export class Accounts extends Context.Service<Accounts, {
           if (token === undefined || token === "") return Effect.succeed({ _tag: "Rejected", reason: "missing" })
           if (!parseApiKey(token)) return Effect.succeed({ _tag: "Rejected", reason: "malformed" })
           const now = Date.now()
-          const cacheKey = apiKeyDigest(token).toString("base64")
+          const cacheKey = Crypto.hash("sha256", token, "base64")
           const hit = cache.get(cacheKey)
           if (hit && hit.expires > now) return Effect.succeed(hit.result)
           return Effect.tap(Effect.orDie(lookup(token)), (result) =>

@@ -27,7 +27,7 @@ export const parseApiKey = (token: string): { readonly environment: Environment 
   return match ? { environment: match[1] as Environment } : undefined
 }
 
-export const apiKeyDigest = (token: string): Buffer => Crypto.createHash("sha256").update(token, "utf8").digest()
+export const apiKeyDigest = (token: string): Buffer => Crypto.hash("sha256", token, "buffer")
 
 /** What lists show: the prefix and the last four characters. */
 export const displayKey = (token: string): string => `${token.slice(0, 13)}…${token.slice(-4)}`

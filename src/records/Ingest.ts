@@ -31,7 +31,8 @@ export const decodeBody = <S extends Schema.Top & { readonly DecodingServices: n
   return Effect.fail(badRequest("VALIDATION_ERROR", message))
 }
 
-export const sha256Hex = (text: string) => Crypto.createHash("sha256").update(text, "utf8").digest("hex")
+/** One-shot crypto.hash: no Hash object per call (this runs for every record). */
+export const sha256Hex = (text: string): string => Crypto.hash("sha256", text, "hex")
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v)

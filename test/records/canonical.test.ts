@@ -597,6 +597,43 @@ describe("property: random JSON values (seeded)", () => {
     expect(rejected).toBeGreaterThan(500)
   })
 
+  it("the native fast path (texts without a backslash) decides exactly as the strict parser alone (4,000 texts)", () => {
+    const r = rng(0xfa57)
+    const outcome = (text: string, native: boolean) => {
+      try {
+        return { ok: true as const, value: parseStrictJson(text, { native, maxDepth: 6 }) }
+      } catch (e) {
+        if (!(e instanceof StrictJsonError)) throw e
+        return { ok: false as const, reason: e.reason, path: e.path, position: e.position, message: e.message }
+      }
+    }
+    // Mutations aimed at what JSON.parse alone lets through: duplicate names, numbers at and past
+    // ±2^53 and 1e21 in every notation, overflow, depth past the limit, raw lone surrogates, -0.
+    const edits: ReadonlyArray<(t: string) => string> = [
+      (t) => t.replace(/"([^"]*)":/, (m) => `${m}1,${m}`),
+      (t) => t.replace(/\d+/, () => ["9007199254740991", "9007199254740992", "-9007199254740993", "1e21", "1000000000000000000000", "1E400", "-0", "9.007199254740993e15", "1e20", "0.5e-400", "123456789012345678"][Math.floor(r() * 11)]!),
+      (t) => "[".repeat(Math.floor(r() * 9)) + t + "]".repeat(Math.floor(r() * 9)),
+      (t) => t.replace(/"([^"]*)"/, (_m, inner: string) => `"${inner}\ud800"`),
+      (t) => t.replace(/,/, ", \n\t"),
+      (t) => t.replace(/\{/, '{"__proto__":1,')
+    ]
+    let differentPaths = 0
+    for (let i = 0; i < 4000; i++) {
+      let text = JSON.stringify(randomValue(r, 0)).replaceAll("\\", "")
+      const n = Math.floor(r() * 3)
+      for (let k = 0; k < n; k++) text = edits[Math.floor(r() * edits.length)]!(text)
+      if (text.includes("\\")) continue
+      const fast = outcome(text, true)
+      const strict = outcome(text, false)
+      expect(fast, text).toEqual(strict)
+      if (fast.ok) {
+        expect(Object.keys(Object(fast.value)), text).toEqual(Object.keys(Object(strict.value)))
+        if (typeof strict.value === "number") expect(Object.is(fast.value, strict.value), text).toBe(true)
+      } else differentPaths++
+    }
+    expect(differentPaths).toBeGreaterThan(400)
+  })
+
   it("is not affected by the V8 JSON.parse escaped-key bug (nodejs/node#63785)", () => {
     const sequences: ReadonlyArray<readonly [trigger: string, canary: string, key: string]> = [
       ['{"h":[],"\\\\":0}', '{"h":1,"\\"":2}', '"'],

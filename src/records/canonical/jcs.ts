@@ -145,21 +145,32 @@ function serializeContainer(v: object, level: number): string {
 }
 
 /**
- * JSON.stringify(s) (RFC 8785 §3.2.2.2). Fast path: nothing to escape and no surrogates, so the
- * string goes out as is between quotes. Lone surrogates are rejected (not valid Unicode/I-JSON).
+ * JSON.stringify(s) (RFC 8785 §3.2.2.2). Short strings (most names and values) are scanned here: if
+ * nothing needs escaping they go out as is between quotes. Long ones go to the native JSON.stringify,
+ * which is faster there; it escapes lone surrogates, making the result longer than the string plus
+ * its quotes, so only then is the string examined. Lone surrogates are rejected (not valid I-JSON).
  */
 function quote(s: string, level: number): string {
   const n = s.length
+  if (n > 48) {
+    const quoted = JSON.stringify(s)
+    if (quoted.length !== n + 2) checkWellFormed(s, level)
+    return quoted
+  }
   for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i)
     if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) {
-      if (!(s as WellFormedString).isWellFormed()) {
-        fail("lone_surrogate", "string contains an unpaired UTF-16 surrogate (not valid Unicode)", level)
-      }
+      checkWellFormed(s, level)
       return JSON.stringify(s)
     }
   }
   return '"' + s + '"'
+}
+
+function checkWellFormed(s: string, level: number): void {
+  if (!(s as WellFormedString).isWellFormed()) {
+    fail("lone_surrogate", "string contains an unpaired UTF-16 surrogate (not valid Unicode)", level)
+  }
 }
 
 /**

@@ -72,6 +72,8 @@ export class StrictJsonError extends Error {
 export interface StrictJsonOptions {
   /** Maximum nesting of objects/arrays; the top-level container is depth 1. Default 64. */
   readonly maxDepth?: number
+  /** false: never take the native fast path (differential tests compare both). Default true. */
+  readonly native?: boolean
 }
 
 export const DEFAULT_MAX_DEPTH = 64
@@ -99,6 +101,10 @@ export function parseStrictJson(text: string, options?: StrictJsonOptions): unkn
   if (!Number.isInteger(limit) || limit < 0) {
     throw new RangeError(`maxDepth must be a non-negative integer, got ${String(limit)}`)
   }
+  if (options?.native !== false && text.indexOf("\\") === -1) {
+    const value = parseNative(text, limit)
+    if (value !== SLOW) return value
+  }
   src = text
   pos = 0
   depth = 0
@@ -116,6 +122,54 @@ export function parseStrictJson(text: string, options?: StrictJsonOptions): unkn
 }
 
 // ---------------------------------------------------------------------------------------------
+// Fast path. Without a single backslash in the text (no escapes: the common case for records),
+// V8's native JSON.parse reads exactly the RFC 8259 grammar above, and the I-JSON checks it does not
+// make are cheap to make afterwards: member names are counted in the text (with no escapes a string
+// ends at the next quote) and in the parsed objects, so a duplicate shows as a difference; numbers
+// and depth are checked on the parsed value. Anything doubtful (a syntax error, a duplicate, a
+// number beyond ±2^53, too deep, a raw lone surrogate) goes to the strict parser, which decides and
+// explains. Escaped member names never take this path (V8 can mis-read them: nodejs/node#63785).
+
+const SLOW: unique symbol = Symbol("slow")
+let namesSeen = 0
+
+function parseNative(text: string, limit: number): unknown {
+  if (!(text as string & { isWellFormed(): boolean }).isWellFormed()) return SLOW
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return SLOW
+  }
+  let names = 0
+  let i = text.indexOf('"')
+  while (i !== -1) {
+    let j = text.indexOf('"', i + 1) + 1
+    let c = text.charCodeAt(j)
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++j)
+    if (c === 0x3a) names++
+    i = text.indexOf('"', j)
+  }
+  namesSeen = 0
+  if (!checkNative(value, 0, limit) || namesSeen !== names) return SLOW
+  return value
+}
+
+/** Numbers within ±MAX_SAFE_INTEGER, containers at most `limit` deep; counts member names. */
+function checkNative(v: unknown, level: number, limit: number): boolean {
+  if (typeof v === "number") return v <= MAX_SAFE && v >= -MAX_SAFE
+  if (typeof v !== "object" || v === null) return true
+  if (level >= limit) return false
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (!checkNative(v[i], level + 1, limit)) return false
+    return true
+  }
+  const obj = v as Record<string, unknown>
+  const keys = Object.keys(obj)
+  namesSeen += keys.length
+  for (let i = 0; i < keys.length; i++) if (!checkNative(obj[keys[i]!], level + 1, limit)) return false
+  return true
+}
 
 function skipWs(): void {
   let c = src.charCodeAt(pos)
