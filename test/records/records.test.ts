@@ -39,6 +39,29 @@ describe("records", () => {
     expect(got.json.data).toEqual(rec)
   })
 
+  it("stores the canonical text byte for byte: escapes, control characters, non-ASCII, U+2028, nesting", async () => {
+    const data = {
+      z: "quote \" backslash \\ slash / tab \t nl \n nul \u0000 del \u007f",
+      "é€😀": ["\u2028\u2029", -0, 1e-7, 123456789012345, { "": { "\\": [] } }],
+      a: { "\"}": "{\"not\":\"json\"}", n: null, t: true }
+    }
+    const single = await api("POST", "/v1/anchor", { data })
+    const batch = await api("POST", "/v1/anchor/batch", { records: [{ data }, { data: { only: "one" } }] })
+    expect(single.status, JSON.stringify(single.json)).toBe(202)
+    expect(batch.status, JSON.stringify(batch.json)).toBe(202)
+    const ids = [single.json.data.recordId, batch.json.data.results[0].data.recordId, batch.json.data.results[1].data.recordId]
+    const rows = await query<{ id: string; data_jcs: string; hash: string }>(
+      node.databaseUrl, "SELECT id, data_jcs, hash FROM records WHERE id = ANY($1)", [ids])
+    const byId = new Map(rows.map((r) => [r.id, r]))
+    for (const [id, expected] of [[ids[0], data], [ids[1], data], [ids[2], { only: "one" }]] as const) {
+      expect(byId.get(id)!.data_jcs).toBe(canonicalize(expected))
+      expect(byId.get(id)!.hash).toBe(sha256(canonicalize(expected)))
+    }
+    const asJson = JSON.parse(JSON.stringify(data)) // -0 is 0 in JSON
+    expect(single.json.data.data).toEqual(asJson)
+    expect(batch.json.data.results[0].data.data).toEqual(asJson)
+  })
+
   it("metadata and data come back exactly as sent: no key renamed, order and escapes intact", async () => {
     const metadata = { my_key: 1, Nested_Key: { a_b: [{ snake_case: true }] }, "\\": "\"", "é": null }
     const data = { user_id: 7, "a\"b": { x_y: 1 } }
