@@ -11,6 +11,7 @@ import { EvmNetworks } from "./evm/config.ts"
 import { FabricAnchoring } from "./fabric/Anchoring.ts"
 import { FabricNetworks } from "./fabric/config.ts"
 import { HttpServerLayer } from "./http/server.ts"
+import { RecordCreation } from "./records/creation.ts"
 import { Ingest } from "./records/Ingest.ts"
 import { IngestWriter } from "./records/IngestWriter.ts"
 import { RecordStore } from "./records/RecordStore.ts"
@@ -24,7 +25,7 @@ export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, Usage
 )
 
 const ApiServices = Layer.mergeAll(
-  Ingest.layer.pipe(Layer.provide(IngestWriter.layer), Layer.provide(Networks.layer)),
+  RecordCreation.layer.pipe(Layer.provide(Ingest.layer), Layer.provide(IngestWriter.layer), Layer.provide(Networks.layer)),
   RateLimits.layer,
   WebhookStore.layer
 )

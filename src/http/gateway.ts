@@ -18,8 +18,9 @@ import { UsageCache } from "../auth/UsageCache.ts"
 import { nextMonthStart } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
 import { parseStrictJson, StrictJsonError } from "../records/canonical/strictJson.ts"
+import { CREATE_ENDPOINTS, type CreateEndpoint, RecordCreation } from "../records/creation.ts"
 import { Api } from "./Api.ts"
-import { type ErrorCode, errorBody } from "./errors.ts"
+import { BadRequest, Conflict, type ErrorCode, errorBody } from "./errors.ts"
 import { readBody } from "./body.ts"
 import { stateOf } from "./requestState.ts"
 import { describeIssue } from "./schemaMessages.ts"
@@ -29,6 +30,8 @@ interface RouteEntry {
   readonly methods: Set<string>
   /** methods whose endpoint takes a JSON body (POST /v1/webhooks/secret/rotate, say, takes none) */
   readonly withBody: Set<string>
+  /** POST here creates records: served by RecordCreation directly (src/records/creation.ts) */
+  creates?: CreateEndpoint
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
@@ -38,7 +41,7 @@ const PUBLIC_PATHS = new Set(["/v1/health", "/v1/openapi.json"])
 /** Route patterns of the API definition (plus the generated OpenAPI document). */
 const routeTable = (): ReadonlyArray<RouteEntry> => {
   const byPath = new Map<string, RouteEntry>()
-  const add = (path: string, method: string, hasPayload: boolean) => {
+  const add = (path: string, method: string, hasPayload: boolean, name?: string) => {
     let entry = byPath.get(path)
     if (!entry) {
       const source = path.split("/").map((seg) => seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")
@@ -47,10 +50,11 @@ const routeTable = (): ReadonlyArray<RouteEntry> => {
     }
     entry.methods.add(method)
     if (hasPayload) entry.withBody.add(method)
+    if (method === "POST" && name !== undefined && CREATE_ENDPOINTS.has(name)) entry.creates = name as CreateEndpoint
   }
   HttpApi.reflect(Api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method, endpoint.payload.size > 0)
+    onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method, endpoint.payload.size > 0, endpoint.name)
   })
   add("/v1/openapi.json", "GET", false)
   // Literal paths first, so /v1/anchor/hash never matches a parameter route.
@@ -93,6 +97,7 @@ export const GatewayLayer = HttpRouter.middleware(
     const limits = yield* RateLimits
     const usage = yield* UsageCache
     const config = yield* AppConfig
+    const creation = yield* RecordCreation
     const routes = routeTable()
 
     const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => {
@@ -247,7 +252,16 @@ export const GatewayLayer = HttpRouter.middleware(
           if (refused !== undefined) return finish(refused)
         }
 
-        let response = yield* app.pipe(Effect.catchCause(handleFailure))
+        const creates = method === "POST" ? route.creates : undefined
+        let response = creates === undefined ? yield* app.pipe(Effect.catchCause(handleFailure)) : yield* creation.create(
+          creates,
+          request,
+          stateOf(request).principal!,
+          stateOf(request).body
+        ).pipe(
+          Effect.catch((e) => Effect.succeed(jsonError(e instanceof BadRequest ? 400 : e instanceof Conflict ? 409 : 429, e.errorCode as ErrorCode, e.error))),
+          Effect.catchCause(handleFailure)
+        )
         // The only 429 a handler answers is QUOTA_EXCEEDED: retry when the month turns.
         if (response.status === 429 && response.headers["retry-after"] === undefined) {
           const wait = Math.ceil((nextMonthStart(new Date()).getTime() - Date.now()) / 1000)

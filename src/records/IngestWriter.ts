@@ -26,8 +26,6 @@ export interface NewRecord {
   readonly authTag: Uint8Array | null
   readonly metadata: Record<string, unknown>
   readonly webhookUrl: string | null
-  /** The submitted `data` object itself, for the 202 response (not a column: dataJcs is what is stored). */
-  readonly parsedData?: unknown
   readonly createdAt: Date
   readonly updatedAt: Date
 }

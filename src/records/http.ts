@@ -1,37 +1,26 @@
 /** Handlers of the records API. Bodies arrive strictly parsed by the gateway (src/http/gateway.ts). */
 import { Effect } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import type { Principal } from "../auth/Accounts.ts"
 import { CurrentPrincipal } from "../auth/api.ts"
 import { loadAnchors, proofBundle } from "../batching/anchorViews.ts"
 import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
 import { Api } from "../http/Api.ts"
-import { type BadRequest, type Conflict, badRequest, conflict, gone, notFound, unprocessable } from "../http/errors.ts"
+import { badRequest, conflict, gone, notFound, unprocessable } from "../http/errors.ts"
 import { embedAnchor } from "../verify/inPlace.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
 import { cursorCodec } from "../http/pagination.ts"
 import { stateOf } from "../http/requestState.ts"
 import { open } from "./encryption.ts"
-import { decodeBody, Ingest, sha256Hex } from "./Ingest.ts"
-import type { NewRecord } from "./IngestWriter.ts"
-import { toView, type RecordRow } from "./model.ts"
+import { type CreateEndpoint, RecordCreation } from "./creation.ts"
+import { decodeBody } from "./Ingest.ts"
+import { toView } from "./model.ts"
 import { RecordStore, type Lookup } from "./RecordStore.ts"
-import {
-  AnchorBody, BatchAnchorBody, EncryptedAnchorBody, HashAnchorBody, MAX_BATCH_RECORDS, PatchBody, type RecordView
-} from "./schemas.ts"
+import { PatchBody } from "./schemas.ts"
 
 const MUTABLE_FIELDS = new Set(["metadata", "webhookUrl"])
-
-const newRowView = (row: NewRecord): RecordView =>
-  toView({
-    ...row,
-    status: "QUEUED",
-    metadata: row.metadata,
-    anchoredAt: null,
-    deletedAt: null,
-    hardDeleted: false
-  } as RecordRow, { data: row.parsedData })
 
 const cursors = cursorCodec("", /^[0-9a-f]{24}$/)
 
@@ -44,106 +33,18 @@ const requireFound = (lookup: Lookup, id: string) =>
 
 export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) =>
   Effect.gen(function*() {
-    const ingest = yield* Ingest
+    const creation = yield* RecordCreation
     const store = yield* RecordStore
     const sql = yield* SqlClient.SqlClient
 
-    /** Idempotency-Key: replay the stored response, 409 for another body, else run `create`. */
-    const idempotent = <E, R>(
-      request: HttpServerRequest.HttpServerRequest,
-      create: (idem: { key: string; requestHash: string } | undefined) => Effect.Effect<
-        HttpServerResponse.HttpServerResponse | "idempotency-key-taken",
-        E,
-        R
-      >
-    ) =>
-      Effect.gen(function*(): Effect.fn.Return<HttpServerResponse.HttpServerResponse, E | BadRequest | Conflict, R | CurrentPrincipal> {
-        const principal = yield* CurrentPrincipal
-        const key = request.headers["idempotency-key"]
-        if (key === undefined) {
-          const result = yield* create(undefined)
-          return result === "idempotency-key-taken" ? yield* Effect.die(new Error("no idempotency key")) : result
-        }
-        if (key.length === 0 || key.length > 255) {
-          return yield* Effect.fail(badRequest("VALIDATION_ERROR", "Idempotency-Key must be 1 to 255 characters"))
-        }
-        const requestHash = sha256Hex(`${request.method} ${request.url.split("?")[0]}\n${stateOf(request).bodyText ?? ""}`)
-        const replay = Effect.gen(function*() {
-          const stored = yield* store.idempotent(principal.accountId, principal.environment, key)
-          if (stored === undefined) return undefined
-          if (stored.requestHash !== requestHash) {
-            return yield* Effect.fail(conflict("IDEMPOTENCY_CONFLICT", "Idempotency-Key was already used with a different request body"))
-          }
-          return HttpServerResponse.text(stored.body, {
-            status: stored.status,
-            contentType: "application/json",
-            headers: { "idempotent-replayed": "true" }
-          })
-        })
-        const previous = yield* replay
-        if (previous !== undefined) return previous
-        const result = yield* create({ key, requestHash })
-        if (result !== "idempotency-key-taken") return result
-        // Another request with this key committed first.
-        const after = yield* replay
-        return after ?? (yield* Effect.die(new Error("idempotency key vanished")))
-      })
-
-    const single = (
-      request: HttpServerRequest.HttpServerRequest,
-      kindOf: (body: unknown) => Effect.Effect<Parameters<typeof ingest.prepare>[1], BadRequest>
-    ) =>
-      idempotent(request, (idem) =>
-        Effect.gen(function*() {
-          const principal = yield* CurrentPrincipal
-          const kind = yield* kindOf(stateOf(request).body)
-          const row = yield* ingest.prepare(principal, kind)
-          const body = JSON.stringify({ success: true, data: newRowView(row) })
-          const outcome = yield* ingest.commit(principal, [row], idem && { ...idem, status: 202, body })
-          if (outcome === "idempotency-key-taken") return outcome
-          return HttpServerResponse.text(body, { status: 202, contentType: "application/json" })
-        }))
+    const create = (endpoint: CreateEndpoint, request: HttpServerRequest.HttpServerRequest) =>
+      Effect.flatMap(CurrentPrincipal, (principal: Principal) => creation.create(endpoint, request, principal, stateOf(request).body))
 
     return handlers
-      .handleRaw("anchor", ({ request }) =>
-        single(request, (body) => Effect.map(decodeBody(AnchorBody, body), (b) => ({ _tag: "data" as const, body: b }))))
-      .handleRaw("anchorEncrypted", ({ request }) =>
-        single(request, (body) => Effect.map(decodeBody(EncryptedAnchorBody, body), (b) => ({ _tag: "encrypted" as const, body: b }))))
-      .handleRaw("anchorHash", ({ request }) =>
-        single(request, (body) => Effect.map(decodeBody(HashAnchorBody, body), (b) => ({ _tag: "hash" as const, body: b }))))
-      .handleRaw("anchorBatch", ({ request }) =>
-        idempotent(request, (idem) =>
-          Effect.gen(function*() {
-            const principal = yield* CurrentPrincipal
-            const batch = yield* decodeBody(BatchAnchorBody, stateOf(request).body)
-            if (batch.records.length > MAX_BATCH_RECORDS) {
-              return yield* Effect.fail(badRequest("VALIDATION_ERROR", `records: at most ${MAX_BATCH_RECORDS} per call`))
-            }
-            const results: Array<unknown> = []
-            const rows: Array<NewRecord> = []
-            for (let index = 0; index < batch.records.length; index++) {
-              const where = `records[${index}].`
-              const prepared = yield* decodeBody(AnchorBody, batch.records[index], where).pipe(
-                Effect.flatMap((b) => ingest.prepare(principal, { _tag: "data", body: b }, where)),
-                Effect.result
-              )
-              if (prepared._tag === "Success") {
-                rows.push(prepared.success)
-                results.push({ index, success: true, data: newRowView(prepared.success) })
-              } else {
-                results.push({ index, success: false, error: prepared.failure.error, errorCode: prepared.failure.errorCode })
-              }
-            }
-            const body = JSON.stringify({
-              success: true,
-              data: { accepted: rows.length, rejected: batch.records.length - rows.length, results }
-            })
-            if (rows.length > 0) {
-              const outcome = yield* ingest.commit(principal, rows, idem && { ...idem, status: 202, body })
-              if (outcome === "idempotency-key-taken") return outcome
-            }
-            return HttpServerResponse.text(body, { status: 202, contentType: "application/json" })
-          })))
+      .handleRaw("anchor", ({ request }) => create("anchor", request))
+      .handleRaw("anchorEncrypted", ({ request }) => create("anchorEncrypted", request))
+      .handleRaw("anchorHash", ({ request }) => create("anchorHash", request))
+      .handleRaw("anchorBatch", ({ request }) => create("anchorBatch", request))
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
