@@ -54,7 +54,7 @@ const routeTable = (): ReadonlyArray<RouteEntry> => {
   }
   HttpApi.reflect(Api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method, endpoint.payload.size > 0, endpoint.name)
+    onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method, endpoint.payload.size > 0, endpoint.identifier)
   })
   add("/v1/openapi.json", "GET", false)
   // Literal paths first, so /v1/anchor/hash never matches a parameter route.
