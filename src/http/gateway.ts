@@ -133,21 +133,18 @@ export const GatewayLayer = HttpRouter.middleware(
         "retry-after": String(s.retryAfter)
       })
 
+    const tooLarge = () => jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
+
     /** Reads and strictly parses a JSON body; a response when it is refused. */
-    const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
-      Effect.gen(function*() {
-        const contentType = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase()
-        if (contentType !== "application/json") {
-          return jsonError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
-        }
-        const declared = Number(request.headers["content-length"] ?? "0")
-        if (declared > config.maxBodyBytes) {
-          return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
-        }
-        const read = yield* readBody(request, config.maxBodyBytes)
-        if (read._tag === "TooLarge") {
-          return jsonError(413, "PAYLOAD_TOO_LARGE", `Request body is larger than ${config.maxBodyBytes} bytes`)
-        }
+    const readJsonBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse | undefined> => {
+      const contentType = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase()
+      if (contentType !== "application/json") {
+        return Effect.succeed(jsonError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json"))
+      }
+      const declared = Number(request.headers["content-length"] ?? "0")
+      if (declared > config.maxBodyBytes) return Effect.succeed(tooLarge())
+      return Effect.map(readBody(request, config.maxBodyBytes), (read) => {
+        if (read._tag === "TooLarge") return tooLarge()
         if (read._tag === "Aborted") return jsonError(400, "INVALID_JSON", "The request body was not received in full")
         // Fatal decoding: invalid UTF-8 is refused, never silently replaced (that would change the hash).
         let text: string
@@ -171,6 +168,7 @@ export const GatewayLayer = HttpRouter.middleware(
           throw error
         }
       })
+    }
 
     const handleFailure = (cause: Cause.Cause<unknown>) =>
       Effect.gen(function*() {

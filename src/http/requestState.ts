@@ -11,13 +11,15 @@ interface RequestState {
   principal?: Principal
 }
 
-const states = new WeakMap<object, RequestState>()
+/** Kept on the underlying request object itself: cheaper than a WeakMap entry per request. */
+const STATE = Symbol.for("anchord/requestState")
 
 export const stateOf = (request: HttpServerRequest.HttpServerRequest): RequestState => {
-  let state = states.get(request.source)
+  const source = request.source as { [STATE]?: RequestState }
+  let state = source[STATE]
   if (state === undefined) {
     state = {}
-    states.set(request.source, state)
+    source[STATE] = state
   }
   return state
 }

@@ -84,6 +84,9 @@ export const decodeSubmission = (
   return { _tag: "Invalid", error: failure && "error" in failure ? failure.error as BadRequest : badRequest("VALIDATION_ERROR", "Invalid request body") }
 }
 
+const COMMITTED = Effect.succeed("committed" as const)
+const KEY_TAKEN = Effect.succeed("idempotency-key-taken" as const)
+
 export class Ingest extends Context.Service<Ingest, {
   /** Validates one submission and builds its row (nothing is written). */
   readonly prepare: (principal: Principal, kind: Kind, where?: string) => Effect.Effect<NewRecord, BadRequest>
@@ -184,28 +187,30 @@ export class Ingest extends Context.Service<Ingest, {
           )
         },
         commit: (principal, rows, idempotency) =>
-          Effect.gen(function*() {
-            const outcome = yield* writer.submit({
+          Effect.flatMap(
+            writer.submit({
               accountId: principal.accountId,
               environment: principal.environment,
               monthlyQuota: principal.monthlyQuota,
               rows,
               idempotency
-            })
-            switch (outcome._tag) {
-              case "Committed":
-                usage.observe(principal.accountId, outcome.usedAfter)
-                return "committed" as const
-              case "IdempotencyKeyTaken":
-                return "idempotency-key-taken" as const
-              case "QuotaExceeded":
-                return yield* Effect.fail(new TooManyRequests(errorBody(
-                  "QUOTA_EXCEEDED",
-                  `Monthly quota exceeded: ${outcome.used} of ${principal.monthlyQuota} records used this month` +
-                    (rows.length > 1 ? ` (this request has ${rows.length})` : "")
-                )))
+            }),
+            (outcome): Effect.Effect<"committed" | "idempotency-key-taken", TooManyRequests> => {
+              switch (outcome._tag) {
+                case "Committed":
+                  usage.observe(principal.accountId, outcome.usedAfter)
+                  return COMMITTED
+                case "IdempotencyKeyTaken":
+                  return KEY_TAKEN
+                case "QuotaExceeded":
+                  return Effect.fail(new TooManyRequests(errorBody(
+                    "QUOTA_EXCEEDED",
+                    `Monthly quota exceeded: ${outcome.used} of ${principal.monthlyQuota} records used this month` +
+                      (rows.length > 1 ? ` (this request has ${rows.length})` : "")
+                  )))
+              }
             }
-          })
+          )
       })
     })
   )
