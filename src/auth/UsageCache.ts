@@ -4,7 +4,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { monthStart } from "./plans.ts"
+import { currentMonth } from "./plans.ts"
 
 export class UsageCache extends Context.Service<UsageCache, {
   readonly get: (accountId: string) => Effect.Effect<number>
@@ -17,7 +17,7 @@ export class UsageCache extends Context.Service<UsageCache, {
       const cache = new Map<string, { used: number; month: string; at: number }>()
       return UsageCache.of({
         get: (accountId) => {
-          const month = monthStart(new Date())
+          const month = currentMonth().month
           const hit = cache.get(accountId)
           if (hit && hit.month === month && Date.now() - hit.at < 1000) return Effect.succeed(hit.used)
           return sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
@@ -31,7 +31,7 @@ export class UsageCache extends Context.Service<UsageCache, {
         },
         observe: (accountId, used) => {
           const hit = cache.get(accountId)
-          if (!hit || used > hit.used) cache.set(accountId, { used, month: monthStart(new Date()), at: hit?.at ?? Date.now() })
+          if (!hit || used > hit.used) cache.set(accountId, { used, month: currentMonth().month, at: hit?.at ?? Date.now() })
         }
       })
     })

@@ -23,3 +23,18 @@ export const Plans: Readonly<Record<PlanName, Plan>> = {
 export const nextMonthStart = (now: Date): Date => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))
 export const monthStart = (now: Date): string =>
   `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, "0")}-01`
+
+let cached = { from: 0, until: 0, month: "", resetSeconds: "" }
+
+/**
+ * The current month (as monthStart) and its reset instant in Unix seconds (for X-Quota-Reset),
+ * recomputed only when the month turns: these are read several times per request.
+ */
+export const currentMonth = (nowMs: number = Date.now()): { readonly month: string; readonly resetSeconds: string } => {
+  if (nowMs >= cached.until || nowMs < cached.from) {
+    const now = new Date(nowMs)
+    const next = nextMonthStart(now).getTime()
+    cached = { from: Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1), until: next, month: monthStart(now), resetSeconds: String(next / 1000) }
+  }
+  return cached
+}

@@ -15,7 +15,7 @@ import { SqlError } from "effect/sql"
 import { Accounts, type Principal } from "../auth/Accounts.ts"
 import { RateLimits, type LimitState } from "../auth/RateLimits.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
-import { nextMonthStart } from "../auth/plans.ts"
+import { currentMonth, nextMonthStart } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
 import { parseStrictJson, StrictJsonError } from "../records/canonical/strictJson.ts"
 import { CREATE_ENDPOINTS, type CreateEndpoint, RecordCreation } from "../records/creation.ts"
@@ -110,7 +110,7 @@ export const GatewayLayer = HttpRouter.middleware(
 
     const quotaHeaders = (principal: Principal) =>
       Effect.map(usage.get(principal.accountId), (used): Record<string, string> => {
-        const reset = String(Math.floor(nextMonthStart(new Date()).getTime() / 1000))
+        const reset = currentMonth().resetSeconds
         return principal.monthlyQuota === null
           ? { "x-quota-limit": "unlimited", "x-quota-remaining": "unlimited", "x-quota-reset": reset }
           : {

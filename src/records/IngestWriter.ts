@@ -9,7 +9,7 @@
 import { Context, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
-import { monthStart } from "../auth/plans.ts"
+import { currentMonth } from "../auth/plans.ts"
 
 export interface NewRecord {
   readonly id: string
@@ -134,7 +134,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const commitUnlimited = (group: ReadonlyArray<Pending>) =>
         Effect.gen(function*() {
           const rows = group.flatMap((p) => p.submission.rows)
-          const used = new Map((yield* insertRows(rows, monthStart(new Date()))).map((r) => [r.accountId, Number(r.used)]))
+          const used = new Map((yield* insertRows(rows, currentMonth().month)).map((r) => [r.accountId, Number(r.used)]))
           return new Map(group.map((p) => [p, { _tag: "Committed", usedAfter: used.get(p.submission.accountId) ?? 0 } as SubmitOutcome]))
         })
 
@@ -144,7 +144,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
        */
       const commitGroup = (group: ReadonlyArray<Pending>) =>
         sql.withTransaction(Effect.gen(function*() {
-          const month = monthStart(new Date())
+          const month = currentMonth().month
           const outcomes = new Map<Pending, SubmitOutcome>()
           const accepted: Array<NewRecord> = []
           const byAccount = new Map<string, Array<Pending>>()
