@@ -30,6 +30,8 @@ interface RouteEntry {
   readonly methods: Set<string>
   /** methods whose endpoint takes a JSON body (POST /v1/webhooks/secret/rotate, say, takes none) */
   readonly withBody: Set<string>
+  /** the path itself when it has no parameters (looked up directly, before the patterns) */
+  readonly literal?: string
   /** POST here creates records: served by RecordCreation directly (src/records/creation.ts) */
   creates?: CreateEndpoint
 }
@@ -45,7 +47,12 @@ const routeTable = (): ReadonlyArray<RouteEntry> => {
     let entry = byPath.get(path)
     if (!entry) {
       const source = path.split("/").map((seg) => seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")
-      entry = { pattern: new RegExp(`^${source}/?$`), methods: new Set(), withBody: new Set() }
+      entry = {
+        pattern: new RegExp(`^${source}/?$`),
+        methods: new Set(),
+        withBody: new Set(),
+        ...(path.includes(":") ? {} : { literal: path })
+      }
       byPath.set(path, entry)
     }
     entry.methods.add(method)
@@ -99,6 +106,7 @@ export const GatewayLayer = HttpRouter.middleware(
     const config = yield* AppConfig
     const creation = yield* RecordCreation
     const routes = routeTable()
+    const literalRoutes = new Map(routes.flatMap((r) => r.literal === undefined ? [] : [[r.literal, r], [`${r.literal}/`, r]]))
 
     const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => {
       if (config.trustProxy) {
@@ -193,9 +201,10 @@ export const GatewayLayer = HttpRouter.middleware(
     return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const path = request.url.split("?")[0]
+        const query = request.url.indexOf("?")
+        const path = query === -1 ? request.url : request.url.slice(0, query)
         if (!path.startsWith("/v1/") && path !== "/v1") return yield* app
-        const route = routes.find((r) => r.pattern.test(path))
+        const route = literalRoutes.get(path) ?? routes.find((r) => r.pattern.test(path))
         const method = request.method === "HEAD" ? "GET" : request.method
 
         let headers: Record<string, string> = {}

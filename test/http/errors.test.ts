@@ -88,6 +88,17 @@ describe("errors over HTTP", () => {
     expectRateHeaders(method)
   })
 
+  it("routes ignore a trailing slash and the query string, on the ingest shortcut and elsewhere", async () => {
+    for (const path of ["/v1/anchor/", "/v1/anchor?source=test", "/v1/anchor/hash/?x=1"]) {
+      const body = path.includes("hash") ? { hash: "ab".repeat(32) } : { data: { a: 1 } }
+      expect((await call(node.baseUrl, "POST", path, { key, body })).status, path).toBe(202)
+    }
+    for (const path of ["/v1/health/", "/v1/records/?limit=1", "/v1/usage?x"]) {
+      expect((await call(node.baseUrl, "GET", path, { key })).status, path).toBe(200)
+    }
+    expectError(await call(node.baseUrl, "POST", "/v1/anchorx", { key, body: { data: {} } }), 404, "NOT_FOUND")
+  })
+
   it("400 VALIDATION_ERROR for a malformed record id or query", async () => {
     expectError(await call(node.baseUrl, "GET", "/v1/records/xyz", { key }), 400, "VALIDATION_ERROR", /recordId/)
     expectError(await call(node.baseUrl, "GET", "/v1/records?limit=0", { key }), 400, "VALIDATION_ERROR", /limit/)
