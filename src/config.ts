@@ -23,6 +23,8 @@ export interface AppConfigShape {
   readonly ingestMaxBatch: number
   /** Trust `X-Forwarded-For` for the client address (only behind a proxy you control). */
   readonly trustProxy: boolean
+  /** After SIGTERM/SIGINT, exit anyway (code 1) if the graceful shutdown has not finished by then. */
+  readonly shutdownTimeoutMillis: number
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anchord/AppConfig") {
@@ -37,7 +39,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     anonymousRatePerSecond: Config.Int("ANON_RATE_LIMIT_PER_SECOND").pipe(Config.withDefault(10)),
     authCacheMillis: Config.Int("AUTH_CACHE_MS").pipe(Config.withDefault(1000)),
     ingestMaxBatch: Config.Int("INGEST_MAX_BATCH").pipe(Config.withDefault(512)),
-    trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false))
+    trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
+    shutdownTimeoutMillis: Config.Int("SHUTDOWN_TIMEOUT_MS").pipe(Config.withDefault(30_000))
   })
 
   static readonly layer = Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of(c)))

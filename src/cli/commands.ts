@@ -14,6 +14,7 @@ import { DevChainLayer } from "../evm/devChain.ts"
 import { FabricDevPeer } from "../fabric/DevPeerService.ts"
 import { FabricDevNetworkLayer } from "../fabric/devNetwork.ts"
 import { LoggingLayer } from "../logging.ts"
+import { armShutdownWatchdog } from "./shutdownWatchdog.ts"
 import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../main.ts"
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
@@ -43,6 +44,7 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
 const runNode = (dev: boolean) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
+    yield* Effect.sync(() => armShutdownWatchdog(config.shutdownTimeoutMillis))
     if (!dev) return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer)))
     // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
     // and the Fabric gateway dev peer under the data directory, anchored on as `fabric-dev` unless

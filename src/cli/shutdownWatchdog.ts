@@ -1,0 +1,35 @@
+/**
+ * A bound on graceful shutdown. The node stops on SIGTERM/SIGINT by interrupting its main fiber and
+ * releasing its layers (HTTP server, webhook drain of at most 15 s, database pool). Should a
+ * finalizer never finish (seen rarely after load: every socket closed, the database pool still
+ * waiting for a connection to come back), the process would hang until killed. After
+ * SHUTDOWN_TIMEOUT_MS it logs one line and exits with code 1. Nothing is lost by that: a 202 is only
+ * sent after its records are committed, and unfinished background work resumes at the next start.
+ */
+export interface WatchdogTarget {
+  readonly once: (signal: "SIGTERM" | "SIGINT", listener: () => void) => unknown
+}
+
+export const armShutdownWatchdog = (
+  timeoutMillis: number,
+  target: WatchdogTarget = process,
+  exit: (code: number) => void = (code) => process.exit(code),
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`)
+): void => {
+  let armed = false
+  const arm = (signal: string) => () => {
+    if (armed) return
+    armed = true
+    const timer = setTimeout(() => {
+      log(JSON.stringify({
+        message: `graceful shutdown did not finish within ${timeoutMillis} ms of ${signal}: exiting`,
+        level: "ERROR",
+        timestamp: new Date().toISOString()
+      }))
+      exit(1)
+    }, timeoutMillis)
+    timer.unref() // a shutdown that finishes is never held up by it
+  }
+  target.once("SIGTERM", arm("SIGTERM"))
+  target.once("SIGINT", arm("SIGINT"))
+}

@@ -1,0 +1,24 @@
+/** The shutdown bound: after a signal, a shutdown that does not finish ends the process anyway. */
+import { EventEmitter } from "node:events"
+import { describe, expect, it } from "vitest"
+import { armShutdownWatchdog } from "../../src/cli/shutdownWatchdog.ts"
+import { sleep } from "../support/wait.ts"
+
+describe("shutdown watchdog", () => {
+  it("exits with code 1 and one ERROR line when shutdown outlasts the bound, once, whatever the signals", async () => {
+    const signals = new EventEmitter()
+    const exits: Array<number> = []
+    const lines: Array<string> = []
+    armShutdownWatchdog(60, signals, (code) => exits.push(code), (line) => lines.push(line))
+    await sleep(120)
+    expect(exits).toEqual([]) // no signal, no exit
+    signals.emit("SIGTERM")
+    signals.emit("SIGINT")
+    await sleep(30)
+    expect(exits).toEqual([])
+    await sleep(100)
+    expect(exits).toEqual([1])
+    expect(lines).toHaveLength(1)
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: "ERROR", message: expect.stringContaining("within 60 ms of SIGTERM") })
+  })
+})
