@@ -21,6 +21,8 @@ export interface AppConfigShape {
   readonly authCacheMillis: number
   /** Group commit: the most records written by one INSERT. */
   readonly ingestMaxBatch: number
+  /** Group commit: how many group statements may be in flight at once. */
+  readonly ingestWriters: number
   /** Trust `X-Forwarded-For` for the client address (only behind a proxy you control). */
   readonly trustProxy: boolean
   /** After SIGTERM/SIGINT, exit anyway (code 1) if the graceful shutdown has not finished by then. */
@@ -39,6 +41,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     anonymousRatePerSecond: Config.Int("ANON_RATE_LIMIT_PER_SECOND").pipe(Config.withDefault(10)),
     authCacheMillis: Config.Int("AUTH_CACHE_MS").pipe(Config.withDefault(1000)),
     ingestMaxBatch: Config.Int("INGEST_MAX_BATCH").pipe(Config.withDefault(512)),
+    ingestWriters: Config.Int("INGEST_WRITERS").pipe(Config.withDefault(1)),
     trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
     shutdownTimeoutMillis: Config.Int("SHUTDOWN_TIMEOUT_MS").pipe(Config.withDefault(30_000))
   })
