@@ -10,7 +10,7 @@ import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../batching/Networks.ts"
 import { badRequest, type BadRequest, TooManyRequests, Conflict, errorBody } from "../http/errors.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
-import { canonicalize } from "./canonical/jcs.ts"
+import { canonicalize, canonicalizeParsedPlain } from "./canonical/jcs.ts"
 import { isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
 import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
@@ -37,10 +37,14 @@ export const sha256Hex = (text: string): string => Crypto.hash("sha256", text, "
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v)
 
+/**
+ * plainStrings: the body was parsed from a text without a backslash, so its data can be
+ * canonicalized without escaping checks (canonicalizeParsedPlain).
+ */
 type Kind =
-  | { readonly _tag: "data"; readonly body: AnchorBody }
-  | { readonly _tag: "encrypted"; readonly body: EncryptedAnchorBody }
-  | { readonly _tag: "hash"; readonly body: HashAnchorBody }
+  | { readonly _tag: "data"; readonly body: AnchorBody; readonly plainStrings?: boolean }
+  | { readonly _tag: "encrypted"; readonly body: EncryptedAnchorBody; readonly plainStrings?: boolean }
+  | { readonly _tag: "hash"; readonly body: HashAnchorBody; readonly plainStrings?: boolean }
 
 export type SubmissionKind = Kind["_tag"]
 
@@ -133,7 +137,7 @@ export class Ingest extends Context.Service<Ingest, {
               dataJcs: null
             } satisfies NewRecord)
           case "data": {
-            const jcs = canonicalize(kind.body.data)
+            const jcs = kind.plainStrings === true ? canonicalizeParsedPlain(kind.body.data) : canonicalize(kind.body.data)
             const packageMode = kind.body.packageMode ?? "MANAGED"
             return Effect.succeed({
               ...base,
@@ -150,7 +154,7 @@ export class Ingest extends Context.Service<Ingest, {
                 `${where}encryptionKey must be exactly 32 printable ASCII characters`
               ))
             }
-            const jcs = canonicalize(kind.body.data)
+            const jcs = kind.plainStrings === true ? canonicalizeParsedPlain(kind.body.data) : canonicalize(kind.body.data)
             const packageMode = kind.body.packageMode ?? "MANAGED"
             const sealed = packageMode === "SEPARATED" ? undefined : seal(kind.body.encryptionKey, jcs)
             return Effect.succeed({

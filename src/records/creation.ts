@@ -73,16 +73,16 @@ export class RecordCreation extends Context.Service<RecordCreation, {
           (outcome) => outcome === "idempotency-key-taken" ? outcome : accepted(text)
         )
 
-      const single = (kind: SubmissionKind, principal: Principal, body: unknown, idem: Idempotency | undefined) => {
+      const single = (kind: SubmissionKind, principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) => {
         const decoded = decodeSubmission(kind, body)
         if (decoded._tag === "Invalid") return Effect.fail(decoded.error)
         return Effect.flatMap(
-          ingest.prepare(principal, decoded.submission),
+          ingest.prepare(principal, plain ? { ...decoded.submission, plainStrings: true } : decoded.submission),
           (row) => commit(principal, [row], `{"success":true,"data":${acceptedView(row)}}`, idem)
         )
       }
 
-      const batch = (principal: Principal, body: unknown, idem: Idempotency | undefined) =>
+      const batch = (principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) =>
         Effect.gen(function*() {
           const { records } = yield* decodeBody(BatchAnchorBody, body)
           if (records.length > MAX_BATCH_RECORDS) {
@@ -95,7 +95,7 @@ export class RecordCreation extends Context.Service<RecordCreation, {
             const decoded = decodeSubmission("data", records[index], where)
             const prepared = decoded._tag === "Invalid"
               ? { _tag: "Failure" as const, failure: decoded.error }
-              : yield* Effect.result(ingest.prepare(principal, decoded.submission, where))
+              : yield* Effect.result(ingest.prepare(principal, plain ? { ...decoded.submission, plainStrings: true } : decoded.submission, where))
             if (prepared._tag === "Success") {
               rows.push(prepared.success)
               results.push(`{"index":${index},"success":true,"data":${acceptedView(prepared.success)}}`)
@@ -110,8 +110,12 @@ export class RecordCreation extends Context.Service<RecordCreation, {
           return yield* commit(principal, rows, text, idem)
         })
 
-      const run = (endpoint: CreateEndpoint, principal: Principal, body: unknown, idem: Idempotency | undefined) =>
-        endpoint === "anchorBatch" ? batch(principal, body, idem) : single(KIND[endpoint], principal, body, idem)
+      const run = (endpoint: CreateEndpoint, request: HttpServerRequest.HttpServerRequest, principal: Principal, body: unknown, idem: Idempotency | undefined) => {
+        // Parsed from a text without a backslash: no string in it needs escaping (see canonicalizeParsedPlain).
+        const text = stateOf(request).bodyText
+        const plain = text !== undefined && text.indexOf("\\") === -1
+        return endpoint === "anchorBatch" ? batch(principal, body, plain, idem) : single(KIND[endpoint], principal, body, plain, idem)
+      }
 
       /** Idempotency-Key: replay the stored response, 409 for another body, else create (SPEC 3.1). */
       const idempotent = (endpoint: CreateEndpoint, request: HttpServerRequest.HttpServerRequest, principal: Principal, body: unknown, key: string) =>
@@ -134,7 +138,7 @@ export class RecordCreation extends Context.Service<RecordCreation, {
           })
           const previous = yield* replay
           if (previous !== undefined) return previous
-          const result = yield* run(endpoint, principal, body, { key, requestHash })
+          const result = yield* run(endpoint, request, principal, body, { key, requestHash })
           if (result !== "idempotency-key-taken") return result
           // Another request with this key committed first.
           const after = yield* replay
@@ -145,7 +149,7 @@ export class RecordCreation extends Context.Service<RecordCreation, {
         create: (endpoint, request, principal, body) => {
           const key = request.headers["idempotency-key"]
           if (key !== undefined) return idempotent(endpoint, request, principal, body, key)
-          return Effect.flatMap(run(endpoint, principal, body, undefined), (result) =>
+          return Effect.flatMap(run(endpoint, request, principal, body, undefined), (result) =>
             result === "idempotency-key-taken" ? Effect.die(new Error("no idempotency key")) : Effect.succeed(result))
         }
       })

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { canonicalize, JcsError, recordHash } from "../../src/records/canonical/jcs.ts"
+import { canonicalize, canonicalizeParsedPlain, JcsError, recordHash } from "../../src/records/canonical/jcs.ts"
 import { parseStrictJson, StrictJsonError, type StrictJsonReason } from "../../src/records/canonical/strictJson.ts"
 
 const sha256 = (s: string): string => createHash("sha256").update(s, "utf8").digest("hex")
@@ -632,6 +632,22 @@ describe("property: random JSON values (seeded)", () => {
       } else differentPaths++
     }
     expect(differentPaths).toBeGreaterThan(400)
+  })
+
+  it("canonicalizeParsedPlain equals canonicalize on whatever parseStrictJson reads from texts without a backslash (3,000 values)", () => {
+    const r = rng(0x91a1)
+    let compared = 0
+    for (let i = 0; i < 3000; i++) {
+      const text = JSON.stringify(randomValue(r, 0), null, i % 3 === 0 ? 1 : undefined)
+      if (text.includes("\\")) continue
+      const parsed = parseStrictJson(text)
+      expect(canonicalizeParsedPlain(parsed), text).toBe(canonicalize(parsed))
+      compared++
+    }
+    for (const text of ['{"n":-0,"b":1e21,"c":1E300,"d":-1.5e-7,"e":[true,false,null,{}],"":""}', '"€😀"', "[]", "0"]) {
+      expect(canonicalizeParsedPlain(parseStrictJson(text))).toBe(canonicalize(parseStrictJson(text)))
+    }
+    expect(compared).toBeGreaterThan(600)
   })
 
   it("is not affected by the V8 JSON.parse escaped-key bug (nodejs/node#63785)", () => {
