@@ -43,6 +43,12 @@ export type ErrorCode =
 
 export const errorBody = (errorCode: ErrorCode, error: string) => ({ success: false as const, error, errorCode })
 
+type WireError = BadRequest | Unauthorized | NotFound | Conflict | Gone | Unprocessable | TooManyRequests
+
+/** The status of a wire error: its class's `httpApiStatus` annotation (the one the OpenAPI document lists). */
+export const statusOf = (error: WireError): number =>
+  (error.constructor as unknown as { ast: { annotations?: { httpApiStatus?: number } } }).ast.annotations?.httpApiStatus ?? 500
+
 export const badRequest = (errorCode: ErrorCode, error: string) => new BadRequest(errorBody(errorCode, error))
 export const notFound = (error: string) => new NotFound(errorBody("RECORD_NOT_FOUND", error))
 export const conflict = (errorCode: "IDEMPOTENCY_CONFLICT" | "NOT_ANCHORED", error: string) =>

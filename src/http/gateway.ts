@@ -20,7 +20,7 @@ import { AppConfig } from "../config.ts"
 import { parseStrictJson, StrictJsonError } from "../records/canonical/strictJson.ts"
 import { CREATE_ENDPOINTS, type CreateEndpoint, RecordCreation } from "../records/creation.ts"
 import { Api } from "./Api.ts"
-import { BadRequest, Conflict, type ErrorCode, errorBody } from "./errors.ts"
+import { type ErrorCode, errorBody, statusOf } from "./errors.ts"
 import { readBody } from "./body.ts"
 import { stateOf } from "./requestState.ts"
 import { describeIssue } from "./schemaMessages.ts"
@@ -266,7 +266,7 @@ export const GatewayLayer = HttpRouter.middleware(
           stateOf(request).principal!,
           stateOf(request).body
         ).pipe(
-          Effect.catch((e) => Effect.succeed(jsonError(e instanceof BadRequest ? 400 : e instanceof Conflict ? 409 : 429, e.errorCode as ErrorCode, e.error))),
+          Effect.catch((e) => Effect.succeed(jsonError(statusOf(e), e.errorCode as ErrorCode, e.error))),
           Effect.catchCause(handleFailure)
         )
         // The only 429 a handler answers is QUOTA_EXCEEDED: retry when the month turns.

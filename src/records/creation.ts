@@ -9,17 +9,15 @@
  * and their definitions (./api.ts) still describe them in the OpenAPI document and the typed client.
  */
 import { Context, Effect, Layer } from "effect"
-import type { HttpServerRequest } from "effect/http"
-import { HttpServerResponse } from "effect/http"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Principal } from "../auth/Accounts.ts"
 import { type BadRequest, type Conflict, type TooManyRequests, badRequest, conflict } from "../http/errors.ts"
 import { stateOf } from "../http/requestState.ts"
-import { decodeSubmission, Ingest, sha256Hex, type SubmissionKind } from "./Ingest.ts"
+import { decodeBody, decodeSubmission, Ingest, sha256Hex, type SubmissionKind } from "./Ingest.ts"
 import type { NewRecord } from "./IngestWriter.ts"
 import { toView, type RecordRow } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
 import { BatchAnchorBody, MAX_BATCH_RECORDS } from "./schemas.ts"
-import { decodeBody } from "./Ingest.ts"
 
 export type CreateEndpoint = "anchor" | "anchorEncrypted" | "anchorHash" | "anchorBatch"
 export const CREATE_ENDPOINTS: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])
