@@ -1,6 +1,6 @@
 /**
  * Per-request facts the gateway establishes before the API handlers run: the strictly parsed JSON
- * body and the authenticated principal. Keyed by the underlying Node request object.
+ * body and the authenticated principal. Kept on the underlying request object.
  */
 import type { HttpServerRequest } from "effect/http"
 import type { Principal } from "../auth/Accounts.ts"

@@ -16,19 +16,29 @@ import { newRecordId } from "./ids.ts"
 import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
 import { AnchorBody, EncryptedAnchorBody, HashAnchorBody } from "./schemas.ts"
 
-/** Decodes a strictly parsed body; unknown fields and wrong types → 400 VALIDATION_ERROR naming the field. */
+/** Decodes a strictly parsed body: the value, or the 400 VALIDATION_ERROR naming the field (unknown fields too). */
+const decodeOrError = <S extends Schema.Top & { readonly DecodingServices: never }>(
+  schema: S,
+  value: unknown,
+  where: string
+): { readonly ok: true; readonly value: S["Type"] } | { readonly ok: false; readonly error: BadRequest } => {
+  const exit = Schema.decodeUnknownExit(schema as never, { onExcessProperty: "error", errors: "all" })(value) as Exit.Exit<S["Type"], Schema.SchemaError>
+  if (Exit.isSuccess(exit)) return { ok: true, value: exit.value }
+  const failure = exit.cause.reasons.find((r) => r._tag === "Fail")
+  const message = failure && "error" in failure
+    ? describeIssue((failure.error as Schema.SchemaError).issue, where)
+    : "Request body does not match the schema"
+  return { ok: false, error: badRequest("VALIDATION_ERROR", message) }
+}
+
+/** decodeOrError as an Effect. */
 export const decodeBody = <S extends Schema.Top & { readonly DecodingServices: never }>(
   schema: S,
   value: unknown,
   where = ""
 ): Effect.Effect<S["Type"], BadRequest> => {
-  const exit = Schema.decodeUnknownExit(schema as never, { onExcessProperty: "error", errors: "all" })(value) as Exit.Exit<S["Type"], Schema.SchemaError>
-  if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
-  const failure = exit.cause.reasons.find((r) => r._tag === "Fail")
-  const message = failure && "error" in failure
-    ? describeIssue((failure.error as Schema.SchemaError).issue, where)
-    : "Request body does not match the schema"
-  return Effect.fail(badRequest("VALIDATION_ERROR", message))
+  const decoded = decodeOrError(schema, value, where)
+  return decoded.ok ? Effect.succeed(decoded.value) : Effect.fail(decoded.error)
 }
 
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */
@@ -75,17 +85,20 @@ const plainlyValid = (kind: SubmissionKind, body: unknown): boolean => {
     (body.metadata === undefined || isPlainObject(body.metadata))
 }
 
-/** A request body as a submission of the given kind, or the 400 naming what is wrong. */
+/**
+ * A request body as a submission of the given kind, or the 400 naming what is wrong. plainStrings:
+ * the body was parsed from a text without a backslash (see Kind).
+ */
 export const decodeSubmission = (
   kind: SubmissionKind,
   body: unknown,
-  where = ""
+  where = "",
+  plainStrings = false
 ): { readonly _tag: "Valid"; readonly submission: Kind } | { readonly _tag: "Invalid"; readonly error: BadRequest } => {
-  if (plainlyValid(kind, body)) return { _tag: "Valid", submission: { _tag: kind, body } as Kind }
-  const exit = Effect.runSyncExit(decodeBody(SCHEMAS[kind] as typeof AnchorBody, body, where))
-  if (Exit.isSuccess(exit)) return { _tag: "Valid", submission: { _tag: kind, body: exit.value } as Kind }
-  const failure = exit.cause.reasons.find((r) => r._tag === "Fail")
-  return { _tag: "Invalid", error: failure && "error" in failure ? failure.error as BadRequest : badRequest("VALIDATION_ERROR", "Invalid request body") }
+  const decoded = plainlyValid(kind, body) ? { ok: true as const, value: body } : decodeOrError(SCHEMAS[kind] as typeof AnchorBody, body, where)
+  if (!decoded.ok) return { _tag: "Invalid", error: decoded.error }
+  const submission = plainStrings ? { _tag: kind, body: decoded.value, plainStrings } : { _tag: kind, body: decoded.value }
+  return { _tag: "Valid", submission: submission as Kind }
 }
 
 const COMMITTED = Effect.succeed("committed" as const)

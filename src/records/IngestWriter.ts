@@ -10,25 +10,10 @@ import { Context, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { currentMonth } from "../auth/plans.ts"
+import type { RecordRow } from "./model.ts"
 
-export interface NewRecord {
-  readonly id: string
-  readonly accountId: string
-  readonly environment: "test" | "live"
-  readonly hash: string
-  readonly chainType: "evm" | "fabric" | "hybrid"
-  readonly networkId: string
-  readonly packageMode: "SEPARATED" | "IN_PLACE" | "MANAGED"
-  readonly source: "data" | "encrypted" | "hash"
-  readonly dataJcs: string | null
-  readonly ciphertext: Uint8Array | null
-  readonly nonce: Uint8Array | null
-  readonly authTag: Uint8Array | null
-  readonly metadata: Record<string, unknown>
-  readonly webhookUrl: string | null
-  readonly createdAt: Date
-  readonly updatedAt: Date
-}
+/** A row as ingest writes it: what it is before anchoring, deletion or anchors exist. */
+export type NewRecord = Omit<RecordRow, "status" | "anchoredAt" | "deletedAt" | "hardDeleted" | "anchors">
 
 export interface Submission {
   readonly accountId: string

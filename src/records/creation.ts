@@ -15,7 +15,7 @@ import { type BadRequest, type Conflict, type TooManyRequests, badRequest, confl
 import { stateOf } from "../http/requestState.ts"
 import { decodeBody, decodeSubmission, Ingest, sha256Hex, type SubmissionKind } from "./Ingest.ts"
 import type { NewRecord } from "./IngestWriter.ts"
-import { toView, type RecordRow } from "./model.ts"
+import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
 import { BatchAnchorBody, MAX_BATCH_RECORDS } from "./schemas.ts"
 
@@ -40,7 +40,7 @@ export const acceptedView = (row: NewRecord): string => {
     anchoredAt: null,
     deletedAt: null,
     hardDeleted: false
-  } as RecordRow)
+  })
   const head = JSON.stringify(view)
   return `${head.slice(0, -1)},"data":${row.dataJcs ?? "null"}}`
 }
@@ -72,10 +72,10 @@ export class RecordCreation extends Context.Service<RecordCreation, {
         )
 
       const single = (kind: SubmissionKind, principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) => {
-        const decoded = decodeSubmission(kind, body)
+        const decoded = decodeSubmission(kind, body, "", plain)
         if (decoded._tag === "Invalid") return Effect.fail(decoded.error)
         return Effect.flatMap(
-          ingest.prepare(principal, plain ? { ...decoded.submission, plainStrings: true } : decoded.submission),
+          ingest.prepare(principal, decoded.submission),
           (row) => commit(principal, [row], `{"success":true,"data":${acceptedView(row)}}`, idem)
         )
       }
@@ -90,10 +90,10 @@ export class RecordCreation extends Context.Service<RecordCreation, {
           const rows: Array<NewRecord> = []
           for (let index = 0; index < records.length; index++) {
             const where = `records[${index}].`
-            const decoded = decodeSubmission("data", records[index], where)
+            const decoded = decodeSubmission("data", records[index], where, plain)
             const prepared = decoded._tag === "Invalid"
               ? { _tag: "Failure" as const, failure: decoded.error }
-              : yield* Effect.result(ingest.prepare(principal, plain ? { ...decoded.submission, plainStrings: true } : decoded.submission, where))
+              : yield* Effect.result(ingest.prepare(principal, decoded.submission, where))
             if (prepared._tag === "Success") {
               rows.push(prepared.success)
               results.push(`{"index":${index},"success":true,"data":${acceptedView(prepared.success)}}`)
