@@ -20,6 +20,11 @@ export interface LimitState {
 
 export class RateLimits extends Context.Service<RateLimits, {
   readonly hit: (key: string, limit: number) => Effect.Effect<LimitState>
+  /**
+   * The same hit answered at once, for stores that keep their counts in memory (undefined for Redis).
+   * The gateway uses it to count a request without an effect step: this runs on every request.
+   */
+  readonly hitNow?: ((key: string, limit: number) => LimitState) | undefined
 }>()("anchord/auth/RateLimits") {
   static readonly layerNoStore = Layer.effect(
     RateLimits,
@@ -63,25 +68,23 @@ export class RateLimits extends Context.Service<RateLimits, {
    */
   static readonly layerMemory = Layer.sync(RateLimits, () => {
     const windows = new Map<string, { second: number; count: number }>()
-    return RateLimits.of({
-      hit: (key, limit) =>
-        Effect.sync((): LimitState => {
-          const now = Date.now()
-          const second = Math.floor(now / 1000)
-          let w = windows.get(key)
-          if (w === undefined || w.second !== second) {
-            if (windows.size > 100_000) {
-              for (const [k, v] of windows) if (v.second < second) windows.delete(k)
-            }
-            w = { second, count: 0 }
-            windows.set(key, w)
-          }
-          const reset = second + 1
-          if (w.count >= limit) return { allowed: false, limit, remaining: 0, reset, retryAfter: 1 }
-          w.count++
-          return { allowed: true, limit, remaining: limit - w.count, reset, retryAfter: 0 }
-        })
-    })
+    const hitNow = (key: string, limit: number): LimitState => {
+      const now = Date.now()
+      const second = Math.floor(now / 1000)
+      let w = windows.get(key)
+      if (w === undefined || w.second !== second) {
+        if (windows.size > 100_000) {
+          for (const [k, v] of windows) if (v.second < second) windows.delete(k)
+        }
+        w = { second, count: 0 }
+        windows.set(key, w)
+      }
+      const reset = second + 1
+      if (w.count >= limit) return { allowed: false, limit, remaining: 0, reset, retryAfter: 1 }
+      w.count++
+      return { allowed: true, limit, remaining: limit - w.count, reset, retryAfter: 0 }
+    }
+    return RateLimits.of({ hit: (key, limit) => Effect.sync(() => hitNow(key, limit)), hitNow })
   })
 
   /** Memory, or Redis (effect/persistence RateLimiter) when REDIS_URL is set, so nodes share counts. */

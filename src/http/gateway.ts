@@ -8,7 +8,7 @@
  *     without internals;
  *  5. the X-RateLimit-* / X-Quota-* headers on every /v1 response, errors included.
  */
-import { Cause, Effect, Option } from "effect"
+import { Cause, Context, Effect, Exit, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, HttpApiError } from "effect/http-api"
 import { SqlError } from "effect/sql"
@@ -95,6 +95,15 @@ const bearerToken = (header: string | undefined): string | undefined => {
   return match ? match[1] : "\u0000invalid"
 }
 
+type App = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>
+
+/**
+ * `f` of the effect's value: at once when the effect is already a success (services answer cache hits
+ * with `Effect.succeed`, which is an Exit), else after it runs.
+ */
+const andThen = <A, E, R, B, E2, R2>(effect: Effect.Effect<A, E, R>, f: (a: A) => Effect.Effect<B, E2, R2>): Effect.Effect<B, E | E2, R | R2> =>
+  Exit.isExit(effect) && Exit.isSuccess(effect) ? f((effect as Exit.Success<A, E>).value) : Effect.flatMap(effect, f)
+
 const isConnectionFailure = (error: unknown): boolean =>
   SqlError.isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "UnknownError" && /connect|ECONNREFUSED|terminat/i.test(String(error.message)))
 
@@ -116,16 +125,18 @@ export const GatewayLayer = HttpRouter.middleware(
       return Option.getOrElse(request.remoteAddress, () => "unknown")
     }
 
-    const quotaHeaders = (principal: Principal) =>
-      Effect.map(usage.get(principal.accountId), (used): Record<string, string> => {
+    const quotaHeaders = (principal: Principal): Effect.Effect<Record<string, string>> =>
+      andThen(usage.get(principal.accountId), (used) => {
         const reset = currentMonth().resetSeconds
-        return principal.monthlyQuota === null
-          ? { "x-quota-limit": "unlimited", "x-quota-remaining": "unlimited", "x-quota-reset": reset }
-          : {
-            "x-quota-limit": String(principal.monthlyQuota),
-            "x-quota-remaining": String(Math.max(0, principal.monthlyQuota - used)),
-            "x-quota-reset": reset
-          }
+        return Exit.succeed(
+          principal.monthlyQuota === null
+            ? { "x-quota-limit": "unlimited", "x-quota-remaining": "unlimited", "x-quota-reset": reset }
+            : {
+              "x-quota-limit": String(principal.monthlyQuota),
+              "x-quota-remaining": String(Math.max(0, principal.monthlyQuota - used)),
+              "x-quota-reset": reset
+            }
+        )
       })
 
     const rateHeaders = (s: LimitState): Record<string, string> => ({
@@ -198,88 +209,126 @@ export const GatewayLayer = HttpRouter.middleware(
         return jsonError(500, "INTERNAL_ERROR", "Internal error")
       })
 
-    return (app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>) =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const query = request.url.indexOf("?")
-        const path = query === -1 ? request.url : request.url.slice(0, query)
-        if (!path.startsWith("/v1/") && path !== "/v1") return yield* app
-        const route = literalRoutes.get(path) ?? routes.find((r) => r.pattern.test(path))
-        const method = request.method === "HEAD" ? "GET" : request.method
+    // Plain functions and Effect.flatMap here, not Effect.gen: this runs on every request, and the
+    // generator form of the same steps measured ~50 µs more CPU per request under load.
+    const limitHit = (key: string, limit: number): Effect.Effect<LimitState> =>
+      limits.hitNow !== undefined ? Exit.succeed(limits.hitNow(key, limit)) : limits.hit(key, limit)
 
-        let headers: Record<string, string> = {}
-        const finish = (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.setHeaders(response, headers)
+    /** One /v1 request on its way through the gateway: the rate-limit headers it has earned so far. */
+    class Exchange {
+      headers: Record<string, string> | undefined = undefined
+      principal: Principal | undefined = undefined
+      readonly method: string
+      readonly route: RouteEntry | undefined
+      readonly request: HttpServerRequest.HttpServerRequest
+      readonly path: string
+      constructor(request: HttpServerRequest.HttpServerRequest, path: string) {
+        this.request = request
+        this.path = path
+        this.method = request.method === "HEAD" ? "GET" : request.method
+        this.route = literalRoutes.get(path) ?? routes.find((r) => r.pattern.test(path))
+      }
 
-        // Requests that cannot be tied to a valid key are limited by address.
-        const byAddress = Effect.gen(function*() {
-          const state = yield* limits.hit(`ip:${clientAddress(request)}`, config.anonymousRatePerSecond)
-          headers = rateHeaders(state)
-          return state
+      /** Adds the X-RateLimit-* headers, and for a key the X-Quota-* headers as usage stands now. */
+      finish(response: HttpServerResponse.HttpServerResponse): Effect.Effect<HttpServerResponse.HttpServerResponse> {
+        const headers = this.headers
+        const principal = this.principal
+        if (principal === undefined) return Exit.succeed(headers === undefined ? response : HttpServerResponse.setHeaders(response, headers))
+        return andThen(quotaHeaders(principal), (quota) => Exit.succeed(HttpServerResponse.setHeaders(response, { ...headers, ...quota })))
+      }
+
+      /** Requests that cannot be tied to a valid key are limited by address. */
+      byAddress(): Effect.Effect<LimitState> {
+        return andThen(limitHit(`ip:${clientAddress(this.request)}`, config.anonymousRatePerSecond), (state) => {
+          this.headers = rateHeaders(state)
+          return Exit.succeed(state)
         })
+      }
 
-        // A failure anywhere (the database behind authentication, say) still answers with the headers.
-        const recover = (cause: Cause.Cause<unknown>) =>
-          Effect.gen(function*() {
-            const response = yield* handleFailure(cause)
-            if (headers["x-ratelimit-limit"] === undefined) yield* byAddress
-            return finish(response)
-          })
+      /** By address, then `next` unless refused. */
+      limitedByAddress<R>(next: () => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R>) {
+        return andThen(this.byAddress(), (state) => state.allowed ? next() : Exit.succeed(rateLimited(state)))
+      }
 
-        return yield* Effect.gen(function*() {
+      run(app: App): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest> {
+        const { route, method, path, request } = this
         if (route === undefined || !route.methods.has(method)) {
-          const state = yield* byAddress
-          if (!state.allowed) return rateLimited(state)
-          if (route === undefined) return finish(jsonError(404, "NOT_FOUND", `No route ${request.method} ${path}`))
-          return finish(jsonError(405, "METHOD_NOT_ALLOWED", `Method ${request.method} is not allowed on ${path}`, {
-            allow: [...route.methods].join(", ")
-          }))
+          return this.limitedByAddress(() =>
+            this.finish(
+              route === undefined
+                ? jsonError(404, "NOT_FOUND", `No route ${request.method} ${path}`)
+                : jsonError(405, "METHOD_NOT_ALLOWED", `Method ${request.method} is not allowed on ${path}`, {
+                  allow: [...route.methods].join(", ")
+                })
+            )
+          )
         }
-
-        if (PUBLIC_PATHS.has(path)) {
-          const state = yield* byAddress
-          if (!state.allowed) return rateLimited(state)
-        } else {
-          const token = bearerToken(request.headers["authorization"])
-          const auth = yield* accounts.authenticate(token)
+        if (PUBLIC_PATHS.has(path)) return this.limitedByAddress(() => this.serve(app, route))
+        return andThen(accounts.authenticate(bearerToken(request.headers["authorization"])), (auth) => {
           if (auth._tag === "Rejected") {
-            const state = yield* byAddress
-            if (!state.allowed) return rateLimited(state)
             const [code, message] = describeAuthFailure(auth.reason)
-            return finish(jsonError(401, code, message))
+            return this.limitedByAddress(() => this.finish(jsonError(401, code, message)))
           }
           const principal = auth.principal
-          const state = yield* limits.hit(`key:${principal.accountId}`, principal.perSecond)
-          headers = { ...rateHeaders(state), ...(yield* quotaHeaders(principal)) }
-          if (!state.allowed) return rateLimited(state, headers)
-          stateOf(request).principal = principal
-        }
+          return andThen(limitHit(`key:${principal.accountId}`, principal.perSecond), (state) => {
+            this.headers = rateHeaders(state)
+            this.principal = principal
+            if (!state.allowed) return andThen(quotaHeaders(principal), (quota) => Exit.succeed(rateLimited(state, { ...this.headers, ...quota })))
+            stateOf(request).principal = principal
+            return this.serve(app, route)
+          })
+        })
+      }
 
-        if (route.withBody.has(method)) {
-          const refused = yield* readJsonBody(request)
-          if (refused !== undefined) return finish(refused)
-        }
+      serve(app: App, route: RouteEntry) {
+        if (!route.withBody.has(this.method)) return this.handle(app, route)
+        return Effect.flatMap(readJsonBody(this.request), (refused) => refused === undefined ? this.handle(app, route) : this.finish(refused))
+      }
 
-        const creates = method === "POST" ? route.creates : undefined
-        let response = creates === undefined ? yield* app.pipe(Effect.catchCause(handleFailure)) : yield* creation.create(
+      handle(app: App, route: RouteEntry) {
+        const creates = this.method === "POST" ? route.creates : undefined
+        const request = this.request
+        const response = creates === undefined ? app.pipe(Effect.catchCause(handleFailure)) : creation.create(
           creates,
           request,
-          stateOf(request).principal!,
+          this.principal!,
           stateOf(request).body
         ).pipe(
           Effect.catch((e) => Effect.succeed(jsonError(statusOf(e), e.errorCode as ErrorCode, e.error))),
           Effect.catchCause(handleFailure)
         )
-        // The only 429 a handler answers is QUOTA_EXCEEDED: retry when the month turns.
-        if (response.status === 429 && response.headers["retry-after"] === undefined) {
-          const wait = Math.ceil((nextMonthStart(new Date()).getTime() - Date.now()) / 1000)
-          response = HttpServerResponse.setHeader(response, "retry-after", String(Math.max(1, wait)))
-        }
-        // Handlers may change usage (ingest): re-read the quota headers they report.
-        const principal = stateOf(request).principal
-        if (principal !== undefined && request.method === "POST") headers = { ...headers, ...(yield* quotaHeaders(principal)) }
-        return finish(response)
-        }).pipe(Effect.catchCause(recover))
-      }).pipe(Effect.catchCause(handleFailure))
+        return Effect.flatMap(response, (r) => {
+          // The only 429 a handler answers is QUOTA_EXCEEDED: retry when the month turns.
+          if (r.status === 429 && r.headers["retry-after"] === undefined) {
+            const wait = Math.ceil((nextMonthStart(new Date()).getTime() - Date.now()) / 1000)
+            r = HttpServerResponse.setHeader(r, "retry-after", String(Math.max(1, wait)))
+          }
+          return this.finish(r)
+        })
+      }
+
+      /** A failure anywhere (the database behind authentication, say) still answers with the headers. */
+      recover(cause: Cause.Cause<unknown>) {
+        return Effect.flatMap(handleFailure(cause), (response) =>
+          this.headers === undefined
+            ? Effect.flatMap(this.byAddress(), () => this.finish(response))
+            : this.finish(response))
+      }
+    }
+
+    return (app: App) =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const query = request.url.indexOf("?")
+        const path = query === -1 ? request.url : request.url.slice(0, query)
+        if (!path.startsWith("/v1/") && path !== "/v1") return app.pipe(Effect.catchCause(handleFailure))
+        const exchange = new Exchange(request, path)
+        // Suspended, so that an exception thrown by any step is a defect answered by `recover`.
+        return Effect.suspend(() => exchange.run(app)).pipe(
+          Effect.catchCause((cause) => exchange.recover(cause)),
+          Effect.catchCause(handleFailure)
+        )
+      })
   }),
   { global: true }
 )
