@@ -6,7 +6,8 @@
  * The monthly quota is enforced in the same transaction, against a row lock on the account's
  * usage row, so it holds across several nodes sharing the database.
  */
-import { Context, Effect, Layer, Queue } from "effect"
+import { Context, Effect, Layer, Queue, Result } from "effect"
+import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { currentMonth } from "../auth/plans.ts"
@@ -37,47 +38,51 @@ export type SubmitOutcome =
 
 
 /**
- * Rows as the JSON that json_populate_recordset reads (column names as in the table). The canonical
- * text of `data` (always a JSON object) is embedded as JSON, not as a string: PostgreSQL stores the
- * text of a nested json value in a text column exactly as written, so the JCS bytes arrive unchanged
- * and the 1 KB of quotes in a record is neither escaped here nor unescaped there. (tested byte for
- * byte in test/records/records.test.ts)
+ * Rows as one array per column, bound in PostgreSQL's binary format and turned back into rows by
+ * `unnest`. Binary arrays are not parsed on either side: each canonical text (1 KB in a typical
+ * record) reaches its column as the bytes it is, where a JSON document of rows had PostgreSQL tokenize
+ * every record (json_populate_recordset measured ~15 µs more per row). The statement's shape does not
+ * depend on the number of rows, so its prepared form is reused.
  */
-const rowsJson = (rows: ReadonlyArray<NewRecord>): string => {
-  let out = "["
-  for (let i = 0; i < rows.length; i++) {
+const columns = (rows: ReadonlyArray<NewRecord>) => {
+  const n = rows.length
+  const id = new Array<string>(n), accountId = new Array<string>(n), environment = new Array<string>(n)
+  const hash = new Array<string>(n), chainType = new Array<string>(n), networkId = new Array<string>(n)
+  const packageMode = new Array<string>(n), source = new Array<string>(n), dataJcs = new Array<string | null>(n)
+  const ciphertext = new Array<Uint8Array | null>(n), nonce = new Array<Uint8Array | null>(n), authTag = new Array<Uint8Array | null>(n)
+  const metadata = new Array<string>(n), webhookUrl = new Array<string | null>(n)
+  const createdAt = new Array<Date>(n), updatedAt = new Array<Date>(n)
+  for (let i = 0; i < n; i++) {
     const r = rows[i]!
-    const head = JSON.stringify({
-      id: r.id,
-      account_id: r.accountId,
-      environment: r.environment,
-      hash: r.hash,
-      status: "QUEUED",
-      chain_type: r.chainType,
-      network_id: r.networkId,
-      package_mode: r.packageMode,
-      source: r.source,
-      ciphertext: hex(r.ciphertext),
-      nonce: hex(r.nonce),
-      auth_tag: hex(r.authTag),
-      metadata: r.metadata,
-      webhook_url: r.webhookUrl,
-      created_at: r.createdAt.toISOString(),
-      updated_at: r.updatedAt.toISOString(),
-      anchored_at: null,
-      deleted_at: null,
-      hard_deleted: false
-    })
-    const jcs = r.dataJcs === null ? "null" : embeddable(r.dataJcs) ? r.dataJcs : JSON.stringify(r.dataJcs)
-    out += (i === 0 ? "" : ",") + head.slice(0, -1) + ',"data_jcs":' + jcs + "}"
+    id[i] = r.id
+    accountId[i] = r.accountId
+    environment[i] = r.environment
+    hash[i] = r.hash
+    chainType[i] = r.chainType
+    networkId[i] = r.networkId
+    packageMode[i] = r.packageMode
+    source[i] = r.source
+    dataJcs[i] = r.dataJcs
+    ciphertext[i] = r.ciphertext
+    nonce[i] = r.nonce
+    authTag[i] = r.authTag
+    metadata[i] = JSON.stringify(r.metadata)
+    webhookUrl[i] = r.webhookUrl
+    createdAt[i] = r.createdAt
+    updatedAt[i] = r.updatedAt
   }
-  return out + "]"
+  const text = (values: ReadonlyArray<string | null>) => binaryArray(values, PgTypes.OID.text)
+  const bytea = (values: ReadonlyArray<Uint8Array | null>) => binaryArray(values, PgTypes.OID.bytea)
+  const timestamptz = (values: ReadonlyArray<Date>) => binaryArray(values, PgTypes.OID.timestamptz)
+  return {
+    id: text(id), accountId: text(accountId), environment: text(environment), hash: text(hash),
+    chainType: text(chainType), networkId: text(networkId), packageMode: text(packageMode), source: text(source),
+    dataJcs: text(dataJcs), ciphertext: bytea(ciphertext), nonce: bytea(nonce), authTag: bytea(authTag),
+    metadata: text(metadata), webhookUrl: text(webhookUrl), createdAt: timestamptz(createdAt), updatedAt: timestamptz(updatedAt)
+  }
 }
 
-/** An object's text, without \u0000 (which PostgreSQL's json parser refuses to de-escape): then it goes as a string. */
-const embeddable = (jcs: string) => jcs.charCodeAt(0) === 0x7b && jcs.indexOf("\\u0000") === -1
-
-const hex = (bytes: Uint8Array | null) => bytes === null ? null : `\\x${Buffer.from(bytes).toString("hex")}`
+const binaryArray = (values: ReadonlyArray<unknown>, elementOid: number) => Result.getOrThrow(PgTypes.array(values, elementOid))
 
 interface Pending {
   readonly submission: Submission
@@ -96,20 +101,28 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const config = yield* AppConfig
       const queue = yield* Queue.unbounded<Pending>()
 
-      /**
-       * All rows in one statement with a constant shape (one JSON parameter, so the prepared statement
-       * is reused whatever the batch size), counting usage in the same statement.
-       */
-      const insertRows = (rows: ReadonlyArray<NewRecord>, month: string) =>
-        sql<{ accountId: string; used: string | number }>`
+      /** All rows in one statement (see `columns`), counting usage in the same statement. */
+      const insertRows = (rows: ReadonlyArray<NewRecord>, month: string) => {
+        const c = columns(rows)
+        return sql<{ accountId: string; used: string | number }>`
           WITH ins AS (
-            INSERT INTO records SELECT * FROM json_populate_recordset(NULL::records, ${rowsJson(rows)})
+            INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source,
+                                 data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
+            SELECT id, account_id, environment, hash, chain_type, network_id, package_mode, source,
+                   data_jcs, ciphertext, nonce, auth_tag, metadata::jsonb, webhook_url, created_at, updated_at
+            FROM unnest(${c.id}::text[], ${c.accountId}::text[], ${c.environment}::text[], ${c.hash}::text[],
+                        ${c.chainType}::text[], ${c.networkId}::text[], ${c.packageMode}::text[], ${c.source}::text[],
+                        ${c.dataJcs}::text[], ${c.ciphertext}::bytea[], ${c.nonce}::bytea[], ${c.authTag}::bytea[],
+                        ${c.metadata}::text[], ${c.webhookUrl}::text[], ${c.createdAt}::timestamptz[], ${c.updatedAt}::timestamptz[])
+              AS u(id, account_id, environment, hash, chain_type, network_id, package_mode, source,
+                   data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
             RETURNING account_id
           )
           INSERT INTO usage_monthly (account_id, month, used)
           SELECT account_id, ${month}, count(*) FROM ins GROUP BY account_id
           ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used + EXCLUDED.used
           RETURNING account_id, used`
+      }
 
       /**
        * One round trip for a group of submissions from accounts without a monthly quota (ENTERPRISE):
