@@ -39,6 +39,28 @@ describe("records", () => {
     expect(got.json.data).toEqual(rec)
   })
 
+  it("the table refuses an id or hash that is not lowercase hex of the right length (migration 0005's checks)", async () => {
+    const rec = (await api("POST", "/v1/anchor", { data: { check: 1 } })).json.data
+    const copy = (id: string, hash: string) =>
+      query(node.databaseUrl, `
+        INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source)
+        SELECT $1, account_id, environment, $2, chain_type, network_id, package_mode, source FROM records WHERE id = $3`,
+        [id, hash, rec.recordId])
+    /** The constraint a refused insert names (PostgreSQL's error, under the client's), or "accepted". */
+    const outcome = (id: string, hash: string) =>
+      copy(id, hash).then(() => "accepted", (e) => String(e?.reason?.cause?.constraint ?? e))
+    const goodHash = "0".repeat(64)
+    for (const id of ["0123456789abcdef0123456", "0123456789abcdef012345678", "0123456789ABCDEF01234567", "0123456789abcdef0123456g", "0123456789abcdef0123456é"]) {
+      expect(await outcome(id, goodHash), id).toBe("records_id_check")
+    }
+    for (const hash of ["a".repeat(63), "a".repeat(65), "A".repeat(64), `${"a".repeat(63)} `, `${"a".repeat(63)}é`]) {
+      expect(await outcome("0123456789abcdef01234567", hash), hash).toBe("records_hash_check")
+    }
+    expect(await outcome("0123456789abcdef01234567", "0123456789abcdef".repeat(4))).toBe("accepted")
+    expect(await query(node.databaseUrl, "SELECT hash FROM records WHERE id = '0123456789abcdef01234567'"))
+      .toEqual([{ hash: "0123456789abcdef".repeat(4) }])
+  })
+
   it("stores the canonical text byte for byte: escapes, control characters, non-ASCII, U+2028, nesting", async () => {
     const data = {
       z: "quote \" backslash \\ slash / tab \t nl \n nul \u0000 del \u007f",

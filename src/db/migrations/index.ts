@@ -2,11 +2,13 @@ import init from "./0001_init.ts"
 import anchoring from "./0002_anchoring.ts"
 import webhooks from "./0003_webhooks.ts"
 import fabric from "./0004_fabric.ts"
+import ingestChecks from "./0005_ingest_checks.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
   "0001_init": init,
   "0002_anchoring": anchoring,
   "0003_webhooks": webhooks,
-  "0004_fabric": fabric
+  "0004_fabric": fabric,
+  "0005_ingest_checks": ingestChecks
 }
