@@ -14,7 +14,7 @@ import { canonicalize, canonicalizeParsedPlain } from "./canonical/jcs.ts"
 import { isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
 import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
-import { AnchorBody, EncryptedAnchorBody, HashAnchorBody } from "./schemas.ts"
+import { AnchorBody, EncryptedAnchorBody, HashAnchorBody, holdsNul } from "./schemas.ts"
 
 /** Decodes a strictly parsed body: the value, or the 400 VALIDATION_ERROR naming the field (unknown fields too). */
 const decodeOrError = <S extends Schema.Top & { readonly DecodingServices: never }>(
@@ -82,7 +82,7 @@ const plainlyValid = (kind: SubmissionKind, body: unknown): boolean => {
   return (body.webhookUrl === undefined || typeof body.webhookUrl === "string") &&
     (body.chain === undefined || CHAINS.has(body.chain)) &&
     (body.packageMode === undefined || PACKAGE_MODES.has(body.packageMode)) &&
-    (body.metadata === undefined || isPlainObject(body.metadata))
+    (body.metadata === undefined || isPlainObject(body.metadata) && !holdsNul(body.metadata))
 }
 
 /**

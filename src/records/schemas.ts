@@ -11,6 +11,24 @@ export type RecordStatus = typeof RecordStatus.Type
 export const JsonObject = Schema.Record(Schema.String, Schema.Unknown).annotate({
   description: "A JSON object"
 })
+/** Whether a member name or string anywhere in the value holds U+0000. */
+export const holdsNul = (value: unknown): boolean => {
+  if (typeof value === "string") return value.includes("\u0000")
+  if (typeof value !== "object" || value === null) return false
+  if (Array.isArray(value)) return value.some(holdsNul)
+  for (const name in value) if (name.includes("\u0000") || holdsNul((value as Record<string, unknown>)[name])) return true
+  return false
+}
+
+/**
+ * Metadata: a JSON object stored as jsonb, which cannot hold U+0000. Refused here with a 400, where
+ * the database would refuse it as the statement runs (and with it the other records committed in the
+ * same group).
+ */
+export const Metadata = JsonObject.check(
+  Schema.makeFilter((value) => holdsNul(value) ? "U+0000 is not allowed in member names or strings" : true)
+).annotate({ description: "A JSON object; no member name or string may contain U+0000" })
+
 export const RecordId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{24}$/)).annotate({
   description: "24 lowercase hex characters (ObjectId-shaped)"
 })
@@ -23,7 +41,7 @@ const anchorFields = {
   webhookUrl: Schema.optionalKey(Schema.String),
   chain: Schema.optionalKey(ChainType),
   packageMode: Schema.optionalKey(PackageMode),
-  metadata: Schema.optionalKey(JsonObject)
+  metadata: Schema.optionalKey(Metadata)
 }
 
 export const AnchorBody = Schema.Struct(anchorFields).annotate({ identifier: "AnchorRequest" })
@@ -38,7 +56,7 @@ export const HashAnchorBody = Schema.Struct({
   hash: Hash64,
   webhookUrl: Schema.optionalKey(Schema.String),
   chain: Schema.optionalKey(ChainType),
-  metadata: Schema.optionalKey(JsonObject)
+  metadata: Schema.optionalKey(Metadata)
 }).annotate({ identifier: "HashAnchorRequest" })
 export type HashAnchorBody = typeof HashAnchorBody.Type
 
@@ -48,7 +66,7 @@ export const BatchAnchorBody = Schema.Struct({
 }).annotate({ identifier: "BatchAnchorRequest", description: "records: 1 to 100 AnchorRequest bodies" })
 
 export const PatchBody = Schema.Struct({
-  metadata: Schema.optionalKey(JsonObject),
+  metadata: Schema.optionalKey(Metadata),
   webhookUrl: Schema.optionalKey(Schema.NullOr(Schema.String))
 }).annotate({ identifier: "RecordPatch", description: "Only the mutable fields: metadata, webhookUrl" })
 export type PatchBody = typeof PatchBody.Type

@@ -28,6 +28,8 @@ const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata", "instanc
  * names. Returns the host to resolve (lowercase, without brackets) when they pass.
  */
 export const staticVerdict = (raw: string, environment: "test" | "live"): UrlVerdict & { readonly host?: string } => {
+  // The URL parser would drop or escape them, but the URL is stored and shown as given.
+  if (/[\u0000-\u001f\u007f]/.test(raw)) return { ok: false, reason: "webhookUrl must not contain control characters" }
   let url: URL
   try {
     url = new URL(raw)

@@ -61,6 +61,37 @@ describe("records", () => {
       .toEqual([{ hash: "0123456789abcdef".repeat(4) }])
   })
 
+  it("U+0000 in metadata or a control character in webhookUrl: 400, nothing stored, and the records committed alongside are not affected", async () => {
+    const count = async () => Number((await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM records"))[0].n)
+    const before = await count()
+    const bad = [{ ref: "a\u0000b" }, { "k\u0000": 1 }, { deep: [{ x: "\u0000" }] }]
+    // Sent together with valid records, so that they would share a group commit with them.
+    const results = await Promise.all([
+      ...bad.map((metadata) => api("POST", "/v1/anchor", { data: { n: 1 }, metadata })),
+      api("POST", "/v1/anchor", { data: { n: 2 }, webhookUrl: "http://127.0.0.1:9/\u0000" }),
+      api("POST", "/v1/anchor", { data: { n: 3 }, webhookUrl: "http://127.0.0.1:9/a\nb" }),
+      ...Array.from({ length: 10 }, (_, i) => api("POST", "/v1/anchor", { data: { good: i }, metadata: { ok: "\u0001" } }))
+    ])
+    for (const r of results.slice(0, 3)) expectError(r, 400, "VALIDATION_ERROR", /^metadata: U\+0000 is not allowed in member names or strings$/)
+    for (const r of results.slice(3, 5)) expectError(r, 400, "INVALID_WEBHOOK_URL", /control characters/)
+    for (const r of results.slice(5)) expect(r.status, JSON.stringify(r.json)).toBe(202)
+    expect(await count()).toBe(before + 10)
+
+    const batch = await api("POST", "/v1/anchor/batch", { records: [{ data: { b: 1 } }, { data: { b: 2 }, metadata: { x: "\u0000" } }] })
+    expect(batch.status).toBe(202)
+    expect(batch.json.data).toMatchObject({ accepted: 1, rejected: 1 })
+    expect(batch.json.data.results[1]).toEqual({
+      index: 1, success: false, errorCode: "VALIDATION_ERROR", error: "records[1].metadata: U+0000 is not allowed in member names or strings"
+    })
+
+    const rec = results[5].json.data
+    const patched = await api("PATCH", `/v1/records/${rec.recordId}`, { metadata: { "\u0000": true } })
+    expectError(patched, 400, "VALIDATION_ERROR", /U\+0000/)
+    const patchedUrl = await api("PATCH", `/v1/records/${rec.recordId}`, { webhookUrl: "http://127.0.0.1:9/\u0000" })
+    expectError(patchedUrl, 400, "INVALID_WEBHOOK_URL", /control characters/)
+    expect((await api("GET", `/v1/records/${rec.recordId}`)).json.data).toMatchObject({ metadata: { ok: "\u0001" }, webhookUrl: null })
+  })
+
   it("stores the canonical text byte for byte: escapes, control characters, non-ASCII, U+2028, nesting", async () => {
     const data = {
       z: "quote \" backslash \\ slash / tab \t nl \n nul \u0000 del \u007f",

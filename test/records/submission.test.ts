@@ -22,7 +22,7 @@ const CANDIDATES: Record<string, ReadonlyArray<unknown>> = {
   webhookUrl: ["https://example.com/h", "", 1, null],
   chain: ["evm", "fabric", "hybrid", "EVM", "bitcoin", null],
   packageMode: ["SEPARATED", "IN_PLACE", "MANAGED", "managed", 0],
-  metadata: [{ ref: "x" }, {}, [], "m", null],
+  metadata: [{ ref: "x" }, {}, [], "m", null, { ref: "a\u0000b" }, { "k\u0000": 1 }, { deep: [{ x: "\u0000" }] }],
   encryptionKey: ["k".repeat(32), "short", 32, null],
   extra: [1, "x"],
   ["__proto__"]: [{ polluted: true }] // computed: an own member, not the literal's prototype
