@@ -5,7 +5,7 @@
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Option, Redacted, String as Str } from "effect"
-import { Migrator } from "effect/sql"
+import { Migrator, SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { embeddedPostgres } from "./EmbeddedPostgres.ts"
 import { migrations } from "./migrations/index.ts"
@@ -38,3 +38,20 @@ export const DatabaseLayer = Layer.unwrap(
 
 /** The database with the schema migrated. */
 export const DatabaseLive = MigrationsLayer.pipe(Layer.provideMerge(DatabaseLayer))
+
+/**
+ * A failure to reach the database (as opposed to a statement it refused): 503 and retry. The client
+ * reports lost sockets and SQLSTATE class 08 as ConnectionError; a server shutting down (class 57P,
+ * "terminating connection") arrives as UnknownError with that code. Not the message: every error of
+ * the client says "PgConnection: ...".
+ */
+export const isConnectionFailure = (error: unknown): boolean => {
+  if (!SqlError.isSqlError(error)) return false
+  const reason = error.reason
+  if (reason._tag === "ConnectionError") return true
+  if (reason._tag !== "UnknownError") return false
+  const cause = reason.cause as { readonly code?: unknown; readonly message?: unknown } | undefined
+  const code = typeof cause?.code === "string" ? cause.code : ""
+  return code.startsWith("57P") || /^(ECONNREFUSED|ECONNRESET|EPIPE)$/.test(code) ||
+    /ECONNREFUSED|ECONNRESET|terminat/i.test(String(cause?.message ?? ""))
+}

@@ -11,12 +11,12 @@
 import { Cause, Context, Effect, Exit, Option } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, HttpApiError } from "effect/http-api"
-import { SqlError } from "effect/sql"
 import { Accounts, type Principal } from "../auth/Accounts.ts"
 import { RateLimits, type LimitState } from "../auth/RateLimits.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { currentMonth, nextMonthStart } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
+import { isConnectionFailure } from "../db/Database.ts"
 import { parseStrictJson, StrictJsonError } from "../records/canonical/strictJson.ts"
 import { CREATE_ENDPOINTS, type CreateEndpoint, RecordCreation } from "../records/creation.ts"
 import { Api } from "./Api.ts"
@@ -103,9 +103,6 @@ type App = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpSer
  */
 const andThen = <A, E, R, B, E2, R2>(effect: Effect.Effect<A, E, R>, f: (a: A) => Effect.Effect<B, E2, R2>): Effect.Effect<B, E | E2, R | R2> =>
   Exit.isExit(effect) && Exit.isSuccess(effect) ? f((effect as Exit.Success<A, E>).value) : Effect.flatMap(effect, f)
-
-const isConnectionFailure = (error: unknown): boolean =>
-  SqlError.isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "UnknownError" && /connect|ECONNREFUSED|terminat/i.test(String(error.message)))
 
 export const GatewayLayer = HttpRouter.middleware(
   Effect.gen(function*() {

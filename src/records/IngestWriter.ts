@@ -6,10 +6,11 @@
  * The monthly quota is enforced in the same transaction, against a row lock on the account's
  * usage row, so it holds across several nodes sharing the database.
  */
-import { Context, Effect, Layer, Queue, Result } from "effect"
+import { Cause, Context, Effect, Layer, Queue, Result } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
+import { isConnectionFailure } from "../db/Database.ts"
 import { currentMonth } from "../auth/plans.ts"
 import type { RecordRow } from "./model.ts"
 
@@ -191,21 +192,39 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           "_tag" in outcome && outcome._tag === "QuotaExceeded" ? Effect.succeed(outcome as SubmitOutcome) : Effect.fail(outcome)
         ))
 
-      /** Resumes every waiting request with its outcome, also when the commit fails or is interrupted. */
-      const settle = (group: ReadonlyArray<Pending>, commit: Effect.Effect<Map<Pending, SubmitOutcome>, unknown>) =>
-        group.length === 0 ? Effect.void : commit.pipe(
+      /**
+       * Commits a group and resumes every waiting request with its outcome, also when the commit fails
+       * or is interrupted. A group the database refuses for any reason but the connection (a row it
+       * cannot store) is committed again one submission at a time, so that the row fails only its own
+       * request, not the others that happened to share its statement.
+       */
+      const settle = (
+        group: ReadonlyArray<Pending>,
+        commit: (group: ReadonlyArray<Pending>) => Effect.Effect<Map<Pending, SubmitOutcome>, unknown>
+      ): Effect.Effect<void> =>
+        group.length === 0 ? Effect.void : commit(group).pipe(
           Effect.onInterrupt(() =>
             Effect.sync(() => {
               for (const p of group) p.done(Effect.interrupt)
             })
           ),
-          Effect.matchCause({
-            onSuccess: (outcomes) => {
-              for (const p of group) p.done(Effect.succeed(outcomes.get(p)!))
-            },
+          Effect.matchCauseEffect({
+            onSuccess: (outcomes) =>
+              Effect.sync(() => {
+                for (const p of group) p.done(Effect.succeed(outcomes.get(p)!))
+              }),
             onFailure: (cause) => {
-              const failed = Effect.orDie(Effect.failCause(cause))
-              for (const p of group) p.done(failed)
+              const error = cause.reasons.find(Cause.isFailReason)?.error
+              if (group.length > 1 && error !== undefined && !isConnectionFailure(error)) {
+                return Effect.andThen(
+                  Effect.logWarning("group commit refused; committing its submissions one by one", { rows: group.length, error: String(error) }),
+                  Effect.forEach(group, (p) => settle([p], commit), { discard: true })
+                )
+              }
+              return Effect.sync(() => {
+                const failed = Effect.orDie(Effect.failCause(cause))
+                for (const p of group) p.done(failed)
+              })
             }
           })
         )
@@ -222,9 +241,9 @@ export class IngestWriter extends Context.Service<IngestWriter, {
         }
         // Idempotent submissions commit alone, each in its own transaction: they do not hold up the group.
         for (const p of idempotent) {
-          yield* Effect.forkIn(settle([p], Effect.map(commitIdempotent(p), (o) => new Map([[p, o]]))), scope)
+          yield* Effect.forkIn(settle([p], () => Effect.map(commitIdempotent(p), (o) => new Map([[p, o]]))), scope)
         }
-        yield* Effect.all([settle(unlimited, commitUnlimited(unlimited)), settle(limited, commitGroup(limited))], {
+        yield* Effect.all([settle(unlimited, commitUnlimited), settle(limited, commitGroup)], {
           concurrency: "unbounded",
           discard: true
         })

@@ -92,6 +92,38 @@ describe("records", () => {
     expect((await api("GET", `/v1/records/${rec.recordId}`)).json.data).toMatchObject({ metadata: { ok: "\u0001" }, webhookUrl: null })
   })
 
+  it("a row the database refuses fails only its own request, not the others committed in the same group", async () => {
+    // The refusal is caused by a trigger (nothing the API accepts is refused by the table itself).
+    await query(node.databaseUrl, `
+      CREATE FUNCTION test_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.metadata ? 'poison' THEN RAISE EXCEPTION 'poisoned row'; END IF; RETURN NEW; END $$`)
+    await query(node.databaseUrl, "CREATE TRIGGER test_poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION test_poison()")
+    try {
+      const first = await api("POST", "/v1/anchor", { data: { group: "first" } })
+      expect(first.status).toBe(202)
+      const account = (await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM records WHERE id = $1", [first.json.data.recordId]))[0].account_id
+      // Hold the account's usage row: the next commit waits, and the requests after it queue into one group.
+      const holding = query(node.databaseUrl, "SELECT pg_sleep(0.8) FROM usage_monthly WHERE account_id = $1 FOR UPDATE", [account])
+      await new Promise((r) => setTimeout(r, 150))
+      const blocked = api("POST", "/v1/anchor", { data: { group: "blocked" } })
+      await new Promise((r) => setTimeout(r, 100))
+      const group = await Promise.all([
+        api("POST", "/v1/anchor", { data: { group: "poison" }, metadata: { poison: true } }),
+        ...Array.from({ length: 20 }, (_, i) => api("POST", "/v1/anchor", { data: { group: i } }))
+      ])
+      await holding
+      expect((await blocked).status).toBe(202)
+      expectError(group[0], 500, "INTERNAL_ERROR", /^Internal error$/)
+      for (const r of group.slice(1)) expect(r.status, JSON.stringify(r.json)).toBe(202)
+      const ids = group.slice(1).map((r) => r.json.data.recordId)
+      expect((await query(node.databaseUrl, "SELECT id FROM records WHERE id = ANY($1)", [ids])).length).toBe(20)
+      expect(await query(node.databaseUrl, "SELECT id FROM records WHERE metadata ? 'poison'")).toEqual([])
+    } finally {
+      await query(node.databaseUrl, "DROP TRIGGER test_poison ON records")
+      await query(node.databaseUrl, "DROP FUNCTION test_poison()")
+    }
+  })
+
   it("stores the canonical text byte for byte: escapes, control characters, non-ASCII, U+2028, nesting", async () => {
     const data = {
       z: "quote \" backslash \\ slash / tab \t nl \n nul \u0000 del \u007f",
