@@ -107,9 +107,13 @@ const main = async () => {
   const committed = usageAfter.data.used - usageBefore.data.used
   const accepted = ours["2xx"]
 
+  // Wait for the node to finish its shutdown before its database goes away (and before a next run
+  // starts: a node still shutting down would compete for the CPU).
+  const exited = new Promise<number | null>((r) => node.once("exit", (code) => r(code)))
   node.kill("SIGTERM")
   baseline.kill("SIGTERM")
-  await new Promise((r) => setTimeout(r, 500))
+  const code = await Promise.race([exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 40_000))])
+  if (code === "timeout") log("the node had not exited 40 s after SIGTERM")
   await db.stop()
   Fs.rmSync(tmp, { recursive: true, force: true })
 
