@@ -2,7 +2,7 @@
 import * as Crypto from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { canonicalize } from "../../src/records/canonical/jcs.ts"
-import { query } from "../support/db.ts"
+import { indexPlan, query } from "../support/db.ts"
 import { expectError } from "../support/expect.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
 
@@ -308,6 +308,28 @@ describe("records", () => {
     expect(r.json.data.hash).toBe(a.hash)
     expect(r.json.data.records.map((x: any) => x.recordId).sort()).toEqual([a.recordId, b.recordId].sort())
     expectError(await api("GET", `/v1/proof/${"f".repeat(64)}`), 404, "RECORD_NOT_FOUND")
+  })
+
+  it("GET /v1/proof/{hash}: the same hash anchored by another account or environment stays theirs; the lookup is an index probe", async () => {
+    const data = { proof: "shared" }
+    const mine = (await api("POST", "/v1/anchor", { data })).json.data
+    const accountId = await node.createAccount()
+    const otherKey = (await node.createKey(accountId)).key
+    const liveKey = (await node.createKey(accountId, "live")).key
+    const theirs = (await call(node.baseUrl, "POST", "/v1/anchor", { key: otherKey, body: { data } })).json.data
+    const theirsLive = (await call(node.baseUrl, "POST", "/v1/anchor", { key: liveKey, body: { data } })).json.data
+    expect(new Set([mine.hash, theirs.hash, theirsLive.hash]).size).toBe(1)
+    const ids = async (k: string) =>
+      (await call(node.baseUrl, "GET", `/v1/proof/${mine.hash}`, { key: k })).json.data.records.map((x: any) => x.recordId)
+    expect(await ids(key)).toEqual([mine.recordId])
+    expect(await ids(otherKey)).toEqual([theirs.recordId])
+    expect(await ids(liveKey)).toEqual([theirsLive.recordId])
+    // Migration 0006: the hash index answers the lookup (not a walk of the account's records).
+    const plan = await indexPlan(node.databaseUrl, `
+      SELECT * FROM records WHERE account_id = $1 AND environment = 'test' AND hash = $2
+      AND deleted_at IS NULL ORDER BY id DESC LIMIT 100`, [accountId, mine.hash])
+    expect(plan).toMatch(/Index Scan using records_hash on records/)
+    expect(plan).not.toMatch(/records_list/)
   })
 
   it("a live key needs an https webhook that is not loopback, private or metadata; a test key may use http + loopback", async () => {

@@ -39,3 +39,15 @@ export const query = <A extends object = Record<string, unknown>>(url: string, t
     const sql = yield* SqlClient.SqlClient
     return yield* sql.unsafe<A>(text, params as Array<unknown>)
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })))))
+
+/** The plan PostgreSQL picks for `text`, with sequential scans ruled out (a small test table would
+ * otherwise always be scanned): shows whether an index can answer the query at all. */
+export const indexPlan = (url: string, text: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql.unsafe("SET LOCAL enable_seqscan = off")
+      const rows = yield* sql.unsafe<Record<string, string>>(`EXPLAIN ${text}`, params as Array<unknown>)
+      return rows.map((row) => Object.values(row)[0]).join("\n")
+    }))
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })))))
