@@ -1,7 +1,8 @@
 /**
  * npm run bench:ingest — loopback HTTP load on POST /v1/anchor with ~1 KB records and 64
  * connections (autocannon), against the node on real PostgreSQL, and in the same run the baseline
- * (scripts/bench/baseline-server.ts). Prints records/s, p50/p99 and the ratio node/baseline, checks
+ * (scripts/bench/baseline-server.ts), in alternating rounds (BENCH_SECONDS each in BENCH_ROUNDS rounds,
+ * default 15 s in 3). Prints records/s, p50/p99 and the ratio node/baseline, checks
  * every 202 is a committed row, and appends the figures to docs/benchmarks.md.
  *
  * DATABASE_URL selects an external PostgreSQL; otherwise an embedded one in a temporary directory.
@@ -15,6 +16,7 @@ import { benchDatabase } from "./bench/database.ts"
 import { freePort } from "../src/db/EmbeddedPostgres.ts"
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 15)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = 64
 const root = Path.resolve(import.meta.dirname, "..")
 const log = (line: string) => console.log(`[bench:ingest] ${line}`)
@@ -94,18 +96,30 @@ const main = async () => {
   log("warm-up (3 s each)")
   await run(`http://127.0.0.1:${baselinePort}/`, headers, body, 3)
   await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, 3)
-  log("baseline run")
-  const baseCpu0 = cpuMs(baseline.pid)
-  const base = await run(`http://127.0.0.1:${baselinePort}/`, headers, body, DURATION)
-  const baseCpu = cpuMs(baseline.pid) - baseCpu0
-  log("node run")
+  // The two are measured in alternating rounds (baseline, node, baseline, node, ...) so that a change
+  // in the machine's speed during the run (seen here: ±30% within minutes) weighs on both alike.
+  const rounds = ROUNDS
+  const per = DURATION / rounds
   const usageBefore = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
-  const nodeCpu0 = cpuMs(node.pid)
-  const ours = await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, DURATION)
-  const nodeCpu = cpuMs(node.pid) - nodeCpu0
+  const base: Array<autocannon.Result> = []
+  const ours: Array<autocannon.Result> = []
+  let baseCpu = 0
+  let nodeCpu = 0
+  for (let i = 1; i <= rounds; i++) {
+    const b0 = cpuMs(baseline.pid)
+    base.push(await run(`http://127.0.0.1:${baselinePort}/`, headers, body, per))
+    baseCpu += cpuMs(baseline.pid) - b0
+    const n0 = cpuMs(node.pid)
+    ours.push(await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, per))
+    nodeCpu += cpuMs(node.pid) - n0
+    const b = base[i - 1]!["2xx"] / per
+    const n = ours[i - 1]!["2xx"] / per
+    log(`round ${i}/${rounds}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}`)
+  }
   const usageAfter = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const committed = usageAfter.data.used - usageBefore.data.used
-  const accepted = ours["2xx"]
+  const sum = (rs: Array<autocannon.Result>, f: (r: autocannon.Result) => number) => rs.reduce((a, r) => a + f(r), 0)
+  const accepted = sum(ours, (r) => r["2xx"])
 
   // Wait for the node to finish its shutdown before its database goes away (and before a next run
   // starts: a node still shutting down would compete for the CPU).
@@ -117,18 +131,29 @@ const main = async () => {
   await db.stop()
   Fs.rmSync(tmp, { recursive: true, force: true })
 
-  const rps = (r: autocannon.Result) => r["2xx"] / DURATION
-  const ratio = rps(ours) / rps(base)
-  const cpuPer = (ms: number, r: autocannon.Result) => ((ms * 1000) / Math.max(1, r["2xx"] + r.non2xx)).toFixed(0)
+  /** Over all rounds: records/s, the median round's p50, the worst round's p99, non-2xx, CPU µs per request. */
+  const summary = (rs: Array<autocannon.Result>, cpu: number) => {
+    const p50s = rs.map((r) => r.latency.p50).sort((a, b) => a - b)
+    return {
+      rps: sum(rs, (r) => r["2xx"]) / DURATION,
+      p50: p50s[Math.floor(p50s.length / 2)]!,
+      p99: Math.max(...rs.map((r) => r.latency.p99)),
+      non2xx: sum(rs, (r) => r.non2xx),
+      cpu: ((cpu * 1000) / Math.max(1, sum(rs, (r) => r["2xx"] + r.non2xx))).toFixed(0)
+    }
+  }
+  const o = summary(ours, nodeCpu)
+  const b = summary(base, baseCpu)
+  const ratio = o.rps / b.rps
   const rows = [
     ["", "records/s", "p50 ms", "p99 ms", "non-2xx", "CPU µs/req"],
-    ["anchord POST /v1/anchor (committed)", rps(ours).toFixed(0), String(ours.latency.p50), String(ours.latency.p99), String(ours.non2xx), cpuPer(nodeCpu, ours)],
-    ["baseline node:http JSON+JCS+SHA-256", rps(base).toFixed(0), String(base.latency.p50), String(base.latency.p99), String(base.non2xx), cpuPer(baseCpu, base)]
+    ["anchord POST /v1/anchor (committed)", o.rps.toFixed(0), String(o.p50), String(o.p99), String(o.non2xx), o.cpu],
+    ["baseline node:http JSON+JCS+SHA-256", b.rps.toFixed(0), String(b.p50), String(b.p99), String(b.non2xx), b.cpu]
   ]
   console.log()
-  for (const r of rows) console.log(r.map((c, i) => i === 0 ? c.padEnd(40) : c.padStart(10)).join(""))
+  for (const r of rows) console.log(r.map((c, i) => i === 0 ? c.padEnd(40) : c.padStart(12)).join(""))
   console.log(`\nratio node/baseline: ${ratio.toFixed(2)}   202s: ${accepted}   rows committed (usage counter): ${committed}`)
-  const targets = `targets: ≥ 5,000 records/s ${rps(ours) >= 5000 ? "✔" : "✘"}, p99 ≤ 50 ms ${ours.latency.p99 <= 50 ? "✔" : "✘"}, ratio ≥ 0.5 ${ratio >= 0.5 ? "✔" : "✘"}`
+  const targets = `targets: ≥ 5,000 records/s ${o.rps >= 5000 ? "✔" : "✘"}, p99 ≤ 50 ms ${o.p99 <= 50 ? "✔" : "✘"}, ratio ≥ 0.5 ${ratio >= 0.5 ? "✔" : "✘"}`
   console.log(targets)
   // Requests in flight when the load stopped may commit without being counted as 202: committed ≥ accepted.
   if (committed < accepted) console.log(`LOST RECORDS: ${accepted} accepted but only ${committed} committed`)
@@ -139,12 +164,14 @@ const main = async () => {
     "",
     `### bench:ingest — ${new Date().toISOString()}`,
     "",
-    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body)}-byte records, ${DURATION} s.`,
+    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body)}-byte records, ${DURATION} s each in ${rounds} alternating rounds (p50: median round, p99: worst round).`,
     "",
     "| | records/s | p50 ms | p99 ms | non-2xx | server CPU µs/request |",
     "|---|---:|---:|---:|---:|---:|",
-    `| anchord \`POST /v1/anchor\` (durably committed) | ${rps(ours).toFixed(0)} | ${ours.latency.p50} | ${ours.latency.p99} | ${ours.non2xx} | ${cpuPer(nodeCpu, ours)} |`,
-    `| baseline: bare node:http, JSON.parse + JCS + SHA-256 | ${rps(base).toFixed(0)} | ${base.latency.p50} | ${base.latency.p99} | ${base.non2xx} | ${cpuPer(baseCpu, base)} |`,
+    `| anchord \`POST /v1/anchor\` (durably committed) | ${o.rps.toFixed(0)} | ${o.p50} | ${o.p99} | ${o.non2xx} | ${o.cpu} |`,
+    `| baseline: bare node:http, JSON.parse + JCS + SHA-256 | ${b.rps.toFixed(0)} | ${b.p50} | ${b.p99} | ${b.non2xx} | ${b.cpu} |`,
+    "",
+    `Rounds (baseline → node records/s): ${base.map((r, i) => `${(r["2xx"] / per).toFixed(0)} → ${(ours[i]!["2xx"] / per).toFixed(0)}`).join("; ")}.`,
     "",
     `Ratio node/baseline: **${ratio.toFixed(2)}**. Accepted ${accepted}, committed ${committed}. ${targets}.`,
     ""
