@@ -3,7 +3,9 @@
  * connections (autocannon), against the node on real PostgreSQL, and in the same run the baseline
  * (scripts/bench/baseline-server.ts), in alternating rounds (BENCH_SECONDS each in BENCH_ROUNDS rounds,
  * default 15 s in 3). Prints records/s, p50/p99 and the ratio node/baseline, checks
- * every 202 is a committed row, and appends the figures to docs/benchmarks.md.
+ * every 202 is a committed row, and appends the figures to docs/benchmarks.md. A third server, the
+ * baseline's work on Effect's HTTP server (scripts/bench/effect-floor-server.ts), shows what the stack
+ * itself costs; it does not enter the ratio.
  *
  * DATABASE_URL selects an external PostgreSQL; otherwise an embedded one in a temporary directory.
  */
@@ -84,17 +86,21 @@ const main = async () => {
 
   const nodePort = await freePort()
   const baselinePort = await freePort()
+  const floorPort = await freePort()
   const node = spawnNode(["start"], { ...env, PORT: String(nodePort), LOG_LEVEL: "Warn" })
   node.stderr.on("data", (d) => process.stderr.write(d))
   const baseline = ChildProcess.fork(Path.join(root, "scripts/bench/baseline-server.ts"), [String(baselinePort)], { stdio: "inherit" })
   await waitFor(`http://127.0.0.1:${nodePort}/v1/health`)
+  const floor = ChildProcess.fork(Path.join(root, "scripts/bench/effect-floor-server.ts"), [String(floorPort)], { stdio: "inherit" })
   await waitFor(`http://127.0.0.1:${baselinePort}/`)
+  await waitFor(`http://127.0.0.1:${floorPort}/`)
 
   const body = record()
   log(`record body: ${Buffer.byteLength(body)} bytes, ${CONNECTIONS} connections, ${DURATION} s per run`)
   const headers = { "content-type": "application/json", authorization: `Bearer ${key}` }
   log("warm-up (3 s each)")
   await run(`http://127.0.0.1:${baselinePort}/`, headers, body, 3)
+  await run(`http://127.0.0.1:${floorPort}/`, headers, body, 3)
   await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, 3)
   // The two are measured in alternating rounds (baseline, node, baseline, node, ...) so that a change
   // in the machine's speed during the run (seen here: ±30% within minutes) weighs on both alike.
@@ -103,8 +109,10 @@ const main = async () => {
   const usageBefore = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const base: Array<autocannon.Result> = []
   const ours: Array<autocannon.Result> = []
+  const floors: Array<autocannon.Result> = []
   let baseCpu = 0
   let nodeCpu = 0
+  let floorCpu = 0
   for (let i = 1; i <= rounds; i++) {
     const b0 = cpuMs(baseline.pid)
     base.push(await run(`http://127.0.0.1:${baselinePort}/`, headers, body, per))
@@ -112,9 +120,13 @@ const main = async () => {
     const n0 = cpuMs(node.pid)
     ours.push(await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, per))
     nodeCpu += cpuMs(node.pid) - n0
+    const f0 = cpuMs(floor.pid)
+    floors.push(await run(`http://127.0.0.1:${floorPort}/`, headers, body, per))
+    floorCpu += cpuMs(floor.pid) - f0
     const b = base[i - 1]!["2xx"] / per
     const n = ours[i - 1]!["2xx"] / per
-    log(`round ${i}/${rounds}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}`)
+    const f = floors[i - 1]!["2xx"] / per
+    log(`round ${i}/${rounds}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${(f / b).toFixed(2)})`)
   }
   const usageAfter = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const committed = usageAfter.data.used - usageBefore.data.used
@@ -126,6 +138,7 @@ const main = async () => {
   const exited = new Promise<number | null>((r) => node.once("exit", (code) => r(code)))
   node.kill("SIGTERM")
   baseline.kill("SIGTERM")
+  floor.kill("SIGTERM")
   const code = await Promise.race([exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 40_000))])
   if (code === "timeout") log("the node had not exited 40 s after SIGTERM")
   await db.stop()
@@ -144,15 +157,18 @@ const main = async () => {
   }
   const o = summary(ours, nodeCpu)
   const b = summary(base, baseCpu)
+  const f = summary(floors, floorCpu)
   const ratio = o.rps / b.rps
   const rows = [
     ["", "records/s", "p50 ms", "p99 ms", "non-2xx", "CPU µs/req"],
     ["anchord POST /v1/anchor (committed)", o.rps.toFixed(0), String(o.p50), String(o.p99), String(o.non2xx), o.cpu],
-    ["baseline node:http JSON+JCS+SHA-256", b.rps.toFixed(0), String(b.p50), String(b.p99), String(b.non2xx), b.cpu]
+    ["baseline node:http JSON+JCS+SHA-256", b.rps.toFixed(0), String(b.p50), String(b.p99), String(b.non2xx), b.cpu],
+    ["(Effect HTTP server, baseline's work)", f.rps.toFixed(0), String(f.p50), String(f.p99), String(f.non2xx), f.cpu]
   ]
   console.log()
   for (const r of rows) console.log(r.map((c, i) => i === 0 ? c.padEnd(40) : c.padStart(12)).join(""))
   console.log(`\nratio node/baseline: ${ratio.toFixed(2)}   202s: ${accepted}   rows committed (usage counter): ${committed}`)
+  console.log(`the Effect HTTP server doing only the baseline's work: ${(f.rps / b.rps).toFixed(2)} of the baseline`)
   const targets = `targets: ≥ 5,000 records/s ${o.rps >= 5000 ? "✔" : "✘"}, p99 ≤ 50 ms ${o.p99 <= 50 ? "✔" : "✘"}, ratio ≥ 0.5 ${ratio >= 0.5 ? "✔" : "✘"}`
   console.log(targets)
   // Requests in flight when the load stopped may commit without being counted as 202: committed ≥ accepted.
@@ -170,10 +186,11 @@ const main = async () => {
     "|---|---:|---:|---:|---:|---:|",
     `| anchord \`POST /v1/anchor\` (durably committed) | ${o.rps.toFixed(0)} | ${o.p50} | ${o.p99} | ${o.non2xx} | ${o.cpu} |`,
     `| baseline: bare node:http, JSON.parse + JCS + SHA-256 | ${b.rps.toFixed(0)} | ${b.p50} | ${b.p99} | ${b.non2xx} | ${b.cpu} |`,
+    `| reference: the baseline's work on Effect's HTTP server (scripts/bench/effect-floor-server.ts) | ${f.rps.toFixed(0)} | ${f.p50} | ${f.p99} | ${f.non2xx} | ${f.cpu} |`,
     "",
     `Rounds (baseline → node records/s): ${base.map((r, i) => `${(r["2xx"] / per).toFixed(0)} → ${(ours[i]!["2xx"] / per).toFixed(0)}`).join("; ")}.`,
     "",
-    `Ratio node/baseline: **${ratio.toFixed(2)}**. Accepted ${accepted}, committed ${committed}. ${targets}.`,
+    `Ratio node/baseline: **${ratio.toFixed(2)}** (Effect HTTP server with the baseline's work: ${(f.rps / b.rps).toFixed(2)}). Accepted ${accepted}, committed ${committed}. ${targets}.`,
     ""
   ].join("\n")
   if (!Fs.existsSync(file)) Fs.writeFileSync(file, "# Benchmarks\n\nFigures appended by the `npm run bench:*` scripts.\n")
