@@ -324,7 +324,13 @@ describe("records", () => {
     expect(await ids(key)).toEqual([mine.recordId])
     expect(await ids(otherKey)).toEqual([theirs.recordId])
     expect(await ids(liveKey)).toEqual([theirsLive.recordId])
-    // Migration 0006: the hash index answers the lookup (not a walk of the account's records).
+    // For an account with many records, the records_hash index answers the lookup, not a walk
+    // through all of the account's records.
+    await query(node.databaseUrl, `
+      INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source)
+      SELECT lpad(to_hex(g), 24, '0'), account_id, environment, md5(g::text) || md5((-g)::text), chain_type, network_id, package_mode, source
+      FROM records, generate_series(1, 5000) AS g WHERE id = $1`, [theirs.recordId])
+    await query(node.databaseUrl, "ANALYZE records")
     const plan = await indexPlan(node.databaseUrl, `
       SELECT * FROM records WHERE account_id = $1 AND environment = 'test' AND hash = $2
       AND deleted_at IS NULL ORDER BY id DESC LIMIT 100`, [accountId, mine.hash])

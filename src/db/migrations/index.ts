@@ -3,7 +3,6 @@ import anchoring from "./0002_anchoring.ts"
 import webhooks from "./0003_webhooks.ts"
 import fabric from "./0004_fabric.ts"
 import ingestChecks from "./0005_ingest_checks.ts"
-import hashIndex from "./0006_hash_index.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -11,6 +10,5 @@ export const migrations = {
   "0002_anchoring": anchoring,
   "0003_webhooks": webhooks,
   "0004_fabric": fabric,
-  "0005_ingest_checks": ingestChecks,
-  "0006_hash_index": hashIndex
+  "0005_ingest_checks": ingestChecks
 }
