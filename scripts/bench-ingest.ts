@@ -23,17 +23,30 @@ const CONNECTIONS = 64
 const root = Path.resolve(import.meta.dirname, "..")
 const log = (line: string) => console.log(`[bench:ingest] ${line}`)
 
+/**
+ * autocannon's `idReplacement` puts a different 33-character id in place of `[<id>]` in every request,
+ * so every record is a different document with its own hash, as from real clients. (Until 2026-11-23
+ * every request carried the same record: every row then shared one hash, which is not ingest but a
+ * duplicate-key test of the hash index.)
+ */
+const ID_PLACEHOLDER = "[<id>]"
+const ID_LENGTH = 33
+
 const record = () => {
-  const data: Record<string, unknown> = { type: "invoice", issuedAt: new Date().toISOString(), lines: [] as Array<unknown> }
+  const data: Record<string, unknown> = { type: "invoice", ref: ID_PLACEHOLDER, issuedAt: new Date().toISOString(), lines: [] as Array<unknown> }
   for (let i = 0; i < 9; i++) (data.lines as Array<unknown>).push({ sku: `SKU-${i}-${"x".repeat(20)}`, qty: i + 1, price: 12.5 * i })
-  data.note = "n".repeat(1024 - JSON.stringify({ data }).length - 10)
+  data.note = "n".repeat(1024 - JSON.stringify({ data }).length - (ID_LENGTH - ID_PLACEHOLDER.length) - 10)
   return JSON.stringify({ data })
 }
 
 const run = (url: string, headers: Record<string, string>, body: string, seconds: number) =>
   new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({ url, method: "POST", headers, body, connections: CONNECTIONS, duration: seconds }, (err, result) =>
-      err ? reject(err) : resolve(result))
+    // idReplacement is an autocannon option its type definitions do not list.
+    const options = { url, method: "POST", headers, body, connections: CONNECTIONS, duration: seconds, idReplacement: true } as autocannon.Options
+    const instance = autocannon(
+      options,
+      (err, result) => err ? reject(err) : resolve(result)
+    )
     void instance
   })
 
@@ -96,7 +109,7 @@ const main = async () => {
   await waitFor(`http://127.0.0.1:${floorPort}/`)
 
   const body = record()
-  log(`record body: ${Buffer.byteLength(body)} bytes, ${CONNECTIONS} connections, ${DURATION} s per run`)
+  log(`record body: ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length} bytes, a different record in every request, ${CONNECTIONS} connections, ${DURATION} s per run`)
   const headers = { "content-type": "application/json", authorization: `Bearer ${key}` }
   log("warm-up (3 s each)")
   await run(`http://127.0.0.1:${baselinePort}/`, headers, body, 3)
@@ -180,7 +193,7 @@ const main = async () => {
     "",
     `### bench:ingest — ${new Date().toISOString()}`,
     "",
-    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body)}-byte records, ${DURATION} s each in ${rounds} alternating rounds (p50: median round, p99: worst round).`,
+    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length}-byte records (a different one in every request), ${DURATION} s each in ${rounds} alternating rounds (p50: median round, p99: worst round).`,
     "",
     "| | records/s | p50 ms | p99 ms | non-2xx | server CPU µs/request |",
     "|---|---:|---:|---:|---:|---:|",
