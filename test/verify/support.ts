@@ -5,9 +5,10 @@
 import { execFile } from "node:child_process"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import { writeFileSync, mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import type { Hex } from "viem"
+import { afterAll } from "vitest"
 import { allAnchored, call, deploy, network, startEvmNode, waitFor, type EvmTestNode } from "../evm/support.ts"
 
 export const root = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -59,6 +60,8 @@ export const startVerifyEnv = async (chain: { rpcUrl: string; privateKey: Hex },
 }
 
 const dir = mkdtempSync(Path.join(tmpdir(), "anchord-verify-"))
+// Removed after the test file that imported this module (each file has its own instance).
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let n = 0
 /** Writes JSON to a temp file and returns its path. */
 export const jsonFile = (value: unknown): string => {
