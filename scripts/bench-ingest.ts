@@ -26,8 +26,8 @@ const log = (line: string) => console.log(`[bench:ingest] ${line}`)
 /**
  * autocannon's `idReplacement` puts a different 33-character id in place of `[<id>]` in every request,
  * so every record is a different document with its own hash, as from real clients. (Until 2026-11-23
- * every request carried the same record: every row then shared one hash, which is not ingest but a
- * duplicate-key test of the hash index.)
+ * every request carried the same record: every row then shared one hash, so the runs measured the
+ * insertion of one duplicate index key over and over, not ingest.)
  */
 const ID_PLACEHOLDER = "[<id>]"
 const ID_LENGTH = 33
@@ -115,10 +115,9 @@ const main = async () => {
   await run(`http://127.0.0.1:${baselinePort}/`, headers, body, 3)
   await run(`http://127.0.0.1:${floorPort}/`, headers, body, 3)
   await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, 3)
-  // The two are measured in alternating rounds (baseline, node, baseline, node, ...) so that a change
-  // in the machine's speed during the run (seen here: ±30% within minutes) weighs on both alike.
-  const rounds = ROUNDS
-  const per = DURATION / rounds
+  // The servers are measured in alternating rounds (baseline, node, Effect reference, baseline, ...) so
+  // that a change in the machine's speed during the run (seen here: ±30% within minutes) weighs on all alike.
+  const per = DURATION / ROUNDS
   const usageBefore = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const base: Array<autocannon.Result> = []
   const ours: Array<autocannon.Result> = []
@@ -126,7 +125,7 @@ const main = async () => {
   let baseCpu = 0
   let nodeCpu = 0
   let floorCpu = 0
-  for (let i = 1; i <= rounds; i++) {
+  for (let i = 1; i <= ROUNDS; i++) {
     const b0 = cpuMs(baseline.pid)
     base.push(await run(`http://127.0.0.1:${baselinePort}/`, headers, body, per))
     baseCpu += cpuMs(baseline.pid) - b0
@@ -139,7 +138,7 @@ const main = async () => {
     const b = base[i - 1]!["2xx"] / per
     const n = ours[i - 1]!["2xx"] / per
     const f = floors[i - 1]!["2xx"] / per
-    log(`round ${i}/${rounds}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${(f / b).toFixed(2)})`)
+    log(`round ${i}/${ROUNDS}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${(f / b).toFixed(2)})`)
   }
   const usageAfter = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const committed = usageAfter.data.used - usageBefore.data.used
@@ -193,7 +192,7 @@ const main = async () => {
     "",
     `### bench:ingest — ${new Date().toISOString()}`,
     "",
-    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length}-byte records (a different one in every request), ${DURATION} s each in ${rounds} alternating rounds (p50: median round, p99: worst round).`,
+    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length}-byte records (a different one in every request), ${DURATION} s each in ${ROUNDS} alternating rounds (p50: median round, p99: worst round).`,
     "",
     "| | records/s | p50 ms | p99 ms | non-2xx | server CPU µs/request |",
     "|---|---:|---:|---:|---:|---:|",
