@@ -4,9 +4,17 @@
  * finalizer never finish (seen twice in ~40 runs after benchmark load: every socket closed, one
  * fiber still looping on a 60 s sleep like the database pool's idle timer, the process never
  * exiting; the cause is not found yet), the process would hang until killed. After
- * SHUTDOWN_TIMEOUT_MS it logs one line and exits with code 1. Nothing is lost by that: a 202 is only
+ * SHUTDOWN_TIMEOUT_MS it logs one line, with what still keeps the event loop alive counted by kind,
+ * and exits with code 1. Nothing is lost by that: a 202 is only
  * sent after its records are committed, and unfinished background work resumes at the next start.
  */
+/** The event loop's active resources, counted by kind (e.g. { TCPSocketWrap: 2, Timeout: 1 }). */
+const pendingResources = (): Record<string, number> => {
+  const counts: Record<string, number> = {}
+  for (const kind of process.getActiveResourcesInfo()) counts[kind] = (counts[kind] ?? 0) + 1
+  return counts
+}
+
 export interface WatchdogTarget {
   readonly once: (signal: "SIGTERM" | "SIGINT", listener: () => void) => unknown
 }
@@ -25,7 +33,10 @@ export const armShutdownWatchdog = (
       log(JSON.stringify({
         message: `graceful shutdown did not finish within ${timeoutMillis} ms of ${signal}: exiting`,
         level: "ERROR",
-        timestamp: new Date().toISOString()
+        timestamp: new Date().toISOString(),
+        // What still keeps the event loop alive, by kind (sockets, timers, ...): the lead for the
+        // cause of a hang that has not been reproduced on purpose yet.
+        pending: pendingResources()
       }))
       exit(1)
     }, timeoutMillis)
