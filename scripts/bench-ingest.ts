@@ -111,38 +111,32 @@ const main = async () => {
   const body = record()
   log(`record body: ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length} bytes, a different record in every request, ${CONNECTIONS} connections, ${DURATION} s per run`)
   const headers = { "content-type": "application/json", authorization: `Bearer ${key}` }
+  /** One server under load: where it listens, its process, and its rounds' results and CPU time (ms). */
+  const server = (url: string, pid: number | undefined) => ({ url, pid, results: [] as Array<autocannon.Result>, cpu: 0 })
+  const baseSide = server(`http://127.0.0.1:${baselinePort}/`, baseline.pid)
+  const nodeSide = server(`http://127.0.0.1:${nodePort}/v1/anchor`, node.pid)
+  const floorSide = server(`http://127.0.0.1:${floorPort}/`, floor.pid)
+  const sides = [baseSide, nodeSide, floorSide]
   log("warm-up (3 s each)")
-  await run(`http://127.0.0.1:${baselinePort}/`, headers, body, 3)
-  await run(`http://127.0.0.1:${floorPort}/`, headers, body, 3)
-  await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, 3)
+  for (const side of sides) await run(side.url, headers, body, 3)
   // The servers are measured in alternating rounds (baseline, node, Effect reference, baseline, ...) so
   // that a change in the machine's speed during the run (seen here: ±30% within minutes) weighs on all alike.
   const per = DURATION / ROUNDS
   const usageBefore = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
-  const base: Array<autocannon.Result> = []
-  const ours: Array<autocannon.Result> = []
-  const floors: Array<autocannon.Result> = []
-  let baseCpu = 0
-  let nodeCpu = 0
-  let floorCpu = 0
   for (let i = 1; i <= ROUNDS; i++) {
-    const b0 = cpuMs(baseline.pid)
-    base.push(await run(`http://127.0.0.1:${baselinePort}/`, headers, body, per))
-    baseCpu += cpuMs(baseline.pid) - b0
-    const n0 = cpuMs(node.pid)
-    ours.push(await run(`http://127.0.0.1:${nodePort}/v1/anchor`, headers, body, per))
-    nodeCpu += cpuMs(node.pid) - n0
-    const f0 = cpuMs(floor.pid)
-    floors.push(await run(`http://127.0.0.1:${floorPort}/`, headers, body, per))
-    floorCpu += cpuMs(floor.pid) - f0
-    const b = base[i - 1]!["2xx"] / per
-    const n = ours[i - 1]!["2xx"] / per
-    const f = floors[i - 1]!["2xx"] / per
+    for (const side of sides) {
+      const cpu0 = cpuMs(side.pid)
+      side.results.push(await run(side.url, headers, body, per))
+      side.cpu += cpuMs(side.pid) - cpu0
+    }
+    const [b, n, f] = sides.map((side) => side.results[i - 1]!["2xx"] / per) as [number, number, number]
     log(`round ${i}/${ROUNDS}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${(f / b).toFixed(2)})`)
   }
   const usageAfter = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const committed = usageAfter.data.used - usageBefore.data.used
   const sum = (rs: Array<autocannon.Result>, f: (r: autocannon.Result) => number) => rs.reduce((a, r) => a + f(r), 0)
+  const base = baseSide.results
+  const ours = nodeSide.results
   const accepted = sum(ours, (r) => r["2xx"])
 
   // Wait for the node to finish its shutdown before its database goes away (and before a next run
@@ -157,7 +151,7 @@ const main = async () => {
   Fs.rmSync(tmp, { recursive: true, force: true })
 
   /** Over all rounds: records/s, the median round's p50, the worst round's p99, non-2xx, CPU µs per request. */
-  const summary = (rs: Array<autocannon.Result>, cpu: number) => {
+  const summary = ({ results: rs, cpu }: { results: Array<autocannon.Result>; cpu: number }) => {
     const p50s = rs.map((r) => r.latency.p50).sort((a, b) => a - b)
     return {
       rps: sum(rs, (r) => r["2xx"]) / DURATION,
@@ -167,9 +161,9 @@ const main = async () => {
       cpu: ((cpu * 1000) / Math.max(1, sum(rs, (r) => r["2xx"] + r.non2xx))).toFixed(0)
     }
   }
-  const o = summary(ours, nodeCpu)
-  const b = summary(base, baseCpu)
-  const f = summary(floors, floorCpu)
+  const o = summary(nodeSide)
+  const b = summary(baseSide)
+  const f = summary(floorSide)
   const ratio = o.rps / b.rps
   const rows = [
     ["", "records/s", "p50 ms", "p99 ms", "non-2xx", "CPU µs/req"],
