@@ -5,7 +5,10 @@
  * default 15 s in 3). Prints records/s, p50/p99 and the ratio node/baseline, checks
  * every 202 is a committed row, and appends the figures to docs/benchmarks.md. A third server, the
  * baseline's work on Effect's HTTP server (scripts/bench/effect-floor-server.ts), shows what the stack
- * itself costs; it does not enter the ratio.
+ * itself costs; two more, the baseline's work plus a durable group commit on bare node:http
+ * (scripts/bench/commit-ceiling-server.ts: the node's own INSERT into `records`, and the cheapest
+ * durable row), show how far any node writing to PostgreSQL on the same machine can get. None of the
+ * three enters the ratio.
  *
  * DATABASE_URL selects an external PostgreSQL; otherwise an embedded one in a temporary directory.
  */
@@ -96,6 +99,9 @@ const main = async () => {
   log("creating an ENTERPRISE account with no per-second limit in the way")
   const account = runCli(["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], env)
   const key = runCli(["keys", "create", account.id, "--json"], env).key as string
+  // The commit ceiling writing into `records` counts its rows against an account of its own, so that the
+  // node's usage counter (the check that every 202 was committed) counts the node's rows only.
+  const ceilingAccount = runCli(["accounts", "create", "bench-ceiling", "--plan", "ENTERPRISE", "--activate", "--json"], env)
 
   const nodePort = await freePort()
   const baselinePort = await freePort()
@@ -109,17 +115,31 @@ const main = async () => {
   await waitFor(`http://127.0.0.1:${floorPort}/`)
 
   const body = record()
-  log(`record body: ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length} bytes, a different record in every request, ${CONNECTIONS} connections, ${DURATION} s per run`)
   const headers = { "content-type": "application/json", authorization: `Bearer ${key}` }
+  // The commit ceilings write rows as the node would for this account: its network id from a 202.
+  const first = await (await fetch(`http://127.0.0.1:${nodePort}/v1/anchor`, { method: "POST", headers, body })).json() as { data: { networkId: string } }
+  const ceilingPorts = { records: await freePort(), minimal: await freePort() }
+  const ceilings = (["records", "minimal"] as const).map((mode) =>
+    ChildProcess.fork(Path.join(root, "scripts/bench/commit-ceiling-server.ts"), [String(ceilingPorts[mode]), mode], {
+      stdio: "inherit",
+      env: { ...process.env, DATABASE_URL: databaseUrl, ACCOUNT_ID: ceilingAccount.id, NETWORK_ID: first.data.networkId }
+    })
+  )
+  await waitFor(`http://127.0.0.1:${ceilingPorts.records}/`)
+  await waitFor(`http://127.0.0.1:${ceilingPorts.minimal}/`)
+
+  log(`record body: ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length} bytes, a different record in every request, ${CONNECTIONS} connections, ${DURATION} s per run`)
   /** One server under load: where it listens, its process, and its rounds' results and CPU time (ms). */
   const server = (url: string, pid: number | undefined) => ({ url, pid, results: [] as Array<autocannon.Result>, cpu: 0 })
   const baseSide = server(`http://127.0.0.1:${baselinePort}/`, baseline.pid)
   const nodeSide = server(`http://127.0.0.1:${nodePort}/v1/anchor`, node.pid)
   const floorSide = server(`http://127.0.0.1:${floorPort}/`, floor.pid)
-  const sides = [baseSide, nodeSide, floorSide]
+  const recordsCeiling = server(`http://127.0.0.1:${ceilingPorts.records}/`, ceilings[0]!.pid)
+  const minimalCeiling = server(`http://127.0.0.1:${ceilingPorts.minimal}/`, ceilings[1]!.pid)
+  const sides = [baseSide, nodeSide, floorSide, recordsCeiling, minimalCeiling]
   log("warm-up (3 s each)")
   for (const side of sides) await run(side.url, headers, body, 3)
-  // The servers are measured in alternating rounds (baseline, node, Effect reference, baseline, ...) so
+  // The servers are measured in alternating rounds (baseline, node, the references, baseline, ...) so
   // that a change in the machine's speed during the run (seen here: ±30% within minutes) weighs on all alike.
   const per = DURATION / ROUNDS
   const usageBefore = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
@@ -129,8 +149,9 @@ const main = async () => {
       side.results.push(await run(side.url, headers, body, per))
       side.cpu += cpuMs(side.pid) - cpu0
     }
-    const [b, n, f] = sides.map((side) => side.results[i - 1]!["2xx"] / per) as [number, number, number]
-    log(`round ${i}/${ROUNDS}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${(f / b).toFixed(2)})`)
+    const [b, n, f, cr, cm] = sides.map((side) => side.results[i - 1]!["2xx"] / per) as [number, number, number, number, number]
+    log(`round ${i}/${ROUNDS}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${(f / b).toFixed(2)}); ` +
+      `commit ceilings: records ${cr.toFixed(0)}/s (${(cr / b).toFixed(2)}), minimal ${cm.toFixed(0)}/s (${(cm / b).toFixed(2)})`)
   }
   const usageAfter = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const committed = usageAfter.data.used - usageBefore.data.used
@@ -145,6 +166,9 @@ const main = async () => {
   node.kill("SIGTERM")
   baseline.kill("SIGTERM")
   floor.kill("SIGTERM")
+  const ceilingsExited = ceilings.map((c) => new Promise<void>((r) => c.once("exit", () => r())))
+  for (const c of ceilings) c.kill("SIGTERM")
+  await Promise.race([Promise.all(ceilingsExited), new Promise((r) => setTimeout(r, 10_000))])
   const code = await Promise.race([exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 40_000))])
   if (code === "timeout") log("the node had not exited 40 s after SIGTERM")
   await db.stop()
@@ -164,17 +188,22 @@ const main = async () => {
   const o = summary(nodeSide)
   const b = summary(baseSide)
   const f = summary(floorSide)
+  const cr = summary(recordsCeiling)
+  const cm = summary(minimalCeiling)
   const ratio = o.rps / b.rps
   const rows = [
     ["", "records/s", "p50 ms", "p99 ms", "non-2xx", "CPU µs/req"],
     ["anchord POST /v1/anchor (committed)", o.rps.toFixed(0), String(o.p50), String(o.p99), String(o.non2xx), o.cpu],
     ["baseline node:http JSON+JCS+SHA-256", b.rps.toFixed(0), String(b.p50), String(b.p99), String(b.non2xx), b.cpu],
-    ["(Effect HTTP server, baseline's work)", f.rps.toFixed(0), String(f.p50), String(f.p99), String(f.non2xx), f.cpu]
+    ["(Effect HTTP server, baseline's work)", f.rps.toFixed(0), String(f.p50), String(f.p99), String(f.non2xx), f.cpu],
+    ["(node:http + records group commit)", cr.rps.toFixed(0), String(cr.p50), String(cr.p99), String(cr.non2xx), cr.cpu],
+    ["(node:http + minimal group commit)", cm.rps.toFixed(0), String(cm.p50), String(cm.p99), String(cm.non2xx), cm.cpu]
   ]
   console.log()
   for (const r of rows) console.log(r.map((c, i) => i === 0 ? c.padEnd(40) : c.padStart(12)).join(""))
   console.log(`\nratio node/baseline: ${ratio.toFixed(2)}   202s: ${accepted}   rows committed (usage counter): ${committed}`)
   console.log(`the Effect HTTP server doing only the baseline's work: ${(f.rps / b.rps).toFixed(2)} of the baseline`)
+  console.log(`commit ceilings (bare node:http, baseline's work + durable group commit): the node's INSERT into records ${(cr.rps / b.rps).toFixed(2)}, the minimal durable row ${(cm.rps / b.rps).toFixed(2)} of the baseline`)
   const targets = `targets: ≥ 5,000 records/s ${o.rps >= 5000 ? "✔" : "✘"}, p99 ≤ 50 ms ${o.p99 <= 50 ? "✔" : "✘"}, ratio ≥ 0.5 ${ratio >= 0.5 ? "✔" : "✘"}`
   console.log(targets)
   // Requests in flight when the load stopped may commit without being counted as 202: committed ≥ accepted.
@@ -193,10 +222,12 @@ const main = async () => {
     `| anchord \`POST /v1/anchor\` (durably committed) | ${o.rps.toFixed(0)} | ${o.p50} | ${o.p99} | ${o.non2xx} | ${o.cpu} |`,
     `| baseline: bare node:http, JSON.parse + JCS + SHA-256 | ${b.rps.toFixed(0)} | ${b.p50} | ${b.p99} | ${b.non2xx} | ${b.cpu} |`,
     `| reference: the baseline's work on Effect's HTTP server (scripts/bench/effect-floor-server.ts) | ${f.rps.toFixed(0)} | ${f.p50} | ${f.p99} | ${f.non2xx} | ${f.cpu} |`,
+    `| ceiling: bare node:http, baseline's work + the node's group-commit INSERT into \`records\` (scripts/bench/commit-ceiling-server.ts) | ${cr.rps.toFixed(0)} | ${cr.p50} | ${cr.p99} | ${cr.non2xx} | ${cr.cpu} |`,
+    `| ceiling: bare node:http, baseline's work + group commit of (id, hash, text) into a primary-key-only table | ${cm.rps.toFixed(0)} | ${cm.p50} | ${cm.p99} | ${cm.non2xx} | ${cm.cpu} |`,
     "",
     `Rounds (baseline → node records/s): ${base.map((r, i) => `${(r["2xx"] / per).toFixed(0)} → ${(ours[i]!["2xx"] / per).toFixed(0)}`).join("; ")}.`,
     "",
-    `Ratio node/baseline: **${ratio.toFixed(2)}** (Effect HTTP server with the baseline's work: ${(f.rps / b.rps).toFixed(2)}). Accepted ${accepted}, committed ${committed}. ${targets}.`,
+    `Ratio node/baseline: **${ratio.toFixed(2)}** (Effect HTTP server with the baseline's work: ${(f.rps / b.rps).toFixed(2)}; commit ceilings: records ${(cr.rps / b.rps).toFixed(2)}, minimal row ${(cm.rps / b.rps).toFixed(2)}). Accepted ${accepted}, committed ${committed}. ${targets}.`,
     ""
   ].join("\n")
   if (!Fs.existsSync(file)) Fs.writeFileSync(file, "# Benchmarks\n\nFigures appended by the `npm run bench:*` scripts.\n")

@@ -86,6 +86,32 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
 
 const binaryArray = (values: ReadonlyArray<unknown>, elementOid: number) => Result.getOrThrow(PgTypes.array(values, elementOid))
 
+/**
+ * All rows in one statement (see `columns`), counting usage in the same statement. Exported for the
+ * commit-ceiling reference of `npm run bench:ingest`, which must write exactly what ingest writes.
+ */
+export const insertRecords = (sql: SqlClient.SqlClient, rows: ReadonlyArray<NewRecord>, month: string) => {
+  const c = columns(rows)
+  return sql<{ accountId: string; used: string | number }>`
+    WITH ins AS (
+      INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source,
+                           data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
+      SELECT id, account_id, environment, hash, chain_type, network_id, package_mode, source,
+             data_jcs, ciphertext, nonce, auth_tag, metadata::jsonb, webhook_url, created_at, updated_at
+      FROM unnest(${c.id}::text[], ${c.accountId}::text[], ${c.environment}::text[], ${c.hash}::text[],
+                  ${c.chainType}::text[], ${c.networkId}::text[], ${c.packageMode}::text[], ${c.source}::text[],
+                  ${c.dataJcs}::text[], ${c.ciphertext}::bytea[], ${c.nonce}::bytea[], ${c.authTag}::bytea[],
+                  ${c.metadata}::text[], ${c.webhookUrl}::text[], ${c.createdAt}::timestamptz[], ${c.updatedAt}::timestamptz[])
+        AS u(id, account_id, environment, hash, chain_type, network_id, package_mode, source,
+             data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
+      RETURNING account_id
+    )
+    INSERT INTO usage_monthly (account_id, month, used)
+    SELECT account_id, ${month}, count(*) FROM ins GROUP BY account_id
+    ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used + EXCLUDED.used
+    RETURNING account_id, used`
+}
+
 interface Pending {
   readonly submission: Submission
   /** Resumes the submitting request (a plain callback: no Deferred per record on the hot path). */
@@ -103,28 +129,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const config = yield* AppConfig
       const queue = yield* Queue.unbounded<Pending>()
 
-      /** All rows in one statement (see `columns`), counting usage in the same statement. */
-      const insertRows = (rows: ReadonlyArray<NewRecord>, month: string) => {
-        const c = columns(rows)
-        return sql<{ accountId: string; used: string | number }>`
-          WITH ins AS (
-            INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-                                 data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
-            SELECT id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-                   data_jcs, ciphertext, nonce, auth_tag, metadata::jsonb, webhook_url, created_at, updated_at
-            FROM unnest(${c.id}::text[], ${c.accountId}::text[], ${c.environment}::text[], ${c.hash}::text[],
-                        ${c.chainType}::text[], ${c.networkId}::text[], ${c.packageMode}::text[], ${c.source}::text[],
-                        ${c.dataJcs}::text[], ${c.ciphertext}::bytea[], ${c.nonce}::bytea[], ${c.authTag}::bytea[],
-                        ${c.metadata}::text[], ${c.webhookUrl}::text[], ${c.createdAt}::timestamptz[], ${c.updatedAt}::timestamptz[])
-              AS u(id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-                   data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
-            RETURNING account_id
-          )
-          INSERT INTO usage_monthly (account_id, month, used)
-          SELECT account_id, ${month}, count(*) FROM ins GROUP BY account_id
-          ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used + EXCLUDED.used
-          RETURNING account_id, used`
-      }
+      const insertRows = (rows: ReadonlyArray<NewRecord>, month: string) => insertRecords(sql, rows, month)
 
       /**
        * One round trip for a group of submissions from accounts without a monthly quota (ENTERPRISE):
