@@ -112,8 +112,17 @@ export class AnchorStore extends Context.Service<AnchorStore, {
   readonly confirm: (batchId: string) => Effect.Effect<number>
   /** Reorganised out / abandoned: batch DROPPED, its anchors deleted, BATCHING records → QUEUED. */
   readonly drop: (batchId: string, reason: string) => Effect.Effect<number>
-  /** Retries exhausted: batch FAILED, records → FAILED + anchor.failed events. */
+  /** Retries exhausted: batch FAILED, records → FAILED + anchor.failed events; its anchors kept in failed_anchors. */
   readonly fail: (batchId: string, reason: string) => Effect.Effect<number>
+  /** The newest FAILED batch of the network with this root, when no live batch has it. */
+  readonly findFailedBatchByRoot: (networkId: string, root: Hex) => Effect.Effect<BatchRow | undefined>
+  /**
+   * A FAILED batch whose transaction was mined after all: batch → MINED with the facts, its anchors back
+   * from failed_anchors, its records still FAILED → BATCHING (confirmation then takes them to ANCHORED,
+   * with anchor.confirmed events). The number of records revived; undefined when the batch was not
+   * FAILED any more or a live batch has its root.
+   */
+  readonly revive: (batchId: string, facts: MinedFacts) => Effect.Effect<number | undefined>
   readonly cursor: (networkId: string) => Effect.Effect<Cursor | undefined>
   readonly saveCursor: (networkId: string, cursor: Cursor) => Effect.Effect<void>
   /** Dev chain (or dev peer) reset: every batch of the network is dropped, cursor / checkpoint forgotten. */
@@ -333,9 +342,15 @@ export class AnchorStore extends Context.Service<AnchorStore, {
               UPDATE anchor_batches SET state = 'FAILED', last_error = ${reason}, updated_at = now()
               WHERE id = ${batchId} AND state IN ('PENDING', 'SENT') RETURNING id`
             if (rows.length === 0) return 0
+            // The anchors go to failed_anchors: the given-up transaction may still be mined (see `revive`).
             const failed = yield* sql<{ n: number }>`
-              WITH gone AS (DELETE FROM anchors WHERE batch_id = ${batchId} RETURNING record_id, network_id, chain_type),
-              f AS (
+              WITH gone AS (
+                DELETE FROM anchors WHERE batch_id = ${batchId}
+                RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof
+              ), kept AS (
+                INSERT INTO failed_anchors (batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof)
+                SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof FROM gone
+              ), f AS (
                 UPDATE records r SET status = 'FAILED', updated_at = now()
                 FROM gone WHERE gone.record_id = r.id AND r.status IN ('QUEUED', 'BATCHING')
                 RETURNING r.id, r.account_id, r.hash, gone.network_id, gone.chain_type
@@ -348,6 +363,48 @@ export class AnchorStore extends Context.Service<AnchorStore, {
               )
               SELECT count(*)::int AS n FROM ev`
             return failed[0]?.n ?? 0
+          })).pipe(orDie),
+
+        findFailedBatchByRoot: (networkId, root) =>
+          sql<BatchRow>`
+            SELECT ${batchCols} FROM anchor_batches f
+            WHERE network_id = ${networkId} AND merkle_root = ${root} AND state = 'FAILED'
+              AND NOT EXISTS (SELECT 1 FROM anchor_batches l WHERE l.network_id = f.network_id AND l.merkle_root = f.merkle_root
+                              AND l.state NOT IN ('DROPPED', 'FAILED'))
+            ORDER BY id DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]), orDie),
+
+        revive: (batchId, f) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const rows = yield* sql`
+              UPDATE anchor_batches b SET state = 'MINED',
+                tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
+                block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
+                gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),
+                tx_hashes = CASE WHEN ${f.txHash}::text = ANY(tx_hashes) THEN tx_hashes ELSE array_append(tx_hashes, ${f.txHash}::text) END,
+                last_error = 'mined after it was given up (' || COALESCE(last_error, 'failed') || ')', updated_at = now()
+              WHERE id = ${batchId} AND state = 'FAILED'
+                AND NOT EXISTS (SELECT 1 FROM anchor_batches l WHERE l.network_id = b.network_id AND l.merkle_root = b.merkle_root
+                                AND l.state NOT IN ('DROPPED', 'FAILED'))
+              RETURNING id`
+            if (rows.length === 0) return undefined
+            // Records that are FAILED still, and have not been anchored on this network since.
+            const revived = yield* sql<{ n: number }>`
+              WITH back AS (
+                DELETE FROM failed_anchors fa WHERE fa.batch_id = ${batchId}
+                RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof
+              ), r AS (
+                UPDATE records r SET status = 'BATCHING', updated_at = now()
+                FROM back WHERE back.record_id = r.id AND r.status = 'FAILED'
+                  AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = back.network_id)
+                RETURNING r.id
+              ), ins AS (
+                INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
+                SELECT back.record_id, back.network_id, back.chain_type, back.batch_id, back.leaf_index, back.merkle_proof, false
+                FROM back JOIN r ON r.id = back.record_id
+                RETURNING 1
+              )
+              SELECT count(*)::int AS n FROM ins`
+            return revived[0]?.n ?? 0
           })).pipe(orDie),
 
         cursor: (networkId) =>

@@ -320,7 +320,29 @@ const makeWatcher = (chain: Chain, status: NetworkStatus) =>
       const logs = yield* chain.anchoredLogs(from, to)
       for (const l of logs) {
         const batch = yield* store.findLiveBatchByRoot(id, l.root)
-        if (batch === undefined || batch.state === "CONFIRMED") continue
+        if (batch === undefined) {
+          // Given up (FAILED) but mined after all: its records are anchored, so the node says so.
+          const failed = yield* store.findFailedBatchByRoot(id, l.root)
+          if (failed === undefined) continue
+          const b = yield* block(l.blockNumber)
+          if (b === undefined || b.hash !== l.blockHash) continue
+          const receipt = yield* chain.receipt(l.txHash)
+          const revived = yield* store.revive(failed.id, {
+            txHash: l.txHash,
+            chainBatchId: l.chainBatchId,
+            blockNumber: l.blockNumber,
+            blockHash: l.blockHash,
+            anchoredAt: new Date(Number(b.timestamp) * 1000),
+            gasUsed: receipt?.gasUsed ?? null
+          })
+          if (revived !== undefined) {
+            yield* Effect.logWarning("failed batch mined after all: revived").pipe(Effect.annotateLogs({
+              batch: failed.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), records: revived
+            }))
+          }
+          continue
+        }
+        if (batch.state === "CONFIRMED") continue
         if (batch.state === "MINED" && batch.blockHash === l.blockHash) continue
         const b = yield* block(l.blockNumber)
         if (b === undefined || b.hash !== l.blockHash) continue // reorganised while we looked: next tick

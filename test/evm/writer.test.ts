@@ -1,5 +1,6 @@
 // The chain writer: a stuck transaction is replaced with higher fees (same nonce); a batch whose
-// transaction keeps reverting ends FAILED with anchor.failed events; two nodes on one database
+// transaction keeps reverting ends FAILED with anchor.failed events; a batch given up while its
+// transaction is still pooled is revived when that transaction is mined; two nodes on one database
 // elect one writer per network and the other takes over when the leader stops.
 //   npx vitest run test/evm/writer.test.ts
 import { createPublicClient, http, type Hex } from "viem"
@@ -78,6 +79,47 @@ describe("chain writer", () => {
     expect(events[0].payload.reason).toMatch(/AccessControl|revert/i)
     await nodes.pop()!.stop()
   }, 30_000)
+
+  it("revives a batch given up while its transaction was still pooled, once that transaction is mined", async () => {
+    const node = await start("anvil-late", { stuckAfterMs: 300, maxAttempts: 2 })
+    const key = await node.createKey(await node.createAccount())
+    await anvil.rpc("evm_setAutomine", [false])
+    try {
+      const ids: Array<string> = []
+      for (let i = 0; i < 2; i++) ids.push((await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { late: i } } })).json.data.recordId)
+      await waitFor("FAILED", async () => [...(await statusesOf(node.databaseUrl, ids)).values()].every((s) => s === "FAILED"), 15_000)
+      const [given] = await query<{ id: string; txHashes: Array<string>; merkleRoot: string }>(node.databaseUrl,
+        `SELECT b.id::text AS id, b.tx_hashes AS "txHashes", b.merkle_root AS "merkleRoot" FROM anchor_batches b
+         JOIN failed_anchors f ON f.batch_id = b.id WHERE f.record_id = $1 AND b.state = 'FAILED'`, [ids[0]])
+      expect(given.txHashes.length).toBeGreaterThanOrEqual(2)
+      expect((await call(node.baseUrl, "GET", `/v1/records/${ids[0]}`, { key })).json.data).toMatchObject({ status: "FAILED", anchors: [] })
+
+      await anvil.rpc("evm_mine")
+      await waitFor("ANCHORED after all", allAnchored(node.databaseUrl, ids), 10_000)
+      const [batch] = await query<{ state: string; txHash: string; lastError: string }>(node.databaseUrl,
+        `SELECT state, tx_hash AS "txHash", last_error AS "lastError" FROM anchor_batches WHERE id = $1`, [given.id])
+      expect(batch.state).toBe("CONFIRMED")
+      expect(given.txHashes).toContain(batch.txHash)
+      expect(batch.lastError).toMatch(/^mined after it was given up \(not mined after 2 attempts\)$/)
+      expect(await query(node.databaseUrl, "SELECT 1 FROM failed_anchors WHERE batch_id = $1", [given.id])).toHaveLength(0)
+      // The client heard anchor.failed, then anchor.confirmed, for each record.
+      const events = await query<{ recordId: string; kind: string; payload: any }>(node.databaseUrl,
+        `SELECT record_id AS "recordId", kind, payload FROM events WHERE record_id = ANY($1) ORDER BY id`, [ids])
+      for (const id of ids) {
+        const own = events.filter((e) => e.recordId === id)
+        expect(own.map((e) => e.kind)).toEqual(["anchor.failed", "anchor.confirmed"])
+        expect(own[1].payload).toMatchObject({ status: "ANCHORED", txHash: batch.txHash, merkleRoot: given.merkleRoot })
+      }
+      const view = (await call(node.baseUrl, "GET", `/v1/records/${ids[1]}`, { key })).json.data
+      expect(view.status).toBe("ANCHORED")
+      expect(view.anchors).toHaveLength(1)
+      expect(view.anchors[0]).toMatchObject({ txHash: batch.txHash, merkleRoot: given.merkleRoot })
+      expect(view.anchors[0].merkleProof).toHaveLength(1)
+    } finally {
+      await anvil.rpc("evm_setAutomine", [true])
+      await nodes.pop()!.stop()
+    }
+  }, 40_000)
 
   it("elects one writer per network across nodes sharing the database; another takes over", async () => {
     const databaseUrl = await freshDatabase()

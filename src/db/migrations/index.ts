@@ -3,6 +3,7 @@ import anchoring from "./0002_anchoring.ts"
 import webhooks from "./0003_webhooks.ts"
 import fabric from "./0004_fabric.ts"
 import ingestChecks from "./0005_ingest_checks.ts"
+import failedAnchors from "./0006_failed_anchors.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -10,5 +11,6 @@ export const migrations = {
   "0002_anchoring": anchoring,
   "0003_webhooks": webhooks,
   "0004_fabric": fabric,
-  "0005_ingest_checks": ingestChecks
+  "0005_ingest_checks": ingestChecks,
+  "0006_failed_anchors": failedAnchors
 }
