@@ -12,7 +12,8 @@
  *    (so a receiver that hangs cannot take every slot), and records outcomes in batches (one statement
  *    logs the attempts and moves the deliveries on the ladder);
  *  - logs one structured line per failed attempt (no secrets, no URL path or query);
- *  - on shutdown stops claiming and lets the attempts in flight finish (bounded by the timeout).
+ *  - on shutdown stops claiming and lets the attempts in flight finish (bounded by the timeout);
+ *  - deletes finished deliveries and their attempt logs after WEBHOOK_RETENTION_DAYS (default 30).
  */
 import * as Crypto from "node:crypto"
 import { Cause, Effect, FiberSet, Layer, Queue } from "effect"
@@ -23,6 +24,9 @@ import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
 import { attempt, destroyAgents, makeAgents, WebhookResolver } from "./sender.ts"
 import { type Claimed, type Completion, WEBHOOK_CHANNEL, WebhookStore } from "./WebhookStore.ts"
+
+/** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
+const RETENTION_BATCH = 5_000
 
 interface Outcome extends Completion {
   readonly deliveryId: string
@@ -217,7 +221,26 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       Effect.forkScoped
     )
 
+  /**
+   * Retention (WEBHOOK_RETENTION_DAYS): every WEBHOOK_RETENTION_SWEEP_MS, finished deliveries older than
+   * the retention go, with their attempt logs, in batches; one log line when any went. Several nodes may
+   * sweep at once (the batches skip each other's locked rows).
+   */
+  const retentionLoop = Effect.gen(function*() {
+    while (true) {
+      yield* Effect.sleep(config.retentionSweepMillis)
+      const before = new Date(Date.now() - config.retentionMillis)
+      let purged = 0
+      for (let n = RETENTION_BATCH; n === RETENTION_BATCH && !stopping;) {
+        n = yield* store.purgeFinished(before, RETENTION_BATCH)
+        purged += n
+      }
+      if (purged > 0) yield* Effect.logInfo("webhook deliveries purged", { deliveries: purged, before: before.toISOString() })
+    }
+  })
+
   yield* supervised("listener", listenLoop)
+  if (config.retentionMillis > 0) yield* supervised("retention", retentionLoop)
   yield* supervised("writer", writeLoop)
   yield* supervised("claimer", claimLoop)
 

@@ -152,6 +152,12 @@ export class WebhookStore extends Context.Service<WebhookStore, {
   /** A new round of attempts (0..5) starting now, re-rendered with the account's current settings. */
   readonly redeliver: (owner: { accountId: string; environment: Environment }, id: string) => Effect.Effect<DeliveryRow | undefined>
   /**
+   * Retention: deletes up to `limit` finished deliveries (SUCCEEDED / FAILED, not claimed) last changed
+   * before `before`, with their attempt logs, in one statement. The number deleted. Events stay: they
+   * are the records' history and later payloads are rendered from them.
+   */
+  readonly purgeFinished: (before: Date, limit: number) => Effect.Effect<number>
+  /**
    * Claims up to `limit` due deliveries, skipping receivers (host:port) that already have `perHost`
    * attempts in flight across all nodes (a soft cap: one claim may add up to `limit` more).
    */
@@ -263,6 +269,20 @@ export class WebhookStore extends Context.Service<WebhookStore, {
                FROM webhook_attempts WHERE delivery_seq = ANY(string_to_array($1, ',')::bigint[]) ORDER BY id`,
               [seqs.join(",")]
             ).pipe(Effect.orDie),
+
+        purgeFinished: (before, limit) =>
+          sql<{ n: number }>`
+            WITH old AS (
+              SELECT seq FROM webhook_deliveries
+              WHERE state IN ('SUCCEEDED', 'FAILED') AND updated_at < ${before} AND locked_until IS NULL
+              ORDER BY seq LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            ), attempts AS (
+              DELETE FROM webhook_attempts WHERE delivery_seq IN (SELECT seq FROM old)
+            ), gone AS (
+              DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM old) RETURNING 1
+            )
+            SELECT count(*)::int AS n FROM gone`.pipe(Effect.map((rows) => rows[0]?.n ?? 0), Effect.orDie),
 
         redeliver: Effect.fn("WebhookStore.redeliver")(function*(owner, id) {
           const rows = yield* sql`

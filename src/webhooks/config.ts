@@ -25,6 +25,10 @@ export interface WebhookSettings {
   readonly claimBatch: number
   /** Identifies this process in claims and in the attempt log. */
   readonly nodeId: string
+  /** Finished deliveries (SUCCEEDED / FAILED) and their attempt logs are deleted this long after their last change; 0 keeps them. */
+  readonly retentionMillis: number
+  /** How often the retention sweep runs. */
+  readonly retentionSweepMillis: number
 }
 
 export class WebhookConfig extends Context.Service<WebhookConfig, WebhookSettings>()("anchord/webhooks/WebhookConfig") {
@@ -37,7 +41,9 @@ export class WebhookConfig extends Context.Service<WebhookConfig, WebhookSetting
     concurrency: Config.Int("WEBHOOK_CONCURRENCY").pipe(Config.withDefault(256)),
     claimBatch: Config.Int("WEBHOOK_CLAIM_BATCH").pipe(Config.withDefault(200)),
     perHostConcurrency: Config.Int("WEBHOOK_PER_HOST").pipe(Config.withDefault(128)),
-    nodeId: Config.option(Config.String("WEBHOOK_NODE_ID"))
+    nodeId: Config.option(Config.String("WEBHOOK_NODE_ID")),
+    retentionDays: Config.Number("WEBHOOK_RETENTION_DAYS").pipe(Config.withDefault(30)),
+    retentionSweepMillis: Config.Int("WEBHOOK_RETENTION_SWEEP_MS").pipe(Config.withDefault(3_600_000))
   })
 
   static readonly layer = Layer.effect(
@@ -58,7 +64,9 @@ export class WebhookConfig extends Context.Service<WebhookConfig, WebhookSetting
         perHostConcurrency: Math.max(1, c.perHostConcurrency),
         nodeId: c.nodeId._tag === "Some"
           ? c.nodeId.value
-          : `${Os.hostname()}:${process.pid}:${Crypto.randomBytes(3).toString("hex")}`
+          : `${Os.hostname()}:${process.pid}:${Crypto.randomBytes(3).toString("hex")}`,
+        retentionMillis: Math.max(0, c.retentionDays) * 86_400_000,
+        retentionSweepMillis: Math.max(1_000, c.retentionSweepMillis)
       }))
   )
 }
