@@ -129,8 +129,6 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const config = yield* AppConfig
       const queue = yield* Queue.unbounded<Pending>()
 
-      const insertRows = (rows: ReadonlyArray<NewRecord>, month: string) => insertRecords(sql, rows, month)
-
       /**
        * One round trip for a group of submissions from accounts without a monthly quota (ENTERPRISE):
        * a single statement is its own transaction.
@@ -138,7 +136,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const commitUnlimited = (group: ReadonlyArray<Pending>) =>
         Effect.gen(function*() {
           const rows = group.flatMap((p) => p.submission.rows)
-          const used = new Map((yield* insertRows(rows, currentMonth().month)).map((r) => [r.accountId, Number(r.used)]))
+          const used = new Map((yield* insertRecords(sql, rows, currentMonth().month)).map((r) => [r.accountId, Number(r.used)]))
           return new Map(group.map((p) => [p, { _tag: "Committed", usedAfter: used.get(p.submission.accountId) ?? 0 } as SubmitOutcome]))
         })
 
@@ -175,7 +173,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               for (const row of p.submission.rows) accepted.push(row)
             }
           }
-          if (accepted.length > 0) yield* insertRows(accepted, month)
+          if (accepted.length > 0) yield* insertRecords(sql, accepted, month)
           return outcomes
         }))
 
