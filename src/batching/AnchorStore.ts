@@ -114,7 +114,7 @@ export class AnchorStore extends Context.Service<AnchorStore, {
   readonly drop: (batchId: string, reason: string) => Effect.Effect<number>
   /** Retries exhausted: batch FAILED, records → FAILED + anchor.failed events; its anchors kept in failed_anchors. */
   readonly fail: (batchId: string, reason: string) => Effect.Effect<number>
-  /** The newest FAILED batch of the network with this root, when no live batch has it. */
+  /** The newest FAILED batch of the network with this root (`revive` checks that no live batch has it). */
   readonly findFailedBatchByRoot: (networkId: string, root: Hex) => Effect.Effect<BatchRow | undefined>
   /**
    * A FAILED batch whose transaction was mined after all: batch → MINED with the facts, its anchors back
@@ -367,10 +367,8 @@ export class AnchorStore extends Context.Service<AnchorStore, {
 
         findFailedBatchByRoot: (networkId, root) =>
           sql<BatchRow>`
-            SELECT ${batchCols} FROM anchor_batches f
+            SELECT ${batchCols} FROM anchor_batches
             WHERE network_id = ${networkId} AND merkle_root = ${root} AND state = 'FAILED'
-              AND NOT EXISTS (SELECT 1 FROM anchor_batches l WHERE l.network_id = f.network_id AND l.merkle_root = f.merkle_root
-                              AND l.state NOT IN ('DROPPED', 'FAILED'))
             ORDER BY id DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]), orDie),
 
         revive: (batchId, f) =>

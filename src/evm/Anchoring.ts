@@ -12,8 +12,8 @@
 import { Context, Effect, Layer, Schedule } from "effect"
 import type { Hex } from "viem"
 import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../batching/AnchorChain.ts"
-import { AnchorStore, type BatchRow } from "../batching/AnchorStore.ts"
-import { type Chain, makeChain } from "./chain.ts"
+import { AnchorStore, type BatchRow, type MinedFacts } from "../batching/AnchorStore.ts"
+import { type AnchoredLog, type Chain, makeChain } from "./chain.ts"
 import { type EvmNetworkConfig, EvmNetworks } from "./config.ts"
 import { EvmError, Reverted, WrongChain } from "./errors.ts"
 
@@ -318,23 +318,30 @@ const makeWatcher = (chain: Chain, status: NetworkStatus) =>
     if (from <= head) {
       const to = from + BigInt(network.logRange) - 1n < head ? from + BigInt(network.logRange) - 1n : head
       const logs = yield* chain.anchoredLogs(from, to)
-      for (const l of logs) {
-        const batch = yield* store.findLiveBatchByRoot(id, l.root)
-        if (batch === undefined) {
-          // Given up (FAILED) but mined after all: its records are anchored, so the node says so.
-          const failed = yield* store.findFailedBatchByRoot(id, l.root)
-          if (failed === undefined) continue
+      /** What an Anchored log says, when its block is still canonical (else: reorganised while we looked, next tick). */
+      const minedFacts = (l: AnchoredLog) =>
+        Effect.gen(function*() {
           const b = yield* block(l.blockNumber)
-          if (b === undefined || b.hash !== l.blockHash) continue
+          if (b === undefined || b.hash !== l.blockHash) return undefined
           const receipt = yield* chain.receipt(l.txHash)
-          const revived = yield* store.revive(failed.id, {
+          return {
             txHash: l.txHash,
             chainBatchId: l.chainBatchId,
             blockNumber: l.blockNumber,
             blockHash: l.blockHash,
             anchoredAt: new Date(Number(b.timestamp) * 1000),
             gasUsed: receipt?.gasUsed ?? null
-          })
+          } satisfies MinedFacts
+        })
+      for (const l of logs) {
+        const batch = yield* store.findLiveBatchByRoot(id, l.root)
+        if (batch === undefined) {
+          // Given up (FAILED) but mined after all: its records are anchored, so the node says so.
+          const failed = yield* store.findFailedBatchByRoot(id, l.root)
+          if (failed === undefined) continue
+          const facts = yield* minedFacts(l)
+          if (facts === undefined) continue
+          const revived = yield* store.revive(failed.id, facts)
           if (revived !== undefined) {
             yield* Effect.logWarning("failed batch mined after all: revived").pipe(Effect.annotateLogs({
               batch: failed.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), records: revived
@@ -344,17 +351,9 @@ const makeWatcher = (chain: Chain, status: NetworkStatus) =>
         }
         if (batch.state === "CONFIRMED") continue
         if (batch.state === "MINED" && batch.blockHash === l.blockHash) continue
-        const b = yield* block(l.blockNumber)
-        if (b === undefined || b.hash !== l.blockHash) continue // reorganised while we looked: next tick
-        const receipt = yield* chain.receipt(l.txHash)
-        yield* store.markMined(batch.id, {
-          txHash: l.txHash,
-          chainBatchId: l.chainBatchId,
-          blockNumber: l.blockNumber,
-          blockHash: l.blockHash,
-          anchoredAt: new Date(Number(b.timestamp) * 1000),
-          gasUsed: receipt?.gasUsed ?? null
-        })
+        const facts = yield* minedFacts(l)
+        if (facts === undefined) continue
+        yield* store.markMined(batch.id, facts)
         yield* Effect.logDebug("batch mined").pipe(Effect.annotateLogs({
           batch: batch.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), chainBatchId: Number(l.chainBatchId)
         }))
