@@ -191,13 +191,15 @@ const main = async () => {
   const cr = summary(recordsCeiling)
   const cm = summary(minimalCeiling)
   const ratio = o.rps / b.rps
+  /** A server's figures after its label: records/s, p50, p99, non-2xx, CPU µs per request. */
+  const figures = (label: string, x: ReturnType<typeof summary>) => [label, x.rps.toFixed(0), String(x.p50), String(x.p99), String(x.non2xx), x.cpu]
   const rows = [
     ["", "records/s", "p50 ms", "p99 ms", "non-2xx", "CPU µs/req"],
-    ["anchord POST /v1/anchor (committed)", o.rps.toFixed(0), String(o.p50), String(o.p99), String(o.non2xx), o.cpu],
-    ["baseline node:http JSON+JCS+SHA-256", b.rps.toFixed(0), String(b.p50), String(b.p99), String(b.non2xx), b.cpu],
-    ["(Effect HTTP server, baseline's work)", f.rps.toFixed(0), String(f.p50), String(f.p99), String(f.non2xx), f.cpu],
-    ["(node:http + records group commit)", cr.rps.toFixed(0), String(cr.p50), String(cr.p99), String(cr.non2xx), cr.cpu],
-    ["(node:http + minimal group commit)", cm.rps.toFixed(0), String(cm.p50), String(cm.p99), String(cm.non2xx), cm.cpu]
+    figures("anchord POST /v1/anchor (committed)", o),
+    figures("baseline node:http JSON+JCS+SHA-256", b),
+    figures("(Effect HTTP server, baseline's work)", f),
+    figures("(node:http + records group commit)", cr),
+    figures("(node:http + minimal group commit)", cm)
   ]
   console.log()
   for (const r of rows) console.log(r.map((c, i) => i === 0 ? c.padEnd(40) : c.padStart(12)).join(""))
@@ -211,6 +213,7 @@ const main = async () => {
 
   const file = Path.join(root, "docs/benchmarks.md")
   const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`
+  const mdRow = (label: string, x: ReturnType<typeof summary>) => `| ${figures(label, x).join(" | ")} |`
   const entry = [
     "",
     `### bench:ingest — ${new Date().toISOString()}`,
@@ -219,11 +222,11 @@ const main = async () => {
     "",
     "| | records/s | p50 ms | p99 ms | non-2xx | server CPU µs/request |",
     "|---|---:|---:|---:|---:|---:|",
-    `| anchord \`POST /v1/anchor\` (durably committed) | ${o.rps.toFixed(0)} | ${o.p50} | ${o.p99} | ${o.non2xx} | ${o.cpu} |`,
-    `| baseline: bare node:http, JSON.parse + JCS + SHA-256 | ${b.rps.toFixed(0)} | ${b.p50} | ${b.p99} | ${b.non2xx} | ${b.cpu} |`,
-    `| reference: the baseline's work on Effect's HTTP server (scripts/bench/effect-floor-server.ts) | ${f.rps.toFixed(0)} | ${f.p50} | ${f.p99} | ${f.non2xx} | ${f.cpu} |`,
-    `| ceiling: bare node:http, baseline's work + the node's group-commit INSERT into \`records\` (scripts/bench/commit-ceiling-server.ts) | ${cr.rps.toFixed(0)} | ${cr.p50} | ${cr.p99} | ${cr.non2xx} | ${cr.cpu} |`,
-    `| ceiling: bare node:http, baseline's work + group commit of (id, hash, text) into a primary-key-only table | ${cm.rps.toFixed(0)} | ${cm.p50} | ${cm.p99} | ${cm.non2xx} | ${cm.cpu} |`,
+    mdRow("anchord `POST /v1/anchor` (durably committed)", o),
+    mdRow("baseline: bare node:http, JSON.parse + JCS + SHA-256", b),
+    mdRow("reference: the baseline's work on Effect's HTTP server (scripts/bench/effect-floor-server.ts)", f),
+    mdRow("ceiling: bare node:http, baseline's work + the node's group-commit INSERT into `records` (scripts/bench/commit-ceiling-server.ts)", cr),
+    mdRow("ceiling: bare node:http, baseline's work + group commit of (id, hash, text) into a primary-key-only table", cm),
     "",
     `Rounds (baseline → node records/s): ${base.map((r, i) => `${(r["2xx"] / per).toFixed(0)} → ${(ours[i]!["2xx"] / per).toFixed(0)}`).join("; ")}.`,
     "",

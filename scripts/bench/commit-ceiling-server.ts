@@ -44,7 +44,7 @@ interface Waiting {
   readonly row: NewRecord
   readonly res: Http.ServerResponse
 }
-let waiting: Array<Waiting> = []
+const waiting: Array<Waiting> = []
 let writing = false
 
 /** A text[] parameter in PostgreSQL's binary format, as ingest binds its columns. */
@@ -61,8 +61,7 @@ const commit = (group: ReadonlyArray<Waiting>) => {
 const write = () => {
   if (writing || waiting.length === 0) return
   writing = true
-  const group = waiting.length <= MAX_GROUP ? waiting : waiting.slice(0, MAX_GROUP)
-  waiting = waiting.length <= MAX_GROUP ? [] : waiting.slice(MAX_GROUP)
+  const group = waiting.splice(0, MAX_GROUP)
   runtime.runPromise(commit(group)).then(
     () => {
       for (const { row, res } of group) {

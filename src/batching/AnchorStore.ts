@@ -214,6 +214,13 @@ export class AnchorStore extends Context.Service<AnchorStore, {
 
       const orDie = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.orDie(e)
 
+      /** The columns a mined transaction sets on its batch (`markMined`, and `revive` of a given-up batch). */
+      const minedColumns = (f: MinedFacts) => sql`
+        tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
+        block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
+        gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),
+        tx_hashes = CASE WHEN ${f.txHash}::text = ANY(tx_hashes) THEN tx_hashes ELSE array_append(tx_hashes, ${f.txHash}::text) END`
+
       return AnchorStore.of({
         queueState: (networkId, max, hybridEnvironment) =>
           sql<{ count: number; oldest: Date | null }>`
@@ -305,10 +312,7 @@ export class AnchorStore extends Context.Service<AnchorStore, {
         markMined: (batchId, f) =>
           sql`
             UPDATE anchor_batches SET state = CASE WHEN state = 'CONFIRMED' THEN state ELSE 'MINED' END,
-              tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
-              block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
-              gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),
-              tx_hashes = CASE WHEN ${f.txHash}::text = ANY(tx_hashes) THEN tx_hashes ELSE array_append(tx_hashes, ${f.txHash}::text) END,
+              ${minedColumns(f)},
               updated_at = now()
             WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED')`.pipe(Effect.asVoid, orDie),
 
@@ -375,10 +379,7 @@ export class AnchorStore extends Context.Service<AnchorStore, {
           sql.withTransaction(Effect.gen(function*() {
             const rows = yield* sql`
               UPDATE anchor_batches b SET state = 'MINED',
-                tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
-                block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
-                gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),
-                tx_hashes = CASE WHEN ${f.txHash}::text = ANY(tx_hashes) THEN tx_hashes ELSE array_append(tx_hashes, ${f.txHash}::text) END,
+                ${minedColumns(f)},
                 last_error = 'mined after it was given up (' || COALESCE(last_error, 'failed') || ')', updated_at = now()
               WHERE id = ${batchId} AND state = 'FAILED'
                 AND NOT EXISTS (SELECT 1 FROM anchor_batches l WHERE l.network_id = b.network_id AND l.merkle_root = b.merkle_root
