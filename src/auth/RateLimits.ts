@@ -3,7 +3,7 @@
  * key. Fixed one-second windows aligned to the clock: in memory on one node, or in Redis through
  * `effect/persistence` RateLimiter (REDIS_URL) so several nodes share the counts.
  */
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { NodeRedis } from "@effect/platform-node"
 import { AppConfig } from "../config.ts"
@@ -30,6 +30,7 @@ export class RateLimits extends Context.Service<RateLimits, {
     RateLimits,
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.RateLimiter
+      const clock = yield* Clock.Clock
       return RateLimits.of({
         hit: (key, limit) =>
           limiter.consume({ algorithm: "fixed-window", onExceeded: "fail", window: "1 second", limit, key }).pipe(
@@ -37,7 +38,7 @@ export class RateLimits extends Context.Service<RateLimits, {
               allowed: true,
               limit,
               remaining: Math.max(0, r.remaining),
-              reset: Math.ceil((Date.now() + Duration.toMillis(r.resetAfter)) / 1000),
+              reset: Math.ceil((clock.currentTimeMillisUnsafe() + Duration.toMillis(r.resetAfter)) / 1000),
               retryAfter: 0
             })),
             Effect.catchTag("RateLimiterError", (error) => {
@@ -48,13 +49,13 @@ export class RateLimits extends Context.Service<RateLimits, {
                   allowed: false,
                   limit,
                   remaining: 0,
-                  reset: Math.ceil((Date.now() + wait) / 1000),
+                  reset: Math.ceil((clock.currentTimeMillisUnsafe() + wait) / 1000),
                   retryAfter: Math.max(1, Math.ceil(wait / 1000))
                 })
               }
               // A limiter store outage must not take the API down: let the request through.
               return Effect.logWarning("rate limiter store unavailable", reason._tag).pipe(
-                Effect.as<LimitState>({ allowed: true, limit, remaining: limit, reset: Math.ceil(Date.now() / 1000) + 1, retryAfter: 0 })
+                Effect.as<LimitState>({ allowed: true, limit, remaining: limit, reset: Math.ceil(clock.currentTimeMillisUnsafe() / 1000) + 1, retryAfter: 0 })
               )
             })
           )
@@ -64,12 +65,14 @@ export class RateLimits extends Context.Service<RateLimits, {
 
   /**
    * One node: a plain in-memory fixed window per key, read and written synchronously (this is on
-   * every request; the generic store costs an order of magnitude more CPU for the same answer).
+   * every request; the generic store costs an order of magnitude more CPU for the same answer). The
+   * time is the layer's Clock, read without an effect step.
    */
-  static readonly layerMemory = Layer.sync(RateLimits, () => {
+  static readonly layerMemory = Layer.effect(RateLimits, Effect.gen(function*() {
+    const clock = yield* Clock.Clock
     const windows = new Map<string, { second: number; count: number }>()
     const hitNow = (key: string, limit: number): LimitState => {
-      const now = Date.now()
+      const now = clock.currentTimeMillisUnsafe()
       const second = Math.floor(now / 1000)
       let w = windows.get(key)
       if (w === undefined || w.second !== second) {
@@ -85,7 +88,7 @@ export class RateLimits extends Context.Service<RateLimits, {
       return { allowed: true, limit, remaining: limit - w.count, reset, retryAfter: 0 }
     }
     return RateLimits.of({ hit: (key, limit) => Effect.sync(() => hitNow(key, limit)), hitNow })
-  })
+  }))
 
   /** Memory, or Redis (effect/persistence RateLimiter) when REDIS_URL is set, so nodes share counts. */
   static readonly layer = Layer.unwrap(Effect.gen(function*() {

@@ -3,7 +3,7 @@
  * watcher's cursor, confirmation / reorg / failure with their outbox events in the same transaction.
  * SqlError becomes a defect here (the loops log it and try again on their next tick).
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { buildTree, type Hex } from "../evm/merkle.ts"
 
@@ -279,16 +279,18 @@ export class AnchorStore extends Context.Service<AnchorStore, {
             SELECT ${batchCols} FROM anchor_batches
             WHERE network_id = ${networkId} AND state IN ('PENDING', 'SENT', 'MINED') ORDER BY id`.pipe(orDie),
 
+        // sent_at on the node's Clock: the writer measures a transaction's age (stuck, fee bump) against it.
         markSent: (batchId, tx) =>
-          sql`
+          Effect.flatMap(Clock.currentTimeMillis, (ms) => sql`
             UPDATE anchor_batches SET state = 'SENT', nonce = ${tx.nonce}, gas_limit = ${tx.gas.toString()}::bigint, tx_hash = ${tx.txHash}, raw_tx = ${tx.rawTx},
               tx_hashes = array_append(tx_hashes, ${tx.txHash}::text),
               max_fee_per_gas = ${tx.maxFeePerGas.toString()}::numeric, max_priority_fee_per_gas = ${tx.maxPriorityFeePerGas.toString()}::numeric,
-              sent_at = now(), attempts = attempts + 1, updated_at = now()
-            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`.pipe(Effect.asVoid, orDie),
+              sent_at = ${new Date(ms)}, attempts = attempts + 1, updated_at = now()
+            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`).pipe(Effect.asVoid, orDie),
 
         markAdopted: (batchId) =>
-          sql`UPDATE anchor_batches SET state = 'SENT', sent_at = now(), updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+          Effect.flatMap(Clock.currentTimeMillis, (ms) =>
+            sql`UPDATE anchor_batches SET state = 'SENT', sent_at = ${new Date(ms)}, updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`)
             .pipe(Effect.asVoid, orDie),
 
         resetToPending: (batchId, error) =>
@@ -442,11 +444,11 @@ export class AnchorStore extends Context.Service<AnchorStore, {
           }).pipe(orDie),
 
         markFabricSent: (batchId, tx) =>
-          sql`
+          Effect.flatMap(Clock.currentTimeMillis, (ms) => sql`
             UPDATE anchor_batches SET state = 'SENT', tx_hash = ${tx.txId}, raw_tx = ${tx.envelope},
               tx_hashes = array_append(tx_hashes, ${tx.txId}::text), chain_batch_ref = COALESCE(chain_batch_ref, id::text),
-              sent_at = now(), attempts = attempts + 1, updated_at = now()
-            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`.pipe(Effect.asVoid, orDie),
+              sent_at = ${new Date(ms)}, attempts = attempts + 1, updated_at = now()
+            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`).pipe(Effect.asVoid, orDie),
 
         markFabricCommitted: (batchId, f) =>
           sql`

@@ -4,7 +4,7 @@
  * records → BATCHING) is one transaction in AnchorStore.cutBatch; the chain writer sends it after.
  * The same for every chain: an `AnchorChain` (src/batching/AnchorChain.ts) gives its `BatchTarget`.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { AnchorStore, type BatchMeta } from "./AnchorStore.ts"
 
 /** What the batcher needs to know about a network. */
@@ -27,7 +27,7 @@ export const batcherTick = (network: BatchTarget, onCut: Effect.Effect<void>) =>
       const q = yield* store.queueState(network.networkId, network.batchMaxSize, network.hybridEnvironment)
       if (q.count === 0) return
       const due = q.count >= network.batchMaxSize ||
-        (q.oldest !== null && Date.now() - q.oldest.getTime() >= network.batchWindowMs)
+        (q.oldest !== null && (yield* Clock.currentTimeMillis) - q.oldest.getTime() >= network.batchWindowMs)
       if (!due) return
       const cut = yield* store.cutBatch(network.networkId, network.batchMaxSize, network.meta, network.hybridEnvironment)
       if (cut === undefined) {

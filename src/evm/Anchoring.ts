@@ -9,7 +9,7 @@
  * - chain watcher: `Anchored` logs by ranged eth_getLogs from a cursor (block number + hash) kept
  *   in PostgreSQL, reorg detection by block hash, confirmation at the configured depth.
  */
-import { Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import type { Hex } from "viem"
 import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../batching/AnchorChain.ts"
 import { AnchorStore, type BatchRow, type MinedFacts } from "../batching/AnchorStore.ts"
@@ -116,7 +116,7 @@ const makeWriter = (chain: Chain) =>
           // Not the batch's fault: keep it, and say so (once per tick loop failure) until the signer is funded.
           return yield* e
         }
-        retryAt.set(b.id, Date.now() + Math.min(60_000, 250 * 2 ** b.attempts))
+        retryAt.set(b.id, (yield* Clock.currentTimeMillis) + Math.min(60_000, 250 * 2 ** b.attempts))
         if (b.attempts + 1 >= network.maxAttempts) {
           const n = yield* store.fail(b.id, e.message)
           unacknowledged.delete(b.id)
@@ -207,7 +207,7 @@ const makeWriter = (chain: Chain) =>
           return yield* store.resetToPending(b.id, `nonce ${nonce} used by another transaction`)
         }
         const known = yield* chain.txKnown(b.txHash)
-        const age = Date.now() - (b.sentAt?.getTime() ?? 0)
+        const age = (yield* Clock.currentTimeMillis) - (b.sentAt?.getTime() ?? 0)
         if (!known) {
           // Never reached the node (crash or outage between persist and broadcast) or dropped from its pool.
           unacknowledged.add(b.id)
@@ -252,16 +252,17 @@ const makeWriter = (chain: Chain) =>
       const sent = open.filter((b) => b.state === "SENT")
       // Nothing in flight: the chain's count is the truth (also after a reorg dropped our transactions).
       if (recovering || sent.length === 0) nextNonce = 0
+      const now = yield* Clock.currentTimeMillis
       for (const b of sent) {
         const due = recovering || unacknowledged.has(b.id) ||
-          Date.now() - (b.sentAt?.getTime() ?? 0) >= network.stuckAfterMs
+          now - (b.sentAt?.getTime() ?? 0) >= network.stuckAfterMs
         if (due) yield* check(b)
       }
       recovering = false
       // Don't pile new nonces on top of a transaction the node has not acknowledged.
       if (unacknowledged.size > 0) return
       for (const b of open) {
-        if (b.state === "PENDING" && (retryAt.get(b.id) ?? 0) <= Date.now()) yield* send(b)
+        if (b.state === "PENDING" && (retryAt.get(b.id) ?? 0) <= now) yield* send(b)
         if (unacknowledged.size > 0) return
       }
     })

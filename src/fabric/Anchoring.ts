@@ -16,7 +16,7 @@
  *   with the checkpoint: live batches whose root is in a VALID `Anchored` event → CONFIRMED, records
  *   → ANCHORED + events. After a crash the stream resumes at checkpoint + 1: no gap, nothing twice.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../batching/AnchorChain.ts"
 import { AnchorStore, type BatchRow } from "../batching/AnchorStore.ts"
 import { chooseFabricNetwork, fabricOverrides } from "../batching/Networks.ts"
@@ -83,7 +83,7 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
     /** Batches not to touch before this time (backoff after a failure), by batch id. */
     const retryAt = new Map<string, number>()
     const backoff = (b: BatchRow, attempts: number) =>
-      retryAt.set(b.id, Date.now() + Math.min(30_000, 250 * 2 ** Math.min(attempts, 7)))
+      Effect.map(Clock.currentTimeMillis, (now) => { retryAt.set(b.id, now + Math.min(30_000, 250 * 2 ** Math.min(attempts, 7))) })
 
     /** Counted failure: FAILED once `maxAttempts` is reached. */
     const failOrRetry = Effect.fn("FabricWriter.failOrRetry")(function*(b: BatchRow, attempts: number, e: FabricError) {
@@ -92,7 +92,7 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
         retryAt.delete(b.id)
         return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batch: b.id, root: b.merkleRoot, records: n, error: e.message }))
       }
-      backoff(b, attempts)
+      yield* backoff(b, attempts)
       yield* store.noteError(b.id, e.message)
       yield* Effect.logWarning("batch refused, will retry").pipe(Effect.annotateLogs({ batch: b.id, attempt: attempts, error: e.message }))
     })
@@ -159,10 +159,9 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
      * the batch as it is and try again later, not counted; the loop logs it once and once more on recovery.
      */
     const transient = (b: BatchRow, e: FabricError) =>
-      Effect.suspend(() => {
-        backoff(b, 3)
-        return e.reason._tag === "PeerUnavailable" || e.reason._tag === "Rejected" ? Effect.fail(e) : Effect.void
-      })
+      backoff(b, 3).pipe(
+        Effect.andThen(e.reason._tag === "PeerUnavailable" || e.reason._tag === "Rejected" ? Effect.fail(e) : Effect.void)
+      )
 
     /** A PENDING batch: endorse, persist, submit, settle; again at once after a read conflict. */
     const send = Effect.fn("FabricWriter.send")(function*(b: BatchRow) {
@@ -206,7 +205,7 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
     })
 
     const tick = Effect.gen(function*() {
-      const now = Date.now()
+      const now = yield* Clock.currentTimeMillis
       const due = (yield* store.openBatches(config.networkId)).filter((b) =>
         (b.state === "PENDING" || b.state === "SENT") && (retryAt.get(b.id) ?? 0) <= now
       )

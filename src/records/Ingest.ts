@@ -3,7 +3,7 @@
  * network choice, webhook URL policy; then commits them through the group-commit writer.
  */
 import * as Crypto from "node:crypto"
-import { Context, Effect, Exit, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Schema } from "effect"
 import { describeIssue } from "../http/schemaMessages.ts"
 import type { Principal } from "../auth/Accounts.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
@@ -121,11 +121,14 @@ export class Ingest extends Context.Service<Ingest, {
       const writer = yield* IngestWriter
       const networks = yield* Networks
       const usage = yield* UsageCache
+      // The record's createdAt (and the batch window counted from it) on the node's Clock, read
+      // without an effect step: this runs for every record.
+      const clock = yield* Clock.Clock
       /** The row of a validated submission (synchronous: canonical text, hash, encryption, network). */
       const build = (principal: Principal, kind: Kind, where: string): Effect.Effect<NewRecord, BadRequest> => {
         const body = kind.body
         const chain = body.chain ?? principal.defaultChain
-        const now = new Date()
+        const now = new Date(clock.currentTimeMillisUnsafe())
         const base = {
           id: newRecordId(now.getTime()),
           accountId: principal.accountId,

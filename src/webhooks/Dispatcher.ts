@@ -16,7 +16,7 @@
  *  - deletes finished deliveries and their attempt logs after WEBHOOK_RETENTION_DAYS (default 30).
  */
 import * as Crypto from "node:crypto"
-import { Cause, Effect, FiberSet, Layer, Queue } from "effect"
+import { Cause, Clock, Effect, FiberSet, Layer, Queue } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
@@ -61,12 +61,13 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const send = (row: Claimed & { readonly body: string; readonly signature: string }, token: string) =>
     Effect.gen(function*() {
       const h = row.headers!
+      const startedMillis = yield* Clock.currentTimeMillis
       const headers: Record<string, string> = {
         "Content-Type": "application/json",
         "User-Agent": userAgent,
         "X-Service-Event": h.event,
         "X-Service-Event-Id": h.eventId,
-        "X-Service-Timestamp": String(Math.floor(Date.now() / 1000)),
+        "X-Service-Timestamp": String(Math.floor(startedMillis / 1000)),
         "X-Service-Hash": h.hash,
         "X-Service-Package": h.packageMode,
         "X-Service-Chain": h.chain,
@@ -75,7 +76,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         "x-webhook-signature": row.signature
       }
       if (row.signatureNext !== null) headers["x-webhook-signature-next"] = row.signatureNext
-      const startedAt = new Date()
+      const startedAt = new Date(startedMillis)
       const outcome = yield* Effect.promise((signal) =>
         attempt(
           { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },
@@ -86,7 +87,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       ).pipe(
         // A bug in the sender must not leak the claim: it becomes a failed attempt like any other.
         Effect.catchDefect((defect) =>
-          Effect.succeed({ ok: false, statusCode: null, latencyMs: Date.now() - startedAt.getTime(), error: `internal error: ${String(defect)}` })
+          Effect.map(Clock.currentTimeMillis, (now) =>
+            ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}` }))
         )
       )
       yield* Queue.offer(results, {
@@ -229,7 +231,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const retentionLoop = Effect.gen(function*() {
     while (true) {
       yield* Effect.sleep(config.retentionSweepMillis)
-      const before = new Date(Date.now() - config.retentionMillis)
+      const before = new Date((yield* Clock.currentTimeMillis) - config.retentionMillis)
       let purged = 0
       for (let n = RETENTION_BATCH; n === RETENTION_BATCH && !stopping;) {
         n = yield* store.purgeFinished(before, RETENTION_BATCH)
@@ -250,8 +252,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
       stopping = true
-      const until = Date.now() + Math.min(config.timeoutMillis + 1_000, 15_000)
-      while (inFlight > 0 && Date.now() < until) yield* Effect.sleep(20)
+      const until = (yield* Clock.currentTimeMillis) + Math.min(config.timeoutMillis + 1_000, 15_000)
+      while (inFlight > 0 && (yield* Clock.currentTimeMillis) < until) yield* Effect.sleep(20)
     })
   )
 }))

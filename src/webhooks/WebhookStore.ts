@@ -7,7 +7,7 @@
  * the delivery log the API serves is the same row that carries the retry state.
  */
 import * as Crypto from "node:crypto"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { Environment } from "../auth/apiKeys.ts"
@@ -116,13 +116,15 @@ const parseObject = (text: string | null): Record<string, unknown> | null => {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null
 }
 
-const settingsColumns = `
+/** Whether an account (columns prefixed by `t`) is inside a rotation overlap at `now`, a placeholder of the Clock's time. */
+const inOverlap = (now: string, t = "") =>
+  `${t}webhook_secret_previous IS NOT NULL AND ${t}webhook_secret_rotated_at > ${now}::timestamptz - ${ROTATION_OVERLAP_SQL}`
+
+const settingsColumns = (now: string) => `
   webhook_url AS url, webhook_events AS events, webhook_format AS payload_format, webhook_enabled AS enabled,
   webhook_secret AS secret,
-  CASE WHEN webhook_secret_previous IS NOT NULL AND webhook_secret_rotated_at > now() - ${ROTATION_OVERLAP_SQL}
-       THEN webhook_secret_rotated_at END AS rotation_started_at,
-  CASE WHEN webhook_secret_previous IS NOT NULL AND webhook_secret_rotated_at > now() - ${ROTATION_OVERLAP_SQL}
-       THEN webhook_secret_rotated_at + ${ROTATION_OVERLAP_SQL} END AS previous_secret_expires_at`
+  CASE WHEN ${inOverlap(now)} THEN webhook_secret_rotated_at END AS rotation_started_at,
+  CASE WHEN ${inOverlap(now)} THEN webhook_secret_rotated_at + ${ROTATION_OVERLAP_SQL} END AS previous_secret_expires_at`
 
 const deliveryColumns = `
   d.seq::text AS seq, d.id, d.event_id, e.kind, d.record_id, d.environment, d.target, d.url, d.state, d.round, d.attempts,
@@ -182,8 +184,16 @@ export class WebhookStore extends Context.Service<WebhookStore, {
        */
       const asyncCommit = sql`SELECT set_config('synchronous_commit', 'off', true)`
 
+      /**
+       * Leases, the retry ladder and the rotation overlap read time through Effect's Clock (passed to
+       * the statements), not PostgreSQL's now(): one clock for the node and its tests (TestClock).
+       * Nodes sharing a database must keep their clocks in sync (NTP): a skew shifts leases by as much.
+       */
+      const clockNow = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
       const settings = (accountId: string) =>
-        sql.unsafe<WebhookSettingsRow>(`SELECT ${settingsColumns} FROM accounts WHERE id = $1`, [accountId]).pipe(
+        Effect.flatMap(clockNow, (now) =>
+          sql.unsafe<WebhookSettingsRow>(`SELECT ${settingsColumns("$2")} FROM accounts WHERE id = $1`, [accountId, now])).pipe(
           Effect.map((rows) => rows[0]),
           Effect.orDie
         )
@@ -220,16 +230,13 @@ export class WebhookStore extends Context.Service<WebhookStore, {
         rotate: Effect.fn("WebhookStore.rotate")(function*(accountId) {
           // Inside an unconfirmed overlap the signing (previous) secret stays and the pending one is replaced;
           // the overlap is not extended.
+          const now = yield* clockNow
           yield* sql.unsafe(`
             UPDATE accounts SET
-              webhook_secret_previous = CASE
-                WHEN webhook_secret_previous IS NOT NULL AND webhook_secret_rotated_at > now() - ${ROTATION_OVERLAP_SQL}
-                THEN webhook_secret_previous ELSE webhook_secret END,
-              webhook_secret_rotated_at = CASE
-                WHEN webhook_secret_previous IS NOT NULL AND webhook_secret_rotated_at > now() - ${ROTATION_OVERLAP_SQL}
-                THEN webhook_secret_rotated_at ELSE now() END,
+              webhook_secret_previous = CASE WHEN ${inOverlap("$3")} THEN webhook_secret_previous ELSE webhook_secret END,
+              webhook_secret_rotated_at = CASE WHEN ${inOverlap("$3")} THEN webhook_secret_rotated_at ELSE $3::timestamptz END,
               webhook_secret = $2
-            WHERE id = $1`, [accountId, newWebhookSecret()]).pipe(Effect.orDie)
+            WHERE id = $1`, [accountId, newWebhookSecret(), now]).pipe(Effect.orDie)
           return yield* settings(accountId)
         }),
 
@@ -285,11 +292,12 @@ export class WebhookStore extends Context.Service<WebhookStore, {
             SELECT count(*)::int AS n FROM gone`.pipe(Effect.map((rows) => rows[0]?.n ?? 0), Effect.orDie),
 
         redeliver: Effect.fn("WebhookStore.redeliver")(function*(owner, id) {
+          const now = yield* clockNow
           const rows = yield* sql`
             UPDATE webhook_deliveries SET
-              state = 'PENDING', round = round + 1, attempts = 0, next_attempt_at = now(),
+              state = 'PENDING', round = round + 1, attempts = 0, next_attempt_at = ${now},
               locked_until = NULL, locked_by = NULL, claim_token = NULL,
-              body = NULL, signature = NULL, signature_next = NULL, headers = NULL, updated_at = now()
+              body = NULL, signature = NULL, signature_next = NULL, headers = NULL, updated_at = ${now}
             WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
             RETURNING id`.pipe(Effect.orDie)
           if (rows.length === 0) return undefined
@@ -301,31 +309,34 @@ export class WebhookStore extends Context.Service<WebhookStore, {
         }),
 
         claim: (limit, leaseMillis, nodeId, token, perHost) =>
-          sql<Claimed>`
+          Effect.flatMap(Clock.currentTimeMillis, (ms) => {
+            const now = new Date(ms)
+            const until = new Date(ms + leaseMillis)
+            return sql<Claimed>`
             WITH async_commit AS (${asyncCommit}), busy AS (
               -- receivers already at their in-flight cap (claims of every node count)
               SELECT host FROM webhook_deliveries
-              WHERE locked_until IS NOT NULL AND locked_until > now() AND state = 'PENDING'
+              WHERE locked_until IS NOT NULL AND locked_until > ${now} AND state = 'PENDING'
               GROUP BY host HAVING count(*) >= ${perHost}
             ), due AS (
               SELECT seq FROM webhook_deliveries
-              WHERE state = 'PENDING' AND next_attempt_at <= now() AND host NOT IN (SELECT host FROM busy)
+              WHERE state = 'PENDING' AND next_attempt_at <= ${now} AND host NOT IN (SELECT host FROM busy)
               ORDER BY next_attempt_at
               LIMIT ${limit}
               FOR UPDATE SKIP LOCKED
             )
             UPDATE webhook_deliveries d SET
-              next_attempt_at = now() + ${leaseMillis}::int * interval '1 millisecond',
-              locked_until = now() + ${leaseMillis}::int * interval '1 millisecond',
-              locked_by = ${nodeId}, claim_token = ${token}, updated_at = now()
+              next_attempt_at = ${until}, locked_until = ${until},
+              locked_by = ${nodeId}, claim_token = ${token}, updated_at = ${now}
             FROM async_commit
             -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table
             WHERE d.seq = ANY (ARRAY(SELECT seq FROM due))
             RETURNING d.seq::text AS seq, d.id, d.url, d.environment, d.attempts, d.round, d.body, d.signature,
-              d.signature_next, d.headers`.pipe(Effect.orDie),
+              d.signature_next, d.headers`
+          }).pipe(Effect.orDie),
 
         renderInputs: (seqs) =>
-          sql.unsafe<{
+          Effect.flatMap(clockNow, (now) => sql.unsafe<{
             seq: string; eventId: string; kind: EventKind; payloadText: string; eventCreatedAt: Date
             format: "multichain" | "envelope"; secret: string; previous: string | null; overlap: boolean
             hash: string | null; packageMode: string | null; chainType: string | null; networkId: string | null
@@ -333,7 +344,7 @@ export class WebhookStore extends Context.Service<WebhookStore, {
           }>(`
             SELECT d.seq::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
               a.webhook_format AS format, a.webhook_secret AS secret, a.webhook_secret_previous AS previous,
-              (a.webhook_secret_previous IS NOT NULL AND a.webhook_secret_rotated_at > now() - ${ROTATION_OVERLAP_SQL}) AS overlap,
+              (${inOverlap("$2", "a.")}) AS overlap,
               r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status,
               prior.payload::text AS anchor_payload_text
             FROM webhook_deliveries d
@@ -345,7 +356,7 @@ export class WebhookStore extends Context.Service<WebhookStore, {
               WHERE p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
               ORDER BY p.id DESC LIMIT 1
             ) prior ON e.kind IN ('record.updated', 'record.deleted')
-            WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])`, [seqs.join(",")]).pipe(
+            WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])`, [seqs.join(","), now])).pipe(
             // jsonb as text, parsed here: the client's name transform would otherwise rewrite the keys of
             // the client's own metadata (my_key → myKey).
             Effect.map((rows) =>
@@ -389,7 +400,7 @@ export class WebhookStore extends Context.Service<WebhookStore, {
             RETURNING d.seq::text AS seq, d.body, d.signature, d.signature_next, d.headers`.pipe(Effect.orDie),
 
         complete: (items, nodeId) =>
-          items.length === 0 ? Effect.succeed([]) : sql<CompletionResult>`
+          items.length === 0 ? Effect.succeed([]) : Effect.flatMap(clockNow, (now) => sql<CompletionResult>`
             WITH async_commit AS (${asyncCommit}), v AS (
               SELECT v.* FROM async_commit, jsonb_to_recordset(${JSON.stringify(items.map((i) => ({
                 seq: i.seq, token: i.token, round: i.round, attempt: i.attempt, started_at: i.startedAt.toISOString(),
@@ -404,19 +415,21 @@ export class WebhookStore extends Context.Service<WebhookStore, {
               attempts = v.attempt + 1,
               state = CASE WHEN v.ok THEN 'SUCCEEDED' WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END,
               next_attempt_at = CASE WHEN v.ok OR v.retry_ms IS NULL THEN NULL
-                ELSE clock_timestamp() + v.retry_ms * interval '1 millisecond' END,
+                ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
               last_status_code = v.status_code, last_error = v.error,
               locked_until = NULL, locked_by = NULL, claim_token = NULL,
-              delivered_at = CASE WHEN v.ok THEN now() ELSE d.delivered_at END,
-              updated_at = now()
+              delivered_at = CASE WHEN v.ok THEN ${now}::timestamptz ELSE d.delivered_at END,
+              updated_at = ${now}
             FROM v
             WHERE d.seq = v.seq AND d.seq = ANY (${`{${items.map((i) => i.seq).join(",")}}`}::bigint[])
               AND d.claim_token = v.token AND d.state = 'PENDING'
-            RETURNING d.seq::text AS seq, d.state, d.next_attempt_at`.pipe(Effect.orDie),
+            RETURNING d.seq::text AS seq, d.state, d.next_attempt_at`).pipe(Effect.orDie),
 
-        nextDueMillis: sql<{ wait: number | null }>`
-          SELECT GREATEST(0, CEIL(EXTRACT(EPOCH FROM (min(next_attempt_at) - clock_timestamp())) * 1000))::int AS wait
-          FROM webhook_deliveries WHERE state = 'PENDING'`.pipe(
+        nextDueMillis: Effect.flatMap(clockNow, (now) => sql<{ wait: number | null }>`
+          -- GREATEST ignores NULL: without pending deliveries it would answer 0 ("due now") instead of null
+          SELECT CASE WHEN min(next_attempt_at) IS NOT NULL
+            THEN GREATEST(0, CEIL(EXTRACT(EPOCH FROM (min(next_attempt_at) - ${now}::timestamptz)) * 1000))::int END AS wait
+          FROM webhook_deliveries WHERE state = 'PENDING'`).pipe(
           Effect.map((rows) => rows[0]?.wait ?? null),
           Effect.orDie
         )
