@@ -3,7 +3,7 @@
  * (`authenticate`, with a short in-memory cache so the hot path does not query per request).
  */
 import * as Crypto from "node:crypto"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { type Environment, apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
@@ -85,6 +85,8 @@ export class Accounts extends Context.Service<Accounts, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
+      // Key expiry and the auth cache on the node's Clock, read without an effect step (every request).
+      const clock = yield* Clock.Clock
       const cache = new Map<string, { readonly result: AuthResult; readonly expires: number }>()
 
       const accountColumns = sql`id, name, email, plan, status, rate_per_second, default_chain, created_at, activated_at`
@@ -132,7 +134,7 @@ export class Accounts extends Context.Service<Accounts, {
           // The index finds the row by digest; the comparison that decides is constant-time.
           if (!row || !digestsEqual(row.digest, digest)) return { _tag: "Rejected", reason: "unknown" } as const
           if (row.revokedAt !== null) return { _tag: "Rejected", reason: "revoked" } as const
-          if (row.expiresAt !== null && row.expiresAt.getTime() <= Date.now()) {
+          if (row.expiresAt !== null && row.expiresAt.getTime() <= clock.currentTimeMillisUnsafe()) {
             return { _tag: "Rejected", reason: "expired" } as const
           }
           if (row.status !== "ACTIVE") return { _tag: "Rejected", reason: "account_inactive" } as const
@@ -196,7 +198,7 @@ export class Accounts extends Context.Service<Accounts, {
         authenticate: (token) => {
           if (token === undefined || token === "") return Effect.succeed({ _tag: "Rejected", reason: "missing" })
           if (!parseApiKey(token)) return Effect.succeed({ _tag: "Rejected", reason: "malformed" })
-          const now = Date.now()
+          const now = clock.currentTimeMillisUnsafe()
           const cacheKey = Crypto.hash("sha256", token, "base64")
           const hit = cache.get(cacheKey)
           if (hit && hit.expires > now) return Effect.succeed(hit.result)
