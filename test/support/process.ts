@@ -7,17 +7,28 @@ const root = Path.resolve(import.meta.dirname, "../..")
 const entry = Path.join(root, "src/cli/main.ts")
 
 /**
- * Runs an `anchord … --json` command and parses its output; its stderr goes to the test file's log
- * (execFileSync would have copied it to the terminal).
+ * Runs an `anchord … --json` command and parses its output; its output goes to the test file's
+ * log (execFileSync would have copied its stderr to the terminal).
  */
 export const anchordJson = (args: ReadonlyArray<string>, env: Record<string, string>) => {
   const result = ChildProcess.spawnSync(process.execPath, [entry, ...args], {
     cwd: root, env: { ...process.env, ...env }, encoding: "utf8"
   })
-  for (const line of result.stderr?.split("\n") ?? []) if (line !== "") console.log(`[anchord ${args[0]} err] ${line}`)
+  logRun(`anchord ${args.join(" ")}`, result)
   if (result.error) throw result.error
   if (result.status !== 0) throw new Error(`anchord ${args.join(" ")} exited with ${result.status ?? result.signal}:\n${result.stderr}`)
   return JSON.parse(result.stdout)
+}
+
+/** Writes a finished child's command line, exit status and output to the test file's log. */
+export const logRun = (
+  command: string,
+  result: { readonly status: number | null; readonly stdout?: string | null; readonly stderr?: string | null }
+) => {
+  console.log(`$ ${command}  (exit ${result.status})`)
+  for (const [name, text] of [["out", result.stdout], ["err", result.stderr]] as const) {
+    for (const line of text?.split("\n") ?? []) if (line !== "") console.log(`  [${name}] ${line}`)
+  }
 }
 
 /**
