@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import { appendLog, logFileFor, LOG_DIR } from "./test/support/logs.ts"
 
 export default defineConfig({
   test: {
@@ -9,6 +10,18 @@ export default defineConfig({
     // a file in order.
     fileParallelism: true,
     maxWorkers: 2,
-    globalSetup: ["test/support/globalSetup.ts"]
+    globalSetup: ["test/support/globalSetup.ts"],
+    // Output of nodes, servers, child processes and tests goes to .test-logs/<file>.log (see
+    // docs/testing.md); the reporter prints one line per file and, for a failed file, its log's tail.
+    setupFiles: ["test/support/setupLogs.ts"],
+    reporters: ["./test/support/reporter.ts"],
+    // setupLogs.ts routes the workers' console to the log files; anything that still reaches
+    // vitest's console capture goes to the same file (or to one for logs no test can be named for).
+    onConsoleLog: (log, _type, entity) => {
+      appendLog(entity ? logFileFor(entity.type === "module" ? entity.moduleId : entity.module.moduleId) : `${LOG_DIR}/unattributed.log`, log.endsWith("\n") ? log : `${log}\n`)
+      return false
+    },
+    // No performance hints ("modules were evaluated … isolate: false") after the summary.
+    experimental: { diagnostics: false }
   }
 })

@@ -10,6 +10,7 @@ import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { freePort, isPortFree } from "../../src/db/EmbeddedPostgres.ts"
 import { call } from "../support/node.ts"
+import { forwardOutput } from "../support/process.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-dev-"))
@@ -21,6 +22,7 @@ const startDev = async (port: number) => {
     env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", EVM_NETWORKS: "" },
     stdio: ["ignore", "pipe", "pipe"]
   })
+  forwardOutput(child, "anchord dev")
   let out = ""
   child.stdout.on("data", (d) => out += d)
   child.stderr.on("data", (d) => out += d)

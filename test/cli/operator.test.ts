@@ -5,16 +5,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freshDatabase, query } from "../support/db.ts"
 import { expectError } from "../support/expect.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
+import { logRun } from "../support/process.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 
 describe("anchord accounts / keys", () => {
   let databaseUrl: string
   let node: TestNode
-  const anchord = (...args: Array<string>) =>
-    ChildProcess.spawnSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
+  const anchord = (...args: Array<string>) => {
+    const result = ChildProcess.spawnSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
       cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl }, encoding: "utf8"
     })
+    logRun(`anchord ${args.join(" ")}`, result)
+    return result
+  }
   const json = (...args: Array<string>) => {
     const r = anchord(...args, "--json")
     expect(r.status, r.stderr).toBe(0)

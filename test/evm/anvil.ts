@@ -5,6 +5,7 @@ import path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
+import { forwardOutput } from "../support/process.ts"
 
 const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const ANVIL_BIN = path.join(ROOT_DIR, "node_modules/.bin/anvil")
@@ -36,6 +37,7 @@ export async function startAnvil(): Promise<Anvil> {
   const child: ChildProcess = spawn(ANVIL_BIN, ["--port", String(port), "--host", "127.0.0.1", "--silent"], {
     stdio: ["ignore", "ignore", "pipe"]
   })
+  forwardOutput(child, "anvil")
   let stderr = ""
   child.stderr?.on("data", (chunk: Buffer) => void (stderr += chunk.toString()))
   let exited = false

@@ -7,6 +7,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import type { TestProject } from "vitest/node"
 import { freePort, loadEmbeddedPostgres } from "../../src/db/EmbeddedPostgres.ts"
+import { resetLogDir } from "./logs.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -16,6 +17,8 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
+  // Each run starts with an empty .test-logs/ (one log per test file, see test/support/logs.ts).
+  resetLogDir()
   const external = process.env.TEST_DATABASE_URL
   if (external) {
     project.provide("pgAdminUrl", external)

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import type { Hex } from "viem"
 import { afterAll } from "vitest"
+import { logRun } from "../support/process.ts"
 import { allAnchored, call, deploy, network, startEvmNode, waitFor, type EvmTestNode } from "../evm/support.ts"
 
 export const root = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -76,6 +77,7 @@ export const runCli = (args: ReadonlyArray<string>): Promise<{ code: number; std
     const started = Date.now()
     execFile(process.execPath, [Path.join(root, "src/cli/main.ts"), "verify", ...args], { timeout: 30_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : -1) : 0
+      logRun(`anchord verify ${args.join(" ")}`, { status: code, stdout, stderr })
       resolve({ code, stdout, stderr, ms: Date.now() - started })
     })
   })
