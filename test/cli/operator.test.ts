@@ -9,7 +9,8 @@ import { logRun } from "../support/process.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 
-describe("anchord accounts / keys", () => {
+// Every step is a CLI process (seconds each with both cores busy): tests get 3 minutes.
+describe("anchord accounts / keys", { timeout: 180_000 }, () => {
   let databaseUrl: string
   let node: TestNode
   const anchord = (...args: Array<string>) => {
@@ -27,30 +28,30 @@ describe("anchord accounts / keys", () => {
 
   beforeAll(async () => {
     databaseUrl = await freshDatabase()
-    expect(anchord("migrate").stdout).toContain("migrations applied")
+    expect((await anchord("migrate")).stdout).toContain("migrations applied")
     node = await startNode({ databaseUrl })
   })
   afterAll(() => node.stop())
 
   it("an account starts PENDING; keys only after activation; the key is shown once and works", async () => {
-    const account = json("accounts", "create", "Acme Ltd", "--plan", "STARTUP", "--email", "ops@acme.example")
+    const account = await json("accounts", "create", "Acme Ltd", "--plan", "STARTUP", "--email", "ops@acme.example")
     expect(account).toMatchObject({ name: "Acme Ltd", plan: "STARTUP", status: "PENDING", email: "ops@acme.example" })
     expect(account.id).toMatch(/^acct_[0-9a-f]{16}$/)
 
-    const refused = anchord("keys", "create", account.id)
+    const refused = await anchord("keys", "create", account.id)
     expect(refused.status).not.toBe(0)
     expect(refused.stdout + refused.stderr).toMatch(/not active/)
 
-    expect(json("accounts", "activate", account.id).status).toBe("ACTIVE")
-    const created = json("keys", "create", account.id, "--env", "live", "--name", "prod")
+    expect((await json("accounts", "activate", account.id)).status).toBe("ACTIVE")
+    const created = await json("keys", "create", account.id, "--env", "live", "--name", "prod")
     expect(created.key).toMatch(/^dcp_live_[A-Za-z0-9]{32}$/)
     expect(created.environment).toBe("live")
 
-    const listed = json("keys", "list", account.id)
+    const listed = await json("keys", "list", account.id)
     expect(listed).toHaveLength(1)
     expect(JSON.stringify(listed)).not.toContain(created.key.slice(9))
     expect(listed[0].display).toBe(`${created.key.slice(0, 13)}…${created.key.slice(-4)}`)
-    const text = anchord("keys", "list", account.id).stdout
+    const text = (await anchord("keys", "list", account.id)).stdout
     expect(text).toContain(created.id)
     expect(text).toContain("active")
 
@@ -58,33 +59,33 @@ describe("anchord accounts / keys", () => {
     expect(ok.status).toBe(200)
     expect(ok.json.data).toMatchObject({ plan: "STARTUP", environment: "live", accountId: account.id })
 
-    expect(json("keys", "revoke", created.id).revokedAt).not.toBeNull()
+    expect((await json("keys", "revoke", created.id)).revokedAt).not.toBeNull()
     expectError(await call(node.baseUrl, "GET", "/v1/usage", { key: created.key }), 401, "EXPIRED_API_KEY", /revoked/)
-    expect(anchord("keys", "list", account.id).stdout).toContain("revoked")
+    expect((await anchord("keys", "list", account.id)).stdout).toContain("revoked")
   })
 
   it("expiring keys, ENTERPRISE limits, and lists", async () => {
-    const ent = json("accounts", "create", "Big Co", "--plan", "ENTERPRISE", "--rate-per-second", "2500", "--activate")
+    const ent = await json("accounts", "create", "Big Co", "--plan", "ENTERPRISE", "--rate-per-second", "2500", "--activate")
     expect(ent).toMatchObject({ status: "ACTIVE", plan: "ENTERPRISE", ratePerSecond: 2500 })
-    const key = json("keys", "create", ent.id, "--expires-in-days", "30")
+    const key = await json("keys", "create", ent.id, "--expires-in-days", "30")
     const rows = await query<{ expires_at: Date }>(databaseUrl, "SELECT expires_at FROM api_keys WHERE id = $1", [key.id])
     expect(rows[0].expires_at.getTime()).toBeGreaterThan(Date.now() + 29 * 86_400_000)
     const r = await call(node.baseUrl, "GET", "/v1/usage", { key: key.key })
     expect(r.headers.get("x-ratelimit-limit")).toBe("2500")
     expect(r.headers.get("x-quota-limit")).toBe("unlimited")
-    const accounts = json("accounts", "list")
+    const accounts = await json("accounts", "list")
     expect(accounts.map((a: { name: string }) => a.name)).toEqual(expect.arrayContaining(["Acme Ltd", "Big Co"]))
   })
 
   it("bad input is refused with a clear message and changes nothing", async () => {
     const before = await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM accounts")
-    const badPlan = anchord("accounts", "create", "X", "--plan", "GOLD")
+    const badPlan = await anchord("accounts", "create", "X", "--plan", "GOLD")
     expect(badPlan.status).not.toBe(0)
     expect(badPlan.stdout + badPlan.stderr).toMatch(/plan/i)
-    const unknown = anchord("accounts", "activate", "acct_0000000000000000")
+    const unknown = await anchord("accounts", "activate", "acct_0000000000000000")
     expect(unknown.status).not.toBe(0)
     expect(unknown.stdout + unknown.stderr).toMatch(/no account acct_0000000000000000/)
-    const noKey = anchord("keys", "revoke", "key_nope")
+    const noKey = await anchord("keys", "revoke", "key_nope")
     expect(noKey.status).not.toBe(0)
     expect(noKey.stdout + noKey.stderr).toMatch(/no API key key_nope/)
     const after = await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM accounts")
