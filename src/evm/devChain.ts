@@ -34,6 +34,8 @@ import { deployAnchorRegistry, isAnchorRegistryDeployed } from "./deploy.ts"
 export const DEV_SIGNER_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
 export const DEV_CHAIN_ID = 31337
 export const DEV_NETWORK_ID = "hardhat-local"
+/** The dev chain's genesis time (2023-11-14), the same at every start. */
+export const DEV_GENESIS_TIMESTAMP = 1_700_000_000
 
 interface Eip1193 {
   request(args: { method: string; params?: ReadonlyArray<unknown> }): Promise<unknown>
@@ -261,7 +263,11 @@ export const serveAnvilChain = (options: AnvilChainOptions) =>
       if (port === 0) port = lastPort > 0 && (await isPortFree(lastPort)) ? lastPort : await freePort()
       const child = ChildProcess.spawn(anvilBinary(), [
         "--host", options.host, "--port", String(port), "--chain-id", String(options.chainId ?? DEV_CHAIN_ID),
-        "--state", stateFile, "--state-interval", "1"
+        "--state", stateFile, "--state-interval", "1",
+        // Anvil builds a genesis block at every start and keeps the loaded one too: with the time of
+        // day in it, the state file ends up with several blocks 0 and a reload may pick another
+        // (measured: docs/dev-chain.md). A fixed genesis time makes them one block.
+        "--timestamp", String(DEV_GENESIS_TIMESTAMP)
       ], { stdio: ["ignore", "ignore", "pipe"] })
       let stderr = ""
       child.stderr!.on("data", (d: Buffer) => {
@@ -316,6 +322,12 @@ interface SavedDevChain {
   readonly genesisHash: string
   readonly chainId: number
   readonly contractAddress: Hex
+  /**
+   * The block that deployed the contract: what tells this chain from a new one (the genesis cannot:
+   * it is the same block on every dev chain, its time being fixed).
+   */
+  readonly deployBlockNumber?: number
+  readonly deployBlockHash?: string
 }
 
 /**
@@ -334,13 +346,17 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
     const logs: Array<string> = []
     const chain = yield* serveAnvilChain({ host, port, dir: Path.resolve(config.dataDir, "dev-chain"), log: (l) => logs.push(l) })
     for (const line of logs) yield* Effect.logInfo(line)
-    const genesis = (yield* Effect.promise(() =>
-      chain.provider.request({ method: "eth_getBlockByNumber", params: ["0x0", false] })
-    )) as { hash: string }
+    const blockHash = (n: number) =>
+      Effect.promise(() => chain.provider.request({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] }))
+        .pipe(Effect.map((b) => (b as { hash?: string } | null)?.hash))
+    const genesisHash = (yield* blockHash(0))!
     const file = Path.resolve(config.dataDir, "dev-chain.json")
     const saved: SavedDevChain | undefined = Fs.existsSync(file) ? JSON.parse(Fs.readFileSync(file, "utf8")) : undefined
     let contractAddress: Hex
-    const reusable = saved !== undefined && saved.genesisHash === genesis.hash &&
+    const sameChain = saved === undefined ? false : saved.deployBlockHash !== undefined
+      ? (yield* blockHash(saved.deployBlockNumber ?? 0)) === saved.deployBlockHash
+      : saved.genesisHash === genesisHash
+    const reusable = saved !== undefined && sameChain &&
       (yield* Effect.promise(() => isAnchorRegistryDeployed(chain.rpcUrl, saved.contractAddress)))
     if (reusable) {
       contractAddress = saved!.contractAddress
@@ -358,7 +374,11 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
         )
       }
       Fs.mkdirSync(Path.dirname(file), { recursive: true })
-      Fs.writeFileSync(file, JSON.stringify({ genesisHash: genesis.hash, chainId: DEV_CHAIN_ID, contractAddress }, null, 2) + "\n")
+      const record: SavedDevChain = {
+        genesisHash, chainId: DEV_CHAIN_ID, contractAddress,
+        deployBlockNumber: d.blockNumber, deployBlockHash: (yield* blockHash(d.blockNumber))!
+      }
+      Fs.writeFileSync(file, JSON.stringify(record, null, 2) + "\n")
     }
     const networks = EvmNetworks.of({
       networks: [fromJson({
