@@ -180,7 +180,7 @@ export class AnchorStore extends Context.Service<AnchorStore, {
               AND (r.chain_type <> 'hybrid' OR (
                 EXISTS (SELECT 1 FROM anchors e WHERE e.record_id = r.id AND e.chain_type = 'evm' AND e.confirmed) AND
                 EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric' AND f.confirmed)))
-            RETURNING r.id, r.account_id, r.hash, r.network_id, r.chain_type, b.anchored_at
+            RETURNING r.id, r.account_id, r.hash, r.network_id, r.chain_type, r.deleted_at, b.anchored_at
           ), ev AS (
             -- Top level: the record's primary anchor (its network_id; the EVM one for hybrid records) with the
             -- record's anchoredAt; a hybrid record's other anchor in dualAnchor; every anchor in anchors.
@@ -199,6 +199,10 @@ export class AnchorStore extends Context.Service<AnchorStore, {
             FROM done
               LEFT JOIN anchors pa ON pa.record_id = done.id AND pa.network_id = done.network_id
               LEFT JOIN anchor_batches pb ON pb.id = pa.batch_id
+            -- A soft-deleted record anchored again (its dev chain was reset) was announced already:
+            -- its owner deleted it since, so the re-anchoring is silent (docs/dev-chain.md).
+            WHERE done.deleted_at IS NULL
+              OR NOT EXISTS (SELECT 1 FROM events pe WHERE pe.record_id = done.id AND pe.kind = 'anchor.confirmed')
             RETURNING 1
           )
           SELECT count(*)::int AS n FROM ev`.pipe(Effect.map((rows) => rows[0]?.n ?? 0))

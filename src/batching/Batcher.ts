@@ -38,7 +38,7 @@ export const batcherTick = (network: BatchTarget, onCut: Effect.Effect<void>) =>
       }
       yield* Effect.logDebug("batch cut").pipe(Effect.annotateLogs({
         networkId: network.networkId,
-        batch: cut.batchId,
+        batchId: cut.batchId,
         root: cut.root,
         leafCount: cut.leafCount,
         ...(cut.joined ? { joinedExistingBatch: true } : {})

@@ -2,6 +2,7 @@
  * The `anchord` command line (SPEC 8): start, dev, migrate, accounts, keys, fabric-devpeer, verify.
  * Entry: src/cli/main.ts (which runs `verify` without loading this module and the node behind it).
  */
+import * as Path from "node:path"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Runtime } from "effect"
 import { HttpServer } from "effect/http"
@@ -10,15 +11,15 @@ import { Accounts } from "../auth/Accounts.ts"
 import { PlanNames } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseLive } from "../db/Database.ts"
-import { DevChainLayer } from "../evm/devChain.ts"
-import { FabricDevPeer } from "../fabric/DevPeerService.ts"
+import { DevChainLayer, devChainInfo } from "../evm/devChain.ts"
+import { devFabricProfilePath, FabricDevPeer } from "../fabric/DevPeerService.ts"
 import { FabricDevNetworkLayer } from "../fabric/devNetwork.ts"
 import { LoggingLayer } from "../logging.ts"
 import { armShutdownWatchdog } from "./shutdownWatchdog.ts"
 import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../main.ts"
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
-import { ensureDevAccount, printBanner } from "./dev.ts"
+import { embeddedDatabaseUrl, ensureDevAccount, printBanner } from "./dev.ts"
 
 /** The API's URL once the server listens. */
 const listeningUrl = Effect.gen(function*() {
@@ -32,13 +33,22 @@ const announceStart = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.logInfo("anchord listening", { url: yield* listeningUrl, version: VERSION })
 }))
 
-/** Dev mode: the test key and the local chains, printed once everything is up. */
+/** Dev mode: the test key and the local chains, printed in one block once everything is up. */
 const announceDev = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
   const baseUrl = yield* listeningUrl
   const info = yield* ensureDevAccount
   const peer = yield* FabricDevPeer
-  yield* printBanner({ baseUrl, ...info, fabric: peer })
+  const chain = yield* devChainInfo
   yield* Effect.logInfo("anchord listening", { url: baseUrl, version: VERSION })
+  yield* printBanner({
+    baseUrl,
+    ...info,
+    dataDir: Path.resolve(config.dataDir),
+    database: Option.isSome(config.databaseUrl) ? undefined : embeddedDatabaseUrl(config.dataDir),
+    chain,
+    fabric: { ...peer, profile: devFabricProfilePath(config.dataDir) }
+  })
 }))
 
 const runNode = (dev: boolean) =>
@@ -52,7 +62,10 @@ const runNode = (dev: boolean) =>
     const devPeer = FabricDevPeer.layerDev(config.dataDir)
     return yield* Layer.launch(announceDev.pipe(
       Layer.provideMerge(Layer.merge(makeNodeLayer(DevChainLayer, FabricDevNetworkLayer.pipe(Layer.provide(devPeer))), devPeer))
-    ))
+    )).pipe(
+      // After every layer is released (database stopped, chain state saved): the last line.
+      Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`))
+    )
   }).pipe(Effect.provide(LoggingLayer))
 
 const start = Command.make("start", {}, () => runNode(false).pipe(Effect.provide(AppConfig.layer))).pipe(

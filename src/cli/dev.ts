@@ -10,6 +10,9 @@ import { Accounts } from "../auth/Accounts.ts"
 import { apiKeyDigest, generateApiKey } from "../auth/apiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { SqlClient } from "effect/sql"
+import type { DevChain } from "../evm/devChain.ts"
+
+type DevChainInfo = DevChain["Service"]
 
 export const ensureDevAccount = Effect.gen(function*() {
   const config = yield* AppConfig
@@ -40,23 +43,49 @@ export const ensureDevAccount = Effect.gen(function*() {
   return { accountId: accountId!, apiKey: apiKey! }
 })
 
+/** The embedded PostgreSQL's URL (its port is kept in `<dataDir>/pg.port`; a dev-only password). */
+export const embeddedDatabaseUrl = (dataDir: string): string | undefined => {
+  try {
+    const port = Number(Fs.readFileSync(Path.resolve(dataDir, "pg.port"), "utf8"))
+    return `postgres://postgres:anchord@127.0.0.1:${port}/anchord`
+  } catch {
+    return undefined
+  }
+}
+
+/** One write, after the start-up logs, so nothing is interleaved with it. */
 export const printBanner = (info: {
   readonly baseUrl: string
   readonly apiKey: string
   readonly accountId: string
-  readonly fabric: { readonly address: string; readonly channel: string; readonly chaincode: string; readonly mspId: string }
+  readonly dataDir: string
+  /** undefined: DATABASE_URL (not printed: it may hold a password). */
+  readonly database: string | undefined
+  readonly chain: DevChainInfo | undefined
+  readonly fabric: {
+    readonly address: string; readonly channel: string; readonly chaincode: string; readonly mspId: string; readonly profile: string
+  }
 }) =>
   Console.log([
     "",
     "anchord dev node",
     "================",
-    `API:       ${info.baseUrl}/v1   (OpenAPI: ${info.baseUrl}/v1/openapi.json)`,
+    `API:       ${info.baseUrl}/v1`,
+    `OpenAPI:   ${info.baseUrl}/v1/openapi.json`,
+    `Data dir:  ${info.dataDir}`,
+    `Database:  ${info.database ?? "DATABASE_URL"}${info.database ? "  (embedded PostgreSQL)" : ""}`,
+    info.chain
+      ? `Chain:     ${info.chain.rpcUrl}  (Anvil, chainId ${info.chain.chainId}, network "${info.chain.networkId}", test keys; state ${info.chain.stateFile})`
+      : "Chain:     EVM_NETWORKS",
+    ...(info.chain ? [`Contract:  AnchorRegistry at ${info.chain.contractAddress}`] : []),
+    `Fabric:    dev peer at ${info.fabric.address} (channel ${info.fabric.channel}, chaincode ${info.fabric.chaincode}, MSP ${info.fabric.mspId})`,
+    `Profile:   ${info.fabric.profile}  (anchord verify --fabric-profile)`,
     `Account:   ${info.accountId} (ENTERPRISE, active)`,
     `Test key:  ${info.apiKey}`,
-    `Fabric:    dev peer at ${info.fabric.address} (channel ${info.fabric.channel}, chaincode ${info.fabric.chaincode}, MSP ${info.fabric.mspId})`,
     "",
     "Try:",
     `  curl -s -X POST ${info.baseUrl}/v1/anchor -H "Authorization: Bearer ${info.apiKey}" \\`,
     `       -H "Content-Type: application/json" -d '{"data":{"hello":"world"}}'`,
+    `  npx anchord verify proof.json --rpc ${info.chain?.rpcUrl ?? "<rpc-url>"} --fabric-profile ${info.fabric.profile}`,
     ""
   ].join("\n"))

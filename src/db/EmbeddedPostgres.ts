@@ -59,8 +59,38 @@ const orphanedServer = (dataDir: string): { readonly pid: number; readonly port:
 }
 
 /**
- * Starts (initialising on first use) and returns the URL; stops it when the scope closes. A server
- * still running from a node that was killed is adopted rather than started twice on one directory.
+ * Who stops the server: `<dataDir>/pg.owner` names the process that started (or took over) the
+ * postmaster. Only that process stops it; every other process (a CLI command beside a running
+ * node) just connects.
+ */
+const ownerFile = (dir: string) => Path.join(dir, "pg.owner")
+const readOwner = (dir: string): number | undefined => {
+  try {
+    const pid = Number(JSON.parse(Fs.readFileSync(ownerFile(dir), "utf8")).pid)
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+const claimOwnership = (dir: string) =>
+  Fs.writeFileSync(ownerFile(dir), JSON.stringify({ pid: process.pid }) + "\n")
+const releaseOwnership = (dir: string) => {
+  if (readOwner(dir) === process.pid) Fs.rmSync(ownerFile(dir), { force: true })
+}
+
+/**
+ * Starts (initialising on first use) and returns the URL; stops it when the scope closes — only if
+ * this process owns it. A server already running is shared: its owner alive (a node, while a CLI
+ * command runs), it is only connected to; its owner gone (a node killed with SIGKILL), it is
+ * adopted and owned from then on, so the next clean stop stops it.
  */
 export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
   Effect.acquireRelease(
@@ -73,12 +103,19 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
       const urlFor = (port: number) => `postgres://postgres:${password}@127.0.0.1:${port}/anchord`
       const orphan = orphanedServer(dataDir)
       if (orphan !== undefined) {
+        const owner = readOwner(dir)
+        if (owner !== undefined && owner !== process.pid && isAlive(owner)) {
+          options.log?.(`using the PostgreSQL server of process ${owner} on port ${orphan.port}`)
+          return { stop: async () => {}, url: urlFor(orphan.port), port: orphan.port }
+        }
         options.log?.(`adopting the PostgreSQL server still running on port ${orphan.port} (pid ${orphan.pid})`)
+        claimOwnership(dir)
         const stop = async () => {
           try {
             process.kill(orphan.pid, "SIGINT") // fast shutdown
             for (let i = 0; i < 100 && orphanedServer(dataDir) !== undefined; i++) await new Promise((r) => setTimeout(r, 100))
           } catch {}
+          releaseOwnership(dir)
         }
         return { stop, url: urlFor(orphan.port), port: orphan.port }
       }
@@ -100,9 +137,17 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
       })
       if (!initialised) await server.initialise()
       await server.start()
+      claimOwnership(dir)
       Fs.writeFileSync(portFile, String(port))
       if (!initialised) await server.createDatabase("anchord")
-      return { stop: () => server.stop(), url: urlFor(port), port }
+      return {
+        stop: async () => {
+          await server.stop()
+          releaseOwnership(dir)
+        },
+        url: urlFor(port),
+        port
+      }
     }),
     ({ stop }) => Effect.promise(stop).pipe(Effect.ignore)
   ).pipe(Effect.map(({ url, port }) => ({ url: Redacted.make(url), port })))

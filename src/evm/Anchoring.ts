@@ -106,7 +106,7 @@ const makeWriter = (chain: Chain) =>
           gasUsed: receipt?.gasUsed ?? null
         })
         unacknowledged.delete(b.id)
-        yield* log("batch found on chain", { batch: b.id, root: b.merkleRoot, txHash: found.txHash, blockNumber: Number(found.blockNumber) })
+        yield* log("batch found on chain", { batchId: b.id, root: b.merkleRoot, txHash: found.txHash, blockNumber: Number(found.blockNumber) })
       })
 
     /** Batches that were refused: not tried again before this time (exponential, 250 ms .. 60 s). */
@@ -120,7 +120,7 @@ const makeWriter = (chain: Chain) =>
         if (b.attempts + 1 >= network.maxAttempts) {
           const n = yield* store.fail(b.id, e.message)
           unacknowledged.delete(b.id)
-          yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batch: b.id, root: b.merkleRoot, records: n, error: e.message }))
+          yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, root: b.merkleRoot, records: n, error: e.message }))
         } else {
           yield* store.noteError(b.id, e.message)
         }
@@ -161,7 +161,7 @@ const makeWriter = (chain: Chain) =>
         unacknowledged.add(b.id)
         yield* broadcast(b, signed.raw)
         yield* log("batch sent", {
-          batch: b.id, root, leafCount: b.leafCount, txHash: signed.hash, nonce, maxFeePerGas: tx.maxFeePerGas.toString()
+          batchId: b.id, root, leafCount: b.leafCount, txHash: signed.hash, nonce, maxFeePerGas: tx.maxFeePerGas.toString()
         })
       })
 
@@ -217,7 +217,7 @@ const makeWriter = (chain: Chain) =>
           )
           nextNonce = Math.max(nextNonce, nonce + 1)
           // A replacement the node refused as underpriced (the previous tx is still pooled): bump again now.
-          if (outcome === "sent") return yield* log("batch re-broadcast", { batch: b.id, txHash: b.txHash, nonce })
+          if (outcome === "sent") return yield* log("batch re-broadcast", { batchId: b.id, txHash: b.txHash, nonce })
         } else {
           if (age >= network.stuckAfterMs && nonce > nonces.pending) {
             // Known but queued behind a nonce gap (an earlier tx vanished): sign again at the chain's next nonce.
@@ -229,7 +229,7 @@ const makeWriter = (chain: Chain) =>
         }
         if (b.attempts >= network.maxAttempts) {
           const n = yield* store.fail(b.id, `not mined after ${b.attempts} attempts`)
-          return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batch: b.id, records: n }))
+          return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, records: n }))
         }
         const fees = yield* chain.fees
         let maxFeePerGas = maxBig(bumped(BigInt(b.maxFeePerGas ?? "0"), network.feeBumpPercent), fees.maxFeePerGas)
@@ -243,7 +243,7 @@ const makeWriter = (chain: Chain) =>
         unacknowledged.add(b.id)
         yield* broadcast(b, signed.raw)
         yield* log("batch fee bumped", {
-          batch: b.id, txHash: signed.hash, replaces: b.txHash, nonce, maxFeePerGas: maxFeePerGas.toString(), attempt: b.attempts + 1
+          batchId: b.id, txHash: signed.hash, replaces: b.txHash, nonce, maxFeePerGas: maxFeePerGas.toString(), attempt: b.attempts + 1
         })
       })
 
@@ -310,7 +310,7 @@ const makeWatcher = (chain: Chain, status: NetworkStatus) =>
       if (again !== undefined && canonical !== undefined) continue // same height, new block with our tx again: rescanned below
       const requeued = yield* store.drop(b.id, `reorganised out of block ${bn}`)
       yield* Effect.logWarning("reorg: batch dropped").pipe(Effect.annotateLogs({
-        batch: b.id, root: b.merkleRoot, blockNumber: Number(bn), txHash: b.txHash, requeued
+        batchId: b.id, root: b.merkleRoot, blockNumber: Number(bn), txHash: b.txHash, requeued
       }))
       if (from > bn) from = bn
     }
@@ -345,7 +345,7 @@ const makeWatcher = (chain: Chain, status: NetworkStatus) =>
           const revived = yield* store.revive(failed.id, facts)
           if (revived !== undefined) {
             yield* Effect.logWarning("failed batch mined after all: revived").pipe(Effect.annotateLogs({
-              batch: failed.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), records: revived
+              batchId: failed.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), records: revived
             }))
           }
           continue
@@ -356,7 +356,7 @@ const makeWatcher = (chain: Chain, status: NetworkStatus) =>
         if (facts === undefined) continue
         yield* store.markMined(batch.id, facts)
         yield* Effect.logDebug("batch mined").pipe(Effect.annotateLogs({
-          batch: batch.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), chainBatchId: Number(l.chainBatchId)
+          batchId: batch.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), chainBatchId: Number(l.chainBatchId)
         }))
       }
       const end = yield* block(to)
@@ -371,7 +371,7 @@ const makeWatcher = (chain: Chain, status: NetworkStatus) =>
       if (canonical === undefined || canonical.hash !== b.blockHash) continue
       const anchored = yield* store.confirm(b.id)
       yield* Effect.logInfo("batch confirmed").pipe(Effect.annotateLogs({
-        batch: b.id, root: b.merkleRoot, txHash: b.txHash, blockNumber: Number(bn), chainBatchId: Number(b.chainBatchId),
+        batchId: b.id, root: b.merkleRoot, txHash: b.txHash, blockNumber: Number(bn), chainBatchId: Number(b.chainBatchId),
         anchoredRecords: anchored
       }))
     }

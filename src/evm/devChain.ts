@@ -1,21 +1,32 @@
 /**
- * The local chain of `anchord dev`: Hardhat's EDR simulated network, in process, served as
- * JSON-RPC over HTTP (127.0.0.1:8545 by default, like `hardhat node`), with AnchorRegistry
+ * The local chain of `anchord dev`: Anvil (npm `@foundry-rs/anvil`, a dev dependency with its
+ * binary in node_modules), a child process on 127.0.0.1:8545 by default, with AnchorRegistry
  * deployed by a funded dev signer.
  *
- * EDR keeps its state in memory only, so every start is a fresh chain. The node remembers the
- * chain it anchored on (`<dataDir>/dev-chain.json`: genesis hash, contract address); when the
- * genesis hash changed or the contract code is missing there, it deploys again and sends every
- * batch of the dev network back to QUEUED, so records are re-anchored on the new chain (and emit
- * `anchor.confirmed` again). Set EVM_NETWORKS to anchor on a chain of your own instead.
+ * Its state survives restarts: Anvil loads `<dataDir>/dev-chain/state.json` at start, dumps it
+ * every second and at exit (`--state`, `--state-interval 1`), blocks and hashes included, so proofs
+ * issued before a restart still verify and nothing is anchored twice. A node killed with SIGKILL
+ * leaves its Anvil running (it keeps dumping); the next start stops that orphan (it dumps at exit)
+ * and loads the file. Why Anvil and not EDR: docs/dev-chain.md.
+ *
+ * The node remembers the chain it anchored on (`<dataDir>/dev-chain.json`: genesis hash, contract
+ * address). When the genesis hash changed or the contract code is missing (the state file was
+ * deleted: a real reset), it deploys again (the dev signer's first transaction: same address) and
+ * sends every batch of the dev network back to QUEUED, so records are re-anchored on the new chain.
+ * Set EVM_NETWORKS to anchor on a chain of your own instead.
+ *
+ * `serveEdrChain` (Hardhat's in-memory EDR) stays for tests that want a throwaway in-process chain.
  */
+import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
+import * as Module from "node:module"
 import * as Path from "node:path"
-import { Config, Console, Effect, Layer, Redacted } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import type { Hex } from "viem"
 import { AnchorStore } from "../batching/AnchorStore.ts"
 import { AppConfig } from "../config.ts"
+import { freePort, isPortFree } from "../db/EmbeddedPostgres.ts"
 import { EvmNetworks, fromJson } from "./config.ts"
 import { deployAnchorRegistry, isAnchorRegistryDeployed } from "./deploy.ts"
 
@@ -23,6 +34,8 @@ import { deployAnchorRegistry, isAnchorRegistryDeployed } from "./deploy.ts"
 export const DEV_SIGNER_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
 export const DEV_CHAIN_ID = 31337
 export const DEV_NETWORK_ID = "hardhat-local"
+/** The dev chain's genesis time (2023-11-14), the same at every start. */
+export const DEV_GENESIS_TIMESTAMP = 1_700_000_000
 
 interface Eip1193 {
   request(args: { method: string; params?: ReadonlyArray<unknown> }): Promise<unknown>
@@ -111,57 +124,263 @@ export const serveEdrChain = (options: { readonly host: string; readonly port: n
     return { rpcUrl: `http://${options.host}:${port}`, port, provider } satisfies DevChainServer
   })
 
+const require = Module.createRequire(import.meta.url)
+
+/**
+ * The Anvil binary: the platform package's executable itself (not the `anvil` npm wrapper, a node
+ * process in between that would outlive us as an orphan on SIGKILL), else the wrapper.
+ */
+export const anvilBinary = (): string => {
+  const arch = process.arch === "x64" ? "amd64" : process.arch
+  const exe = process.platform === "win32" ? "anvil.exe" : "anvil"
+  for (const name of [`@foundry-rs/anvil-${process.platform}-${arch}`, `@foundry-rs/anvil-${process.platform}-${process.arch}`]) {
+    try {
+      const file = require.resolve(`${name}/bin/${exe}`)
+      if (Fs.existsSync(file)) return file
+    } catch {}
+  }
+  try {
+    return require.resolve("@foundry-rs/anvil/bin.mjs")
+  } catch {
+    throw new Error("Anvil is not installed: run `npm install` (it is the dev dependency @foundry-rs/anvil)")
+  }
+}
+
+const rpcCall = async (rpcUrl: string, method: string, params: ReadonlyArray<unknown> = []): Promise<unknown> => {
+  const response = await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params })
+  })
+  const body = (await response.json()) as { result?: unknown; error?: { message: string } }
+  if (body.error !== undefined) throw new Error(`${method}: ${body.error.message}`)
+  return body.result
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const waitUntil = async (done: () => boolean, timeoutMs: number) => {
+  const until = Date.now() + timeoutMs
+  while (!done() && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+  return done()
+}
+
+/** Whether `pid` is an Anvil serving this state file (not a recycled pid of something else). */
+const isOurAnvil = (pid: number, stateFile: string): boolean => {
+  try {
+    const cmdline = Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8")
+    return cmdline.includes("anvil") && cmdline.includes(stateFile)
+  } catch {
+    try {
+      const cmd = ChildProcess.execFileSync("ps", ["-p", String(pid), "-o", "command="], { encoding: "utf8" })
+      return cmd.includes("anvil") && cmd.includes(stateFile)
+    } catch {
+      return false
+    }
+  }
+}
+
+/**
+ * An Anvil left running by a node killed with SIGKILL: stopped with SIGTERM, so it dumps its whole
+ * state at exit (nothing of the last second lost), before a new one loads that state.
+ */
+const stopOrphanAnvil = async (pidFile: string, stateFile: string, log: (line: string) => void) => {
+  let pid: number
+  try {
+    pid = Number(JSON.parse(Fs.readFileSync(pidFile, "utf8")).pid)
+  } catch {
+    return
+  }
+  if (!Number.isInteger(pid) || !isAlive(pid) || !isOurAnvil(pid, stateFile)) return
+  log(`dev chain: stopping the Anvil left running by a killed node (pid ${pid}); it saves its state first`)
+  process.kill(pid, "SIGTERM")
+  if (!(await waitUntil(() => !isAlive(pid), 15_000))) process.kill(pid, "SIGKILL")
+}
+
+/**
+ * A state file cut short (the machine died during a dump) would make Anvil refuse to start: keep a
+ * copy of the last good one and fall back to it.
+ */
+const checkStateFile = (stateFile: string, log: (line: string) => void) => {
+  const backup = `${stateFile}.bak`
+  const parses = (file: string) => {
+    try {
+      JSON.parse(Fs.readFileSync(file, "utf8"))
+      return true
+    } catch {
+      return false
+    }
+  }
+  if (!Fs.existsSync(stateFile)) return
+  if (parses(stateFile)) {
+    Fs.copyFileSync(stateFile, backup)
+    return
+  }
+  Fs.renameSync(stateFile, `${stateFile}.corrupt`)
+  if (Fs.existsSync(backup) && parses(backup)) {
+    Fs.copyFileSync(backup, stateFile)
+    log(`dev chain: ${stateFile} was unreadable (kept as .corrupt); using the previous copy`)
+  } else {
+    log(`dev chain: ${stateFile} was unreadable (kept as .corrupt); starting a new chain`)
+  }
+}
+
+export interface AnvilChainOptions {
+  readonly host: string
+  /** 0: the port used last time if free, else any free port. */
+  readonly port: number
+  /** Where the state (state.json), the pid file and the port live. */
+  readonly dir: string
+  readonly chainId?: number
+  readonly log?: (line: string) => void
+}
+
+/** Anvil on `host:port` with its state kept in `dir`, stopped (state dumped) with the scope. */
+export const serveAnvilChain = (options: AnvilChainOptions) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const log = options.log ?? (() => {})
+      const dir = Path.resolve(options.dir)
+      Fs.mkdirSync(dir, { recursive: true })
+      const stateFile = Path.join(dir, "state.json")
+      const pidFile = Path.join(dir, "anvil.pid")
+      const portFile = Path.join(dir, "port")
+      await stopOrphanAnvil(pidFile, stateFile, log)
+      checkStateFile(stateFile, log)
+      const lastPort = Fs.existsSync(portFile) ? Number(Fs.readFileSync(portFile, "utf8")) : 0
+      let port = options.port
+      if (port !== 0 && !(await isPortFree(port))) {
+        log(`dev chain: ${options.host}:${port} is taken, using another port`)
+        port = 0
+      }
+      if (port === 0) port = lastPort > 0 && (await isPortFree(lastPort)) ? lastPort : await freePort()
+      const child = ChildProcess.spawn(anvilBinary(), [
+        "--host", options.host, "--port", String(port), "--chain-id", String(options.chainId ?? DEV_CHAIN_ID),
+        "--state", stateFile, "--state-interval", "1",
+        // Anvil builds a genesis block at every start and keeps the loaded one too: with the time of
+        // day in it, the state file ends up with several blocks 0 and a reload may pick another
+        // (measured: docs/dev-chain.md). A fixed genesis time makes them one block.
+        "--timestamp", String(DEV_GENESIS_TIMESTAMP)
+      ], { stdio: ["ignore", "ignore", "pipe"] })
+      let stderr = ""
+      child.stderr!.on("data", (d: Buffer) => {
+        stderr = (stderr + d.toString()).slice(-4000)
+      })
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+      child.once("error", (e) => {
+        stderr += String(e)
+      })
+      Fs.writeFileSync(pidFile, JSON.stringify({ pid: child.pid, port }) + "\n")
+      Fs.writeFileSync(portFile, String(port))
+      const rpcUrl = `http://${options.host}:${port}`
+      const until = Date.now() + 60_000
+      for (;;) {
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`anvil exited at start: ${stderr}`)
+        try {
+          await rpcCall(rpcUrl, "eth_chainId")
+          break
+        } catch (e) {
+          if (Date.now() > until) {
+            child.kill("SIGKILL")
+            throw new Error(`anvil did not answer on ${rpcUrl}: ${String(e)} ${stderr}`)
+          }
+          await new Promise((r) => setTimeout(r, 100))
+        }
+      }
+      const stop = async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGTERM") // Anvil dumps its state at exit
+          const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
+          await exited
+          clearTimeout(timer)
+        }
+        Fs.rmSync(pidFile, { force: true })
+      }
+      const provider: Eip1193 = { request: ({ method, params }) => rpcCall(rpcUrl, method, params ?? []) }
+      return { server: { rpcUrl, port, provider } satisfies DevChainServer, stateFile, stop }
+    }),
+    ({ stop }) => Effect.promise(stop)
+  ).pipe(Effect.map(({ server, stateFile }) => ({ ...server, stateFile })))
+
+/** What `anchord dev`'s banner prints of its chain (absent when EVM_NETWORKS is set). */
+export class DevChain extends Context.Service<DevChain, {
+  readonly rpcUrl: string
+  readonly chainId: number
+  readonly networkId: string
+  readonly contractAddress: Hex
+  readonly stateFile: string
+}>()("anchord/evm/DevChain") {}
+
 interface SavedDevChain {
   readonly genesisHash: string
   readonly chainId: number
   readonly contractAddress: Hex
+  /**
+   * The block that deployed the contract: what tells this chain from a new one (the genesis cannot:
+   * it is the same block on every dev chain, its time being fixed).
+   */
+  readonly deployBlockNumber?: number
+  readonly deployBlockHash?: string
 }
 
 /**
- * EVM networks for `anchord dev`: EVM_NETWORKS when set; otherwise the in-process dev chain,
- * with the contract deployed (or re-used) and the dev network `hardhat-local` (test).
+ * EVM networks for `anchord dev`: EVM_NETWORKS when set; otherwise Anvil under the data directory,
+ * with the contract deployed (or re-used) and the dev network `hardhat-local` (test); the DevChain
+ * service tells the banner about it.
  */
 export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
   const configured = yield* EvmNetworks.config
   if (configured._tag === "Some" && configured.value.trim() !== "") return EvmNetworks.layer
-  return Layer.effect(EvmNetworks, Effect.gen(function*() {
+  return Layer.effectContext(Effect.gen(function*() {
     const config = yield* AppConfig
     const host = yield* Config.String("DEV_CHAIN_HOST").pipe(Config.withDefault("127.0.0.1"))
-    const port = yield* Config.Int("DEV_CHAIN_PORT").pipe(Config.withDefault(8545)) // 0: any free port
+    const port = yield* Config.Int("DEV_CHAIN_PORT").pipe(Config.withDefault(8545)) // 0: last port or any free one
     const window = yield* Config.Int("DEV_BATCH_WINDOW_MS").pipe(Config.withDefault(1000))
-    const chain = yield* serveEdrChain({ host, port }).pipe(
-      Effect.catch((e) =>
-        Effect.gen(function*() {
-          yield* Effect.logWarning(`dev chain: ${host}:${port} unavailable (${e.message}), using a free port`)
-          return yield* serveEdrChain({ host, port: 0 })
-        })
-      )
-    )
-    const genesis = (yield* Effect.promise(() =>
-      chain.provider.request({ method: "eth_getBlockByNumber", params: ["0x0", false] })
-    )) as { hash: string }
+    const logs: Array<string> = []
+    const chain = yield* serveAnvilChain({ host, port, dir: Path.resolve(config.dataDir, "dev-chain"), log: (l) => logs.push(l) })
+    for (const line of logs) yield* Effect.logInfo(line)
+    const blockHash = (n: number) =>
+      Effect.promise(() => chain.provider.request({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] }))
+        .pipe(Effect.map((b) => (b as { hash?: string } | null)?.hash))
+    const genesisHash = (yield* blockHash(0))!
     const file = Path.resolve(config.dataDir, "dev-chain.json")
     const saved: SavedDevChain | undefined = Fs.existsSync(file) ? JSON.parse(Fs.readFileSync(file, "utf8")) : undefined
     let contractAddress: Hex
-    const reusable = saved !== undefined && saved.genesisHash === genesis.hash &&
+    const sameChain = saved === undefined ? false : saved.deployBlockHash !== undefined
+      ? (yield* blockHash(saved.deployBlockNumber ?? 0)) === saved.deployBlockHash
+      : saved.genesisHash === genesisHash
+    const reusable = saved !== undefined && sameChain &&
       (yield* Effect.promise(() => isAnchorRegistryDeployed(chain.rpcUrl, saved.contractAddress)))
     if (reusable) {
       contractAddress = saved!.contractAddress
     } else {
+      // The dev signer's first transaction on a new chain: the same address every time.
       const d = yield* Effect.promise(() => deployAnchorRegistry({ rpcUrl: chain.rpcUrl, privateKey: DEV_SIGNER_KEY }))
       contractAddress = d.address
-      // Batches of the previous dev chain are gone with it: re-queue their records.
+      // Batches of the previous dev chain are gone with it: re-queue their records (soft-deleted
+      // ones too, so their proofs stay true; they emit no webhook: see docs/dev-chain.md).
       const store = yield* AnchorStore
       const requeued = yield* store.forgetNetwork(DEV_NETWORK_ID)
-      if (requeued > 0) yield* Effect.logInfo("dev chain is fresh: records re-queued for anchoring", { requeued })
+      if (saved !== undefined || requeued > 0) {
+        yield* Effect.logWarning(
+          `dev chain was reset (${chain.stateFile} is new): ${requeued} records re-queued for anchoring on the new chain`
+        )
+      }
       Fs.mkdirSync(Path.dirname(file), { recursive: true })
-      Fs.writeFileSync(file, JSON.stringify({ genesisHash: genesis.hash, chainId: DEV_CHAIN_ID, contractAddress }, null, 2) + "\n")
+      const record: SavedDevChain = {
+        genesisHash, chainId: DEV_CHAIN_ID, contractAddress,
+        deployBlockNumber: d.blockNumber, deployBlockHash: (yield* blockHash(d.blockNumber))!
+      }
+      Fs.writeFileSync(file, JSON.stringify(record, null, 2) + "\n")
     }
-    yield* Console.log([
-      `Dev chain: ${chain.rpcUrl}  (Hardhat EDR, chainId ${DEV_CHAIN_ID}, network "${DEV_NETWORK_ID}", test keys)`,
-      `Contract:  AnchorRegistry at ${contractAddress}`
-    ].join("\n"))
-    return EvmNetworks.of({
+    const networks = EvmNetworks.of({
       networks: [fromJson({
         networkId: DEV_NETWORK_ID,
         rpcUrl: chain.rpcUrl,
@@ -174,5 +393,12 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
         pollIntervalMs: 250
       }, Redacted.make(DEV_SIGNER_KEY))]
     })
+    const info = DevChain.of({
+      rpcUrl: chain.rpcUrl, chainId: DEV_CHAIN_ID, networkId: DEV_NETWORK_ID, contractAddress, stateFile: chain.stateFile
+    })
+    return Context.make(EvmNetworks, networks).pipe(Context.add(DevChain, info))
   }).pipe(Effect.provide(AnchorStore.layer)))
 }))
+
+/** The dev chain's banner facts, when the node runs one. */
+export const devChainInfo = Effect.map(Effect.serviceOption(DevChain), Option.getOrUndefined)

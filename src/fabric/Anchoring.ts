@@ -90,11 +90,11 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
       if (attempts >= config.maxAttempts) {
         const n = yield* store.fail(b.id, e.message)
         retryAt.delete(b.id)
-        return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batch: b.id, root: b.merkleRoot, records: n, error: e.message }))
+        return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, root: b.merkleRoot, records: n, error: e.message }))
       }
       yield* backoff(b, attempts)
       yield* store.noteError(b.id, e.message)
-      yield* Effect.logWarning("batch refused, will retry").pipe(Effect.annotateLogs({ batch: b.id, attempt: attempts, error: e.message }))
+      yield* Effect.logWarning("batch refused, will retry").pipe(Effect.annotateLogs({ batchId: b.id, attempt: attempts, error: e.message }))
     })
 
     /** The root is on the ledger already (ours after a crash, or another writer's): record where. */
@@ -107,12 +107,12 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
       yield* store.markFabricCommitted(b.id, {
         txId: found.txId, blockNumber: committed.blockNumber, batchRef: found.batchId, anchoredAt: new Date(found.timestamp)
       })
-      yield* log("batch found on the ledger", { batch: b.id, root: b.merkleRoot, txId: found.txId, blockNumber: Number(committed.blockNumber) })
+      yield* log("batch found on the ledger", { batchId: b.id, root: b.merkleRoot, txId: found.txId, blockNumber: Number(committed.blockNumber) })
       if (checkpoint !== undefined && checkpoint.blockNumber >= committed.blockNumber) {
         // Its block was indexed before this batch existed: confirm it here, with the block's hash.
         const block = parseBlock(yield* client.block(committed.blockNumber), config.chaincode)
         const n = yield* store.applyFabricAdopted(b.id, block.hash)
-        yield* log("batch confirmed", { batch: b.id, root: b.merkleRoot, txId: found.txId, blockNumber: Number(committed.blockNumber), anchoredRecords: n })
+        yield* log("batch confirmed", { batchId: b.id, root: b.merkleRoot, txId: found.txId, blockNumber: Number(committed.blockNumber), anchoredRecords: n })
       }
       return true
     })
@@ -131,12 +131,12 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
         } catch { /* the indexer has the facts too */ }
         yield* store.markFabricCommitted(b.id, { txId, blockNumber: st.blockNumber, batchRef, anchoredAt })
         retryAt.delete(b.id)
-        yield* log("batch committed", { batch: b.id, root: b.merkleRoot, leafCount: b.leafCount, txId, blockNumber: Number(st.blockNumber), attempt: attempts })
+        yield* log("batch committed", { batchId: b.id, root: b.merkleRoot, leafCount: b.leafCount, txId, blockNumber: Number(st.blockNumber), attempt: attempts })
         return "done" as const
       }
       if (st.code === MVCC_READ_CONFLICT || st.code === PHANTOM_READ_CONFLICT) {
         yield* store.resetToPending(b.id, `tx ${txId}: validation code ${st.code} (read conflict)`)
-        yield* log("MVCC conflict, endorsing again", { batch: b.id, root: b.merkleRoot, txId, code: st.code, attempt: attempts })
+        yield* log("MVCC conflict, endorsing again", { batchId: b.id, root: b.merkleRoot, txId, code: st.code, attempt: attempts })
         return attempts >= config.maxAttempts
           ? yield* failOrRetry(b, attempts, new FabricError({
             networkId: config.networkId, operation: "commit",
@@ -182,7 +182,7 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
         // Persisted before it leaves the process: after a crash the same transaction is submitted again.
         yield* store.markFabricSent(b.id, { txId, envelope: Buffer.from(tx.getBytes()).toString("base64") })
         attempts++
-        yield* Effect.logDebug("batch submitted").pipe(Effect.annotateLogs({ batch: b.id, root: b.merkleRoot, txId, attempt: attempts }))
+        yield* Effect.logDebug("batch submitted").pipe(Effect.annotateLogs({ batchId: b.id, root: b.merkleRoot, txId, attempt: attempts }))
         const st = yield* client.submit(tx).pipe(Effect.result)
         if (st._tag === "Failure") return yield* transient(b, st.failure)
         const next = yield* settle(b, attempts, txId, tx.getResult(), st.success)
@@ -196,7 +196,7 @@ const makeWriter = (config: FabricNetworkConfig, client: FabricClient) =>
       const tx = client.storedTransaction(Buffer.from(b.rawTx, "base64"))
       const st = yield* client.submit(tx).pipe(Effect.result)
       if (st._tag === "Failure") return yield* transient(b, st.failure)
-      yield* log("stored transaction resubmitted", { batch: b.id, txId: b.txHash, code: st.success.code })
+      yield* log("stored transaction resubmitted", { batchId: b.id, txId: b.txHash, code: st.success.code })
       const next = yield* settle(b, b.attempts, b.txHash, tx.getResult(), st.success)
       if (next === "again") {
         const fresh = (yield* store.openBatches(config.networkId)).find((x) => x.id === b.id)

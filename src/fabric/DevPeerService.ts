@@ -3,9 +3,25 @@
  * (state survives restarts) and `anchord fabric-devpeer` runs one on its own. A development peer,
  * not a Fabric network: see docs/fabric-devpeer.md.
  */
+import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer } from "effect"
+import { freePort, isPortFree } from "../db/EmbeddedPostgres.ts"
 import { type DevPeer, type DevPeerOptions, startDevPeer } from "./devpeer/index.ts"
+
+/** `anchord dev` writes it: what `anchord verify --fabric-profile` needs to reach the dev peer. */
+export const devFabricProfilePath = (dataDir: string) => Path.resolve(dataDir, "fabric-profile.json")
+
+/**
+ * The peer's port: the configured one when free (7051, Fabric's usual; 0 asks for none), else the
+ * one used last time, else any free port — remembered, so a profile printed once keeps working.
+ */
+const stablePort = async (wanted: number, portFile: string) => {
+  const last = Fs.existsSync(portFile) ? Number(Fs.readFileSync(portFile, "utf8")) : 0
+  if (wanted !== 0 && (await isPortFree(wanted))) return wanted
+  if (last > 0 && (await isPortFree(last))) return last
+  return freePort()
+}
 
 export class FabricDevPeer extends Context.Service<FabricDevPeer, DevPeer>()("anchord/fabric/FabricDevPeer") {
   static readonly layer = (options: DevPeerOptions) =>
@@ -17,11 +33,31 @@ export class FabricDevPeer extends Context.Service<FabricDevPeer, DevPeer>()("an
       )
     )
 
-  /** Port 7051 (Fabric's usual peer port) when free, else any free port. */
+  /** `anchord dev`'s peer: a stable port (DEV_FABRIC_PORT, default 7051) and a connection profile written. */
   static readonly layerDev = (dataDir: string) =>
-    Layer.unwrap(Effect.promise(async () => {
-      const { isPortFree } = await import("../db/EmbeddedPostgres.ts")
-      const port = (await isPortFree(7051)) ? 7051 : 0
-      return FabricDevPeer.layer({ dataDir: Path.resolve(dataDir, "fabric-devpeer"), port })
+    Layer.unwrap(Effect.gen(function*() {
+      const wanted = yield* Config.Int("DEV_FABRIC_PORT").pipe(Config.withDefault(7051))
+      const dir = Path.resolve(dataDir, "fabric-devpeer")
+      const portFile = Path.join(dir, "port")
+      const port = yield* Effect.promise(() => stablePort(wanted, portFile))
+      return Layer.effect(
+        FabricDevPeer,
+        Effect.gen(function*() {
+          const peer = yield* Effect.acquireRelease(
+            Effect.promise(() => startDevPeer({ dataDir: dir, port })),
+            (peer) => Effect.promise(() => peer.close())
+          )
+          Fs.writeFileSync(portFile, String(peer.port))
+          Fs.writeFileSync(devFabricProfilePath(dataDir), JSON.stringify({
+            peerEndpoint: peer.address,
+            mspId: peer.mspId,
+            certPath: peer.clientIdentity.certPath,
+            keyPath: peer.clientIdentity.keyPath,
+            channel: peer.channel,
+            chaincode: peer.chaincode
+          }, null, 2) + "\n")
+          return peer
+        })
+      )
     }))
 }

@@ -1,10 +1,11 @@
 /**
- * `anchord verify <file> [--rpc URL] [--data file] [--json]` (SPEC 8): the auditor's command.
+ * `anchord verify <file> [--rpc URL] [--data file] [--fabric-profile file] [--json]` (SPEC 8): the auditor's command.
  * Needs no database and no node; it reads the chains directly. Exit codes: 0 verified,
  * 1 not verified, 2 could not check (unreadable input, RPC unreachable, no identity for Fabric).
  * Imported by src/cli/main.ts, which loads only this (not the node) for `verify`.
  */
 import { readFileSync } from "node:fs"
+import { dirname, resolve } from "node:path"
 // Sub-module imports (not the "effect" barrel): `anchord verify` must start fast (scripts/bench-verify.ts).
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -21,6 +22,31 @@ import { verifyInput } from "./verify.ts"
 const optionalString = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.optional, Flag.withDescription(description))
 
+/** A Fabric connection profile: what the `--fabric-*` flags say, in one file (paths relative to it). */
+export interface FabricProfile {
+  readonly peerEndpoint?: string
+  readonly mspId?: string
+  readonly certPath?: string
+  readonly keyPath?: string
+  readonly tlsCertPath?: string
+  readonly hostAlias?: string
+  readonly channel?: string
+  readonly chaincode?: string
+}
+
+export const readFabricProfile = (file: string): FabricProfile => {
+  const json = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>
+  const dir = dirname(resolve(file))
+  const out: Record<string, string> = {}
+  for (const key of ["peerEndpoint", "mspId", "certPath", "keyPath", "tlsCertPath", "hostAlias", "channel", "chaincode"]) {
+    const v = json[key]
+    if (v === undefined || v === null) continue
+    if (typeof v !== "string") throw new Error(`${key}: expected a string`)
+    out[key] = key.endsWith("Path") ? resolve(dir, v) : v
+  }
+  return out
+}
+
 const readJson = (path: string): unknown =>
   parseStrictJson(path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8"), { maxDepth: 128 })
 
@@ -32,6 +58,10 @@ export const verifyCommand = Command.make("verify", {
   confirmations: Flag.Int("confirmations").pipe(Flag.withDefault(1), Flag.withDescription("Blocks required on top of the anchor's block, including it")),
   offline: Flag.Boolean("offline").pipe(Flag.withDefault(false), Flag.withDescription("Check only the hash and the Merkle proof")),
   timeout: Flag.Int("timeout-ms").pipe(Flag.withDefault(10_000), Flag.withDescription("Per-request timeout")),
+  fabricProfile: optionalString(
+    "fabric-profile",
+    "JSON connection profile (peerEndpoint, mspId, certPath, keyPath, tlsCertPath, hostAlias, channel, chaincode); flags win over it. `npm start` writes one: <dataDir>/fabric-profile.json"
+  ),
   fabricEndpoint: optionalString("fabric-endpoint", "Fabric gateway peer host:port"),
   fabricMspId: optionalString("fabric-msp-id", "MSP id of your Fabric identity"),
   fabricCert: optionalString("fabric-cert", "PEM certificate of your Fabric identity"),
@@ -57,6 +87,20 @@ export const verifyCommand = Command.make("verify", {
       process.exitCode = 2
       return
     }
+    let profile: FabricProfile = {}
+    const profileFile = get(o.fabricProfile)
+    if (profileFile !== undefined) {
+      try {
+        profile = readFabricProfile(profileFile)
+      } catch (e) {
+        const message = `--fabric-profile ${profileFile}: ${e instanceof Error ? e.message : String(e)}`
+        yield* o.json
+          ? Console.log(JSON.stringify({ outcome: "could-not-check", exitCode: 2, error: message }, null, 2))
+          : Console.error(`error: ${message}\nCOULD NOT CHECK (exit 2)`)
+        process.exitCode = 2
+        return
+      }
+    }
     const rpcUrl = get(o.rpc)
     const rpc = rpcUrl === undefined ? undefined : rpcClient(rpcUrl, o.timeout)
     const report = yield* verifyInput(input, {
@@ -65,14 +109,14 @@ export const verifyCommand = Command.make("verify", {
       minConfirmations: o.confirmations,
       offline: o.offline,
       fabric: {
-        endpoint: get(o.fabricEndpoint),
-        mspId: get(o.fabricMspId),
-        certPath: get(o.fabricCert),
-        keyPath: get(o.fabricKey),
-        tlsCertPath: get(o.fabricTlsCert),
-        hostAlias: get(o.fabricHostAlias),
-        channel: get(o.fabricChannel),
-        chaincode: get(o.fabricChaincode),
+        endpoint: get(o.fabricEndpoint) ?? profile.peerEndpoint,
+        mspId: get(o.fabricMspId) ?? profile.mspId,
+        certPath: get(o.fabricCert) ?? profile.certPath,
+        keyPath: get(o.fabricKey) ?? profile.keyPath,
+        tlsCertPath: get(o.fabricTlsCert) ?? profile.tlsCertPath,
+        hostAlias: get(o.fabricHostAlias) ?? profile.hostAlias,
+        channel: get(o.fabricChannel) ?? profile.channel,
+        chaincode: get(o.fabricChaincode) ?? profile.chaincode,
         timeoutMs: o.timeout
       }
     })

@@ -125,6 +125,12 @@ export const readInput = (parsed: unknown): VerifyInput => {
   if (isObject(doc) && isObject(doc._anchor)) {
     return { kind: "in-place", bundle: checkBundle(doc._anchor, "_anchor."), hasData: true, data: withoutAnchor(doc) }
   }
+  // A saved API error ({"success":false,"error":…,"errorCode":…}), e.g. the proof of a deleted record (410).
+  if (isObject(doc) && doc.success === false && (typeof doc.error === "string" || typeof doc.errorCode === "string")) {
+    throw new InputError(
+      `this file is an API error response: ${String(doc.errorCode ?? "error")}: ${String(doc.error ?? "")}, not a proof bundle`
+    )
+  }
   throw new InputError(
     "not a proof bundle, an IN_PLACE document (data with an _anchor member) or a record lookup response"
   )

@@ -19,7 +19,7 @@ Fs.chmodSync(dataDir, 0o755)
 const startDev = async (port: number) => {
   const child = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "dev"], {
     cwd: root,
-    env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", EVM_NETWORKS: "" },
+    env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", EVM_NETWORKS: "" },
     stdio: ["ignore", "pipe", "pipe"]
   })
   forwardOutput(child, "anchord dev")
