@@ -108,7 +108,7 @@ describe("webhook retries", () => {
     expect(gaps[4] / (gaps[3] - TIMEOUT)).toBeGreaterThan(3)
 
     // the receiver that never recovers: six attempts, then FAILED and kept
-    const downGot = await receiver.waitFor(6, 5_000, (r) => r.path === "/down")
+    const downGot = await receiver.waitFor(6, 15_000, (r) => r.path === "/down")
     expect(downGot.map((r) => r.headers["x-service-retry-attempt"])).toEqual(["0", "1", "2", "3", "4", "5"])
     await waitFor("the down delivery's last outcome recorded", async () => (await deliveryRow(node.databaseUrl, { recordId: down.recordId }))?.state !== "PENDING")
     const failed = (await api("GET", `/v1/webhooks/deliveries?recordId=${down.recordId}&status=FAILED`)).json.data.deliveries
@@ -132,18 +132,18 @@ describe("webhook retries", () => {
     // manual redelivery: a new round from attempt 0, now answered 200
     const re = await api("POST", `/v1/webhooks/deliveries/${failed[0].id}/redeliver`, {})
     expect(re.status).toBe(202)
-    const [again] = (await receiver.waitFor(7, 5_000, (r) => r.path === "/down")).slice(6)
+    const [again] = (await receiver.waitFor(7, 15_000, (r) => r.path === "/down")).slice(6)
     expect(again.headers["x-service-retry-attempt"]).toBe("0")
     expect(again.headers["x-service-event-id"]).toBe(downGot[0].headers["x-service-event-id"])
     await waitFor("the redelivery's outcome recorded", async () => (await deliveryRow(node.databaseUrl, { id: failed[0].id }))?.state !== "PENDING")
     const row = await query<{ state: string; round: number }>(node.databaseUrl, "SELECT state, round FROM webhook_deliveries WHERE id = $1", [failed[0].id])
     expect(row[0]).toEqual({ state: "SUCCEEDED", round: 1 })
-  }, 40_000)
+  }, 60_000)
 
   it("a receiver that hangs: the timeout counts as a failure and the next attempt follows", async () => {
     const rec = (await api("POST", "/v1/anchor", { data: { h: 1 }, webhookUrl: `${receiver.url}/hang-once` })).json.data
     await api("DELETE", `/v1/records/${rec.recordId}`)
-    const got = await receiver.waitFor(2, 5_000, (r) => r.path === "/hang-once")
+    const got = await receiver.waitFor(2, 15_000, (r) => r.path === "/hang-once")
     expect(got.map((r) => r.headers["x-service-retry-attempt"])).toEqual(["0", "1"])
     await waitFor("the second attempt's outcome recorded", async () => (await deliveryRow(node.databaseUrl, { recordId: rec.recordId }))?.state !== "PENDING")
     const log = (await api("GET", `/v1/webhooks/deliveries?recordId=${rec.recordId}`)).json.data.deliveries[0]
