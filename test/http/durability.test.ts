@@ -36,7 +36,7 @@ describe("durability", () => {
       }
     }
     const clients = Promise.all(Array.from({ length: 16 }, (_, c) => client(c)))
-    await waitFor("300 records accepted", async () => accepted.size >= 300, 45_000, 20)
+    await waitFor("300 records accepted", async () => accepted.size >= 300, 90_000, 20)
     stop = true
     await killAndWait(child, "SIGKILL")
     await clients
@@ -59,7 +59,7 @@ describe("durability", () => {
     } finally {
       await killAndWait(child, "SIGTERM")
     }
-  })
+  }, 180_000) // two CLI runs and two starts of a real node process: each start alone takes ~10 s when both cores are busy
 
   describe("database outage", () => {
     const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-outage-"))
