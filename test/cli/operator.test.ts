@@ -8,7 +8,10 @@ import { call, startNode, type TestNode } from "../support/node.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 
-describe("anchord accounts / keys", () => {
+// Each CLI run is a whole Node process run synchronously (~9 s when both cores are busy, against well
+// under a second on a quiet machine); a test of up to 8 of them needs more than vitest's 60 s default. A
+// test that times out keeps running its remaining runs and blocks the next one's event loop.
+describe("anchord accounts / keys", { timeout: 240_000 }, () => {
   let databaseUrl: string
   let node: TestNode
   const anchord = (...args: Array<string>) =>
