@@ -6,6 +6,7 @@ import { API_KEY_PATTERN, generateApiKey } from "../../src/auth/apiKeys.ts"
 import { query } from "../support/db.ts"
 import { expectError, expectRateHeaders } from "../support/expect.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
+import { waitFor } from "../support/wait.ts"
 
 describe("API keys", () => {
   let node: TestNode
@@ -51,9 +52,11 @@ describe("API keys", () => {
     expect((await call(node.baseUrl, "GET", "/v1/usage", { key })).status).toBe(200)
     await node.revokeKey(id)
     expectError(await call(node.baseUrl, "GET", "/v1/usage", { key }), 401, "EXPIRED_API_KEY", /revoked/)
-    const soon = await node.createKey(accountId, "test", new Date(Date.now() + 300))
+    // Valid for 3 s: room for the first request on a loaded machine (a few ms on a quiet one).
+    const expiresAt = new Date(Date.now() + 3_000)
+    const soon = await node.createKey(accountId, "test", expiresAt)
     expect((await call(node.baseUrl, "GET", "/v1/usage", { key: soon.key })).status).toBe(200)
-    await new Promise((r) => setTimeout(r, 400))
+    await waitFor("the key's expiry time to pass", async () => Date.now() > expiresAt.getTime(), 10_000, 20)
     expectError(await call(node.baseUrl, "GET", "/v1/usage", { key: soon.key }), 401, "EXPIRED_API_KEY", /expired/)
   })
 

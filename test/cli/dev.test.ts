@@ -10,18 +10,18 @@ import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { freePort, isPortFree } from "../../src/db/EmbeddedPostgres.ts"
 import { call } from "../support/node.ts"
-import { forwardOutput } from "../support/process.ts"
+import { forwardOutput, track } from "../support/process.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-dev-"))
 Fs.chmodSync(dataDir, 0o755)
 
 const startDev = async (port: number) => {
-  const child = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "dev"], {
+  const child = track(ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "dev"], {
     cwd: root,
     env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", EVM_NETWORKS: "" },
     stdio: ["ignore", "pipe", "pipe"]
-  })
+  }))
   forwardOutput(child, "anchord dev")
   let out = ""
   child.stdout.on("data", (d) => out += d)

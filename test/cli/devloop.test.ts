@@ -12,6 +12,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type DevNode, root, runCli, startDevNode, tempDataDir } from "../../scripts/dev-node.ts"
+import { track } from "../support/process.ts"
 
 const dataDir = tempDataDir("anchord-devloop-")
 const files = tempDataDir("anchord-devloop-files-")
@@ -24,9 +25,9 @@ const userNode = userPath.split(Path.delimiter).map((d) => Path.join(d, "node"))
 
 const run = (command: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) =>
   new Promise<{ code: number | null; out: string }>((resolve) => {
-    const child = ChildProcess.spawn(command, args, {
+    const child = track(ChildProcess.spawn(command, args, {
       cwd: root, env: { ...process.env, PATH: userPath, ANCHORD_DATA_DIR: dataDir, DATABASE_URL: "", ...env }
-    })
+    }))
     let out = ""
     child.stdout.on("data", (d) => out += d)
     child.stderr.on("data", (d) => out += d)

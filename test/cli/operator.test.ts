@@ -9,19 +9,25 @@ import { logRun } from "../support/process.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 
-// Every step is a CLI process (seconds each with both cores busy): tests get 3 minutes.
-describe("anchord accounts / keys", { timeout: 180_000 }, () => {
+// Every step is a CLI process (well under a second each on a quiet machine, ~9 s with both cores
+// busy): a test of up to 8 of them gets 4 minutes.
+describe("anchord accounts / keys", { timeout: 240_000 }, () => {
   let databaseUrl: string
   let node: TestNode
-  const anchord = (...args: Array<string>) => {
-    const result = ChildProcess.spawnSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
-      cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl }, encoding: "utf8"
+  // Asynchronous: a synchronous spawn froze this worker, and the node it runs in process, for as long
+  // as each CLI run took; a test that timed out then blocked the next one's database connection.
+  const anchord = (...args: Array<string>) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      ChildProcess.execFile(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
+        cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl }, encoding: "utf8"
+      }, (error, stdout, stderr) => {
+        const result = { status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }
+        logRun(`anchord ${args.join(" ")}`, result)
+        resolve(result)
+      })
     })
-    logRun(`anchord ${args.join(" ")}`, result)
-    return result
-  }
-  const json = (...args: Array<string>) => {
-    const r = anchord(...args, "--json")
+  const json = async (...args: Array<string>) => {
+    const r = await anchord(...args, "--json")
     expect(r.status, r.stderr).toBe(0)
     return JSON.parse(r.stdout)
   }

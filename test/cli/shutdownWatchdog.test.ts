@@ -10,10 +10,16 @@ describe("shutdown watchdog", () => {
     const exits: Array<number> = []
     const lines: Array<string> = []
     armShutdownWatchdog(60, signals, (code) => exits.push(code), (line) => lines.push(line))
+    // Kept sleep: without a signal the watchdog sets no timer, so there is no event to wait for (twice
+    // the bound). A loaded machine can only make this check weaker, never fail it wrongly.
     await sleep(120)
     expect(exits).toEqual([]) // no signal, no exit
     signals.emit("SIGTERM")
     signals.emit("SIGINT")
+    // These sleeps are orderings, not hopes: timers run in the order they expire, from the same clock,
+    // with promise continuations in between; a 30 ms timer set after the watchdog's 60 ms one runs before
+    // it, a 130 ms one after it (and after any second timer the second signal could have set), however
+    // late the machine runs them.
     await sleep(30)
     expect(exits).toEqual([])
     await sleep(100)

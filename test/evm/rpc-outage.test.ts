@@ -3,7 +3,7 @@
 //   npx vitest run test/evm/rpc-outage.test.ts
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startAnvil, type Anvil } from "./anvil.ts"
-import { allAnchored, call, deploy, network, rpcProxy, sleep, startEvmNode, statusesOf, waitFor, type EvmTestNode } from "./support.ts"
+import { allAnchored, call, deploy, network, rpcProxy, startEvmNode, statusesOf, waitFor, type EvmTestNode } from "./support.ts"
 
 describe("RPC outage", () => {
   let anvil: Anvil
@@ -40,7 +40,14 @@ describe("RPC outage", () => {
       expect(r.status).toBe(202)
       ids.push(r.json.data.recordId)
     }
-    await sleep(4_000)
+    // The node has had its chance during the outage: every record is in a batch and the node has tried
+    // the endpoint and found it unreachable (health). An outage does not count as a batch's attempt.
+    await waitFor("the records batched and the endpoint found unreachable", async () => {
+      const statuses = await statusesOf(node.databaseUrl, ids)
+      const health = (await call(node.baseUrl, "GET", "/v1/health")).json.data
+      return [...statuses.values()].every((s) => s !== "QUEUED") &&
+        health.networks.some((n: { networkId: string; status: string }) => n.networkId === "anvil-outage" && n.status === "unreachable")
+    })
     const during = await statusesOf(node.databaseUrl, ids)
     expect([...during.values()].every((s) => s === "QUEUED" || s === "BATCHING")).toBe(true)
     const health = await call(node.baseUrl, "GET", `/v1/records/${ids[0]}`, { key })
@@ -48,5 +55,5 @@ describe("RPC outage", () => {
 
     await proxy.up()
     await waitFor("ANCHORED after the outage", allAnchored(node.databaseUrl, ids), 20_000)
-  }, 30_000)
+  }, 60_000)
 })

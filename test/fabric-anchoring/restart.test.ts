@@ -26,7 +26,8 @@ describe("Fabric indexer restart", () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  /** Another client anchoring on the channel every ~40 ms: blocks keep coming whatever the node does. */
+  /** Another client anchoring on the channel every ~40 ms: blocks keep coming whatever the node does.
+   *  (Its sleeps pace the load; nothing waits on them.) */
   const traffic = async () => {
     while (!stopTraffic) {
       const p = peer
@@ -61,7 +62,7 @@ describe("Fabric indexer restart", () => {
         const r = await call(node!.baseUrl, "POST", "/v1/anchor", { key, body: { data: { tag, i }, chain: "fabric" } })
         expect(r.status).toBe(202)
         ids.push(r.json.data.recordId)
-        await sleep(15)
+        await sleep(15) // pacing: the records spread over several batches (nothing waits on it)
       }
       return ids
     }
@@ -72,7 +73,9 @@ describe("Fabric indexer restart", () => {
     // Stop the node mid-stream (its indexer and writer are interrupted wherever they are).
     await node.stop()
     node = undefined
-    await sleep(500) // blocks go by meanwhile
+    // blocks go by meanwhile (the other client's traffic): wait for some
+    const stoppedAt = peer.blockHeight()
+    await waitFor("blocks while the node is stopped", async () => peer!.blockHeight() >= stoppedAt + 10, 15_000, 20)
 
     node = await startFabricNode({ databaseUrl, fabric: [config] })
     const third = await post(5, "third")
@@ -80,7 +83,9 @@ describe("Fabric indexer restart", () => {
     const old = peer
     peer = undefined
     await old.close()
-    await sleep(300)
+    const running = node
+    await waitFor("the node to find the peer unreachable", async () =>
+      (await call(running.baseUrl, "GET", "/v1/health")).json.data.networks.some((n: { status: string }) => n.status === "unreachable"), 15_000, 20)
     peer = await startDevPeer({ dataDir: dir, blockIntervalMs: 30, port })
     const fourth = await post(5, "fourth")
 

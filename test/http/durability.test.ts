@@ -12,6 +12,7 @@ import { freshDatabase, query } from "../support/db.ts"
 import { expectError, expectRateHeaders } from "../support/expect.ts"
 import { call, startNode } from "../support/node.ts"
 import { anchordJson as cli, killAndWait, spawnAnchord as spawnNode } from "../support/process.ts"
+import { waitFor } from "../support/wait.ts"
 
 
 describe("durability", () => {
@@ -35,7 +36,7 @@ describe("durability", () => {
       }
     }
     const clients = Promise.all(Array.from({ length: 16 }, (_, c) => client(c)))
-    while (accepted.size < 300) await new Promise((r) => setTimeout(r, 20))
+    await waitFor("300 records accepted", async () => accepted.size >= 300, 90_000, 20)
     stop = true
     await killAndWait(child, "SIGKILL")
     await clients
@@ -58,7 +59,7 @@ describe("durability", () => {
     } finally {
       await killAndWait(child, "SIGTERM")
     }
-  })
+  }, 180_000) // two CLI runs and two starts of a real node process: each start alone takes ~10 s when both cores are busy
 
   describe("database outage", () => {
     const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-outage-"))
@@ -92,12 +93,9 @@ describe("durability", () => {
         const health = await call(node.baseUrl, "GET", "/v1/health")
         expect(health.json.data).toMatchObject({ status: "degraded", database: { status: "down" } })
         await pg.start()
-        let ok = false
-        for (let i = 0; i < 50 && !ok; i++) {
-          ok = (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { after: i } } })).status === 202
-          if (!ok) await new Promise((r) => setTimeout(r, 200))
-        }
-        expect(ok).toBe(true)
+        let i = 0
+        await waitFor("a record accepted after the restart", async () =>
+          (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { after: i++ } } })).status === 202, 30_000, 200)
         const rows = await query<{ n: string }>(url, "SELECT count(*) AS n FROM records")
         expect(Number(rows[0].n)).toBe(2)
       } finally {

@@ -5,6 +5,7 @@ import { canonicalize } from "../../src/records/canonical/jcs.ts"
 import { indexPlan, query } from "../support/db.ts"
 import { expectError } from "../support/expect.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
+import { sleep, waitFor } from "../support/wait.ts"
 
 const sha256 = (s: string) => Crypto.createHash("sha256").update(s, "utf8").digest("hex")
 const ENC_KEY = "k".repeat(16) + "0123456789ABCDEF"
@@ -102,16 +103,33 @@ describe("records", () => {
       const first = await api("POST", "/v1/anchor", { data: { group: "first" } })
       expect(first.status).toBe(202)
       const account = (await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM records WHERE id = $1", [first.json.data.recordId]))[0].account_id
-      // Hold the account's usage row: the next commit waits, and the requests after it queue into one group.
-      const holding = query(node.databaseUrl, "SELECT pg_sleep(0.8) FROM usage_monthly WHERE account_id = $1 FOR UPDATE", [account])
-      await new Promise((r) => setTimeout(r, 150))
+      // Hold the account's usage row (until released, at most 30 s): the next commit waits, and the
+      // requests after it queue into one group.
+      await query(node.databaseUrl, "CREATE TABLE test_release (released boolean)")
+      const holding = query(node.databaseUrl, `
+        DO $$ BEGIN
+          PERFORM 1 FROM usage_monthly WHERE account_id = '${account.replaceAll("'", "''")}' FOR UPDATE;
+          FOR i IN 1..1500 LOOP
+            EXIT WHEN EXISTS (SELECT 1 FROM test_release);
+            PERFORM pg_sleep(0.02);
+          END LOOP;
+        END $$`)
+      const activity = (where: string) =>
+        query<{ n: number }>(node.databaseUrl, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${where}`)
+          .then((rows) => rows[0].n > 0)
+      await waitFor("the usage row held", () => activity("wait_event = 'PgSleep' AND query LIKE '%test_release%'"))
       const blocked = api("POST", "/v1/anchor", { data: { group: "blocked" } })
-      await new Promise((r) => setTimeout(r, 100))
-      const group = await Promise.all([
+      await waitFor("the next commit waiting on the row", () => activity("wait_event_type = 'Lock'"))
+      const grouped = Promise.all([
         api("POST", "/v1/anchor", { data: { group: "poison" }, metadata: { poison: true } }),
         ...Array.from({ length: 20 }, (_, i) => api("POST", "/v1/anchor", { data: { group: i } }))
       ])
+      // Kept sleep: time for the 21 requests to reach the node's queue, which nothing outside the node
+      // shows. It only shapes the scenario: released early, the group is split and every assertion holds.
+      await sleep(300)
+      await query(node.databaseUrl, "INSERT INTO test_release VALUES (true)")
       await holding
+      const group = await grouped
       expect((await blocked).status).toBe(202)
       expectError(group[0], 500, "INTERNAL_ERROR", /^Internal error$/)
       for (const r of group.slice(1)) expect(r.status, JSON.stringify(r.json)).toBe(202)
@@ -119,6 +137,7 @@ describe("records", () => {
       expect((await query(node.databaseUrl, "SELECT id FROM records WHERE id = ANY($1)", [ids])).length).toBe(20)
       expect(await query(node.databaseUrl, "SELECT id FROM records WHERE metadata ? 'poison'")).toEqual([])
     } finally {
+      await query(node.databaseUrl, "DROP TABLE IF EXISTS test_release")
       await query(node.databaseUrl, "DROP TRIGGER test_poison ON records")
       await query(node.databaseUrl, "DROP FUNCTION test_poison()")
     }

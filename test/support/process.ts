@@ -46,11 +46,25 @@ export const forwardOutput = (child: ChildProcess.ChildProcess, label: string) =
   forward(child.stderr, "err")
 }
 
+/**
+ * Children still running when this worker exits are killed: a test that timed out never reaches its
+ * `finally`, and its `anchord` would otherwise outlive the run (holding vitest's output pipe open).
+ */
+const children = new Set<ChildProcess.ChildProcess>()
+process.once("exit", () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+})
+export const track = <C extends ChildProcess.ChildProcess>(child: C): C => {
+  children.add(child)
+  child.once("exit", () => children.delete(child))
+  return child
+}
+
 /** Starts `anchord start` with env (PORT required) and resolves once /v1/health answers. */
 export const spawnAnchord = async (env: Record<string, string>) => {
-  const child = ChildProcess.spawn(process.execPath, [entry, "start"], {
+  const child = track(ChildProcess.spawn(process.execPath, [entry, "start"], {
     cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"]
-  })
+  }))
   forwardOutput(child, "anchord start")
   const until = Date.now() + 30_000
   while (Date.now() < until) {

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { freshDatabase, query } from "../support/db.ts"
 import { call } from "../support/node.ts"
-import { startReceiver, startWebhookNode, type WebhookNode } from "./support.ts"
+import { startReceiver, startWebhookNode, waitFor, type WebhookNode } from "./support.ts"
 
 describe("webhook dispatch across nodes", () => {
   const nodes: Array<WebhookNode> = []
@@ -32,8 +32,10 @@ describe("webhook dispatch across nodes", () => {
         SELECT 'evt_' || substr(md5(id), 1, 24), account_id, id, 'record.deleted',
           jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')
         FROM records`)
-      await receiver.waitFor(400, 20_000)
-      await new Promise((r) => setTimeout(r, 300))
+      await receiver.waitFor(400, 30_000)
+      // every outcome recorded (none claimed or due): nothing is left that could be sent again
+      await waitFor("all 400 outcomes recorded", async () =>
+        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state <> 'SUCCEEDED' OR locked_until IS NOT NULL"))[0].n === 0)
       const ids = receiver.received.map((r) => r.headers["x-service-event-id"])
       expect(new Set(ids).size).toBe(400)
       expect(ids).toHaveLength(400)

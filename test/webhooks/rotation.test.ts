@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { query } from "../support/db.ts"
 import { call } from "../support/node.ts"
-import { hmacHex, type Receiver, startReceiver, startWebhookNode, verifySignature, type WebhookNode } from "./support.ts"
+import { deliveriesSettled, hmacHex, type Receiver, startReceiver, startWebhookNode, verifySignature, type WebhookNode } from "./support.ts"
 
 describe("webhook secret rotation", () => {
   let node: WebhookNode
@@ -90,7 +90,10 @@ describe("webhook secret rotation", () => {
       expect(r.headers["x-webhook-signature-next"]).toBeUndefined()
     }
     expect(accepted.slice(-2)).toEqual([{ path: "/new", ok: true }, { path: "/old", ok: false }])
-    // the old-secret receiver's 401 is a failed attempt, in the log, with a retry scheduled (1 min)
+    // the old-secret receiver's 401 is a failed attempt, in the log, with a retry scheduled (1 min).
+    // The receiver has both requests before the node has read the answers and written the outcomes:
+    // until then /new's delivery is PENDING too (claimed), so read the log once both are recorded.
+    await deliveriesSettled(node.databaseUrl, account)
     const failed = (await api("GET", "/v1/webhooks/deliveries?status=PENDING")).json.data.deliveries
     expect(failed).toHaveLength(1)
     expect(failed[0]).toMatchObject({ lastStatusCode: 401, nextAttempt: 1 })

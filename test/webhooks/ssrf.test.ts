@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { query } from "../support/db.ts"
 import { expectError } from "../support/expect.ts"
 import { call } from "../support/node.ts"
-import { type Receiver, sleep, startReceiver, startWebhookNode, type WebhookNode } from "./support.ts"
+import { deliveryRow, type Receiver, startReceiver, startWebhookNode, waitFor, type WebhookNode } from "./support.ts"
 
 describe("webhook SSRF rules", () => {
   let node: WebhookNode
@@ -75,13 +75,11 @@ describe("webhook SSRF rules", () => {
     expect(lookups).toContain("rebind.test")
 
     // the refused ones: attempts logged with the reason, retried on the ladder, never reaching the receiver
-    let rows: ReadonlyArray<{ record_id: string; attempts: number; last_error: string }> = []
-    for (let i = 0; i < 100; i++) {
-      rows = await query(node.databaseUrl, "SELECT record_id, attempts, last_error FROM webhook_deliveries WHERE record_id = ANY($1)",
-        [[liveRec.recordId, literal.recordId, plain.recordId]])
-      if (rows.length === 3 && rows.every((r) => r.attempts >= 2)) break
-      await sleep(50)
-    }
+    const rows = await waitFor("two refused attempts of each", async () => {
+      const rows = await query<{ record_id: string; attempts: number; last_error: string }>(node.databaseUrl,
+        "SELECT record_id, attempts, last_error FROM webhook_deliveries WHERE record_id = ANY($1)", [[liveRec.recordId, literal.recordId, plain.recordId]])
+      return rows.length === 3 && rows.every((r) => r.attempts >= 2) && rows
+    })
     const byRecord = new Map(rows.map((r) => [r.record_id, r]))
     expect(byRecord.get(liveRec.recordId)!.last_error).toMatch(/^refused: rebind\.test resolves to a loopback, private, link-local or metadata address \(127\.0\.0\.1\)/)
     expect(byRecord.get(literal.recordId)!.last_error).toMatch(/^refused: .*127\.0\.0\.1/)
@@ -99,7 +97,8 @@ describe("webhook SSRF rules", () => {
     await call(node.baseUrl, "DELETE", `/v1/records/${t.recordId}`, { key: test })
     const [got] = await receiver.waitFor(1, 10_000, (r) => r.path === "/global")
     expect(JSON.parse(got.body).data.recordId).toBe(t.recordId)
-    await sleep(300)
+    // the live event's delivery has had its attempt (refused, below) before we look at what arrived
+    await waitFor("the live delivery's first attempt recorded", async () => ((await deliveryRow(node.databaseUrl, { recordId: l.recordId }))?.attempts ?? 0) >= 1)
     expect(receiver.received.filter((r) => r.path === "/global")).toHaveLength(1)
     const rows = await query<{ last_error: string }>(node.databaseUrl, "SELECT last_error FROM webhook_deliveries WHERE record_id = $1", [l.recordId])
     expect(rows[0].last_error).toMatch(/^refused: .*https/)

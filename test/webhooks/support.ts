@@ -11,6 +11,7 @@ import { NodeLayer } from "../../src/main.ts"
 import { type Resolve, WebhookResolver } from "../../src/webhooks/sender.ts"
 import { query } from "../support/db.ts"
 import { startNode } from "../support/node.ts"
+import { waitFor } from "../support/wait.ts"
 
 export interface Received {
   readonly path: string
@@ -205,4 +206,25 @@ export const confirmAnchor = (databaseUrl: string, recordId: string, facts: {
     [recordId, eventId, anchoredAt, JSON.stringify(payload)]).then(() => ({ eventId, anchoredAt, payload }))
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/**
+ * Waits until the dispatcher is idle for an account: no delivery of it claimed (an attempt in flight or
+ * its outcome not yet written) and none due now. A receiver has a request before the node has read the
+ * answer and recorded the outcome, so the delivery log is read after this, not right after a receipt.
+ */
+export const deliveriesSettled = (databaseUrl: string, accountId: string, timeoutMs = 20_000) =>
+  waitFor(`the deliveries of ${accountId} to settle`, async () => {
+    const rows = await query<{ n: number }>(databaseUrl, `
+      SELECT count(*)::int AS n FROM webhook_deliveries
+      WHERE account_id = $1 AND state = 'PENDING' AND (locked_until IS NOT NULL OR next_attempt_at <= now())`, [accountId])
+    return rows[0].n === 0
+  }, timeoutMs, 20)
+
+/** One delivery row, for waiting on its state (attempts is the number of attempts recorded in the round). */
+export const deliveryRow = async (databaseUrl: string, where: { id?: string; recordId?: string; eventId?: string }) => {
+  const [column, value] = where.id !== undefined ? ["id", where.id] : where.recordId !== undefined ? ["record_id", where.recordId] : ["event_id", where.eventId]
+  const rows = await query<{ id: string; state: string; attempts: number; round: number; locked_until: Date | null }>(databaseUrl,
+    `SELECT id, state, attempts, round, locked_until FROM webhook_deliveries WHERE ${column} = $1`, [value])
+  return rows[0]
+}
+
+export { waitFor }
