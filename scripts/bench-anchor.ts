@@ -24,11 +24,11 @@ import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { createPublicClient, createWalletClient, http, type Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
-import { freePort } from "../src/db/EmbeddedPostgres.ts"
+import { freePort } from "../src/dev/EmbeddedPostgres.ts"
 import { anchorRegistryAbi } from "../src/evm/AnchorRegistry.abi.ts"
 import { deployAnchorRegistry } from "../src/evm/deploy.ts"
-import { startDevPeer } from "../src/fabric/devpeer/index.ts"
-import { buildTree } from "../src/evm/merkle.ts"
+import { startDevPeer } from "../src/dev/fabric-peer/index.ts"
+import { buildTree } from "../src/anchoring/merkle.ts"
 
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)

@@ -18,7 +18,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import autocannon from "autocannon"
 import { benchDatabase } from "./bench/database.ts"
-import { freePort } from "../src/db/EmbeddedPostgres.ts"
+import { freePort } from "../src/dev/EmbeddedPostgres.ts"
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 15)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)

@@ -20,7 +20,7 @@ import { benchDatabase } from "./bench/database.ts"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
-import { freePort } from "../src/db/EmbeddedPostgres.ts"
+import { freePort } from "../src/dev/EmbeddedPostgres.ts"
 
 const BACKLOG = Number(process.env.BENCH_EVENTS ?? 10_000)
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 1_000)

@@ -7,7 +7,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { freePort } from "../src/db/EmbeddedPostgres.ts"
+import { freePort } from "../src/dev/EmbeddedPostgres.ts"
 
 export const root = Path.resolve(import.meta.dirname, "..")
 export const cliEntry = Path.join(root, "src/cli/main.ts")

@@ -14,7 +14,7 @@
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Effect from "effect/Effect"
-import { freePort } from "../src/db/EmbeddedPostgres.ts"
+import { freePort } from "../src/dev/EmbeddedPostgres.ts"
 import { readFabricProfile } from "../src/verify/command.ts"
 import { rpcClient } from "../src/verify/evm.ts"
 import { readInput } from "../src/verify/input.ts"

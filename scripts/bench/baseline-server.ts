@@ -3,7 +3,7 @@
  * skip — JSON.parse, RFC 8785 canonicalization and SHA-256 — with no auth, no database, no durability.
  */
 import * as Http from "node:http"
-import { recordHash } from "../../src/records/canonical/jcs.ts"
+import { recordHash } from "../../src/canonical/jcs.ts"
 
 const port = Number(process.argv[2] ?? 8090)
 const server = Http.createServer((req, res) => {

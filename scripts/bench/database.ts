@@ -3,7 +3,7 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { freePort, loadEmbeddedPostgres } from "../../src/db/EmbeddedPostgres.ts"
+import { freePort, loadEmbeddedPostgres } from "../../src/dev/EmbeddedPostgres.ts"
 
 export const benchDatabase = async (dir: string, log: (line: string) => void = () => {}) => {
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, embedded: false, stop: async () => {} }

@@ -9,7 +9,7 @@ import * as Http from "node:http"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { recordHash } from "../../src/records/canonical/jcs.ts"
+import { recordHash } from "../../src/canonical/jcs.ts"
 
 const port = Number(process.argv[2] ?? 8091)
 

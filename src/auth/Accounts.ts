@@ -6,6 +6,7 @@ import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
+import type { Principal } from "../api/auth.ts"
 import { type Environment, apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
 import { AccountNotActive, AccountNotFound, ApiKeyNotFound, type AuthFailureReason } from "./errors.ts"
 import { ENTERPRISE_DEFAULT_PER_SECOND, type PlanName, Plans } from "./plans.ts"
@@ -22,6 +23,8 @@ export interface Account {
   readonly activatedAt: Date | null
 }
 
+export type { Principal }
+
 export interface ApiKeyInfo {
   readonly id: string
   readonly accountId: string
@@ -33,17 +36,6 @@ export interface ApiKeyInfo {
   readonly revokedAt: Date | null
 }
 
-/** Who is calling: resolved from a valid bearer key. */
-export interface Principal {
-  readonly accountId: string
-  readonly keyId: string
-  readonly environment: Environment
-  readonly plan: PlanName
-  readonly perSecond: number
-  /** null = unlimited */
-  readonly monthlyQuota: number | null
-  readonly defaultChain: "evm" | "fabric" | "hybrid"
-}
 
 export type AuthResult =
   | { readonly _tag: "Ok"; readonly principal: Principal }

@@ -4,9 +4,9 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { errorBody, Unauthorized } from "../http/errors.ts"
+import { errorBody, Unauthorized } from "../api/errors.ts"
 import { stateOf } from "../http/requestState.ts"
-import { ApiKeyAuth, CurrentPrincipal } from "./api.ts"
+import { ApiKeyAuth, CurrentPrincipal } from "../api/auth.ts"
 
 export const ApiKeyAuthLayer = Layer.succeed(
   ApiKeyAuth,

@@ -1,13 +1,11 @@
 /**
- * PostgreSQL, the system of record: `@effect/sql-pg` against DATABASE_URL, or an embedded server.
- * Migrations run when the layer is built, so every process sees the current schema.
+ * PostgreSQL, the system of record: the `@effect/sql-pg` client for a URL, and the migrations (run
+ * when the layer is built, so every process sees the current schema). Which server: src/app/database.ts.
  */
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { NodeServices } from "@effect/platform-node"
-import { Effect, Layer, Option, Redacted, String as Str } from "effect"
+import { Layer, Redacted, String as Str } from "effect"
 import { Migrator, SqlError } from "effect/sql"
-import { AppConfig } from "../config.ts"
-import { embeddedPostgres } from "./EmbeddedPostgres.ts"
 import { migrations } from "./migrations/index.ts"
 
 export const pgClientLayer = (url: Redacted.Redacted<string>) =>
@@ -24,20 +22,6 @@ export const pgClientLayer = (url: Redacted.Redacted<string>) =>
 export const MigrationsLayer = PgMigrator.layer({ loader: Migrator.fromRecord(migrations) }).pipe(
   Layer.provide(NodeServices.layer)
 )
-
-/** PgClient + SqlClient for DATABASE_URL, or for an embedded PostgreSQL under the data directory. */
-export const DatabaseLayer = Layer.unwrap(
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    const url = Option.isSome(config.databaseUrl)
-      ? config.databaseUrl.value
-      : (yield* embeddedPostgres({ dataDir: config.dataDir })).url
-    return pgClientLayer(url)
-  })
-)
-
-/** The database with the schema migrated. */
-export const DatabaseLive = MigrationsLayer.pipe(Layer.provideMerge(DatabaseLayer))
 
 /**
  * A failure to reach the database (as opposed to a statement it refused): 503 and retry. The client

@@ -11,13 +11,13 @@
  */
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import type { Hex } from "viem"
-import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../batching/AnchorChain.ts"
-import { AnchorStore, type BatchRow, type MinedFacts } from "../batching/AnchorStore.ts"
+import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../anchoring/AnchorChain.ts"
+import { AnchorStore, type BatchRow, type MinedFacts } from "../anchoring/AnchorStore.ts"
 import { type AnchoredLog, type Chain, makeChain } from "./chain.ts"
 import { type EvmNetworkConfig, EvmNetworks } from "./config.ts"
 import { EvmError, Reverted, WrongChain } from "./errors.ts"
 
-export type { NetworkStatus } from "../batching/AnchorChain.ts"
+export type { NetworkStatus } from "../anchoring/AnchorChain.ts"
 
 /** How far the watcher rewinds when its cursor block was reorganised away. */
 const REORG_REWIND = 64n

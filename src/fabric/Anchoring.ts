@@ -17,9 +17,9 @@
  *   → ANCHORED + events. After a crash the stream resumes at checkpoint + 1: no gap, nothing twice.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../batching/AnchorChain.ts"
-import { AnchorStore, type BatchRow } from "../batching/AnchorStore.ts"
-import { chooseFabricNetwork, fabricOverrides } from "../batching/Networks.ts"
+import { type AnchorChain, makeStatus, type NetworkStatus, runAnchorChain } from "../anchoring/AnchorChain.ts"
+import { AnchorStore, type BatchRow } from "../anchoring/AnchorStore.ts"
+import { chooseFabricNetwork, fabricOverrides } from "../anchoring/Networks.ts"
 import { parseBlock } from "./blocks.ts"
 import { type FabricClient, makeFabricClient } from "./client.ts"
 import { type FabricNetworkConfig, FabricNetworks } from "./config.ts"

@@ -3,7 +3,7 @@
  * way back in, so a cursor this API did not issue is a 400 naming the cursor.
  */
 import { Effect } from "effect"
-import { badRequest, type BadRequest } from "./errors.ts"
+import { badRequest, type BadRequest } from "../api/errors.ts"
 
 export interface CursorCodec {
   readonly encode: (key: string) => string

@@ -3,7 +3,7 @@
  * body and the authenticated principal. Kept on the underlying request object.
  */
 import type { HttpServerRequest } from "effect/http"
-import type { Principal } from "../auth/Accounts.ts"
+import type { Principal } from "../api/auth.ts"
 
 interface RequestState {
   body?: unknown

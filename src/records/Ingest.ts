@@ -3,43 +3,18 @@
  * network choice, webhook URL policy; then commits them through the group-commit writer.
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Effect, Exit, Layer, Schema } from "effect"
-import { describeIssue } from "../http/schemaMessages.ts"
-import type { Principal } from "../auth/Accounts.ts"
+import { Clock, Context, Effect, Layer } from "effect"
+import { decodeOrError } from "../http/decode.ts"
+import type { Principal } from "../api/auth.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
-import { Networks } from "../batching/Networks.ts"
-import { badRequest, type BadRequest, TooManyRequests, Conflict, errorBody } from "../http/errors.ts"
+import { Networks } from "../anchoring/Networks.ts"
+import { badRequest, type BadRequest, TooManyRequests, Conflict, errorBody } from "../api/errors.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
-import { canonicalize, canonicalizeParsedPlain } from "./canonical/jcs.ts"
+import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
 import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
-import { AnchorBody, EncryptedAnchorBody, HashAnchorBody, holdsNul } from "./schemas.ts"
-
-/** Decodes a strictly parsed body: the value, or the 400 VALIDATION_ERROR naming the field (unknown fields too). */
-const decodeOrError = <S extends Schema.Top & { readonly DecodingServices: never }>(
-  schema: S,
-  value: unknown,
-  where: string
-): { readonly ok: true; readonly value: S["Type"] } | { readonly ok: false; readonly error: BadRequest } => {
-  const exit = Schema.decodeUnknownExit(schema as never, { onExcessProperty: "error", errors: "all" })(value) as Exit.Exit<S["Type"], Schema.SchemaError>
-  if (Exit.isSuccess(exit)) return { ok: true, value: exit.value }
-  const failure = exit.cause.reasons.find((r) => r._tag === "Fail")
-  const message = failure && "error" in failure
-    ? describeIssue((failure.error as Schema.SchemaError).issue, where)
-    : "Request body does not match the schema"
-  return { ok: false, error: badRequest("VALIDATION_ERROR", message) }
-}
-
-/** decodeOrError as an Effect. */
-export const decodeBody = <S extends Schema.Top & { readonly DecodingServices: never }>(
-  schema: S,
-  value: unknown,
-  where = ""
-): Effect.Effect<S["Type"], BadRequest> => {
-  const decoded = decodeOrError(schema, value, where)
-  return decoded.ok ? Effect.succeed(decoded.value) : Effect.fail(decoded.error)
-}
+import { AnchorBody, EncryptedAnchorBody, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
 
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */
 export const sha256Hex = (text: string): string => Crypto.hash("sha256", text, "hex")

@@ -3,7 +3,7 @@ import * as Crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
-import { withAnchors } from "../batching/anchorViews.ts"
+import { withAnchors } from "../anchoring/anchorViews.ts"
 import type { RecordRow } from "./model.ts"
 
 export interface Owner {

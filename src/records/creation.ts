@@ -10,14 +10,15 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { Principal } from "../auth/Accounts.ts"
-import { type BadRequest, type Conflict, type TooManyRequests, badRequest, conflict } from "../http/errors.ts"
+import type { Principal } from "../api/auth.ts"
+import { type BadRequest, type Conflict, type TooManyRequests, badRequest, conflict } from "../api/errors.ts"
 import { stateOf } from "../http/requestState.ts"
-import { decodeBody, decodeSubmission, Ingest, sha256Hex, type SubmissionKind } from "./Ingest.ts"
+import { decodeBody } from "../http/decode.ts"
+import { decodeSubmission, Ingest, sha256Hex, type SubmissionKind } from "./Ingest.ts"
 import type { NewRecord } from "./IngestWriter.ts"
 import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
-import { BatchAnchorBody, MAX_BATCH_RECORDS } from "./schemas.ts"
+import { BatchAnchorBody, MAX_BATCH_RECORDS } from "../api/recordSchemas.ts"
 
 export type CreateEndpoint = "anchor" | "anchorEncrypted" | "anchorHash" | "anchorBatch"
 export const CREATE_ENDPOINTS: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])

@@ -1,7 +1,7 @@
 /** Rows of the `records` table and their API representation (SPEC 4). */
-import { parseStrictJson } from "./canonical/strictJson.ts"
+import { parseStrictJson } from "../canonical/strictJson.ts"
 import type { Environment } from "../auth/apiKeys.ts"
-import type { Anchor, ChainType, PackageMode, RecordView } from "./schemas.ts"
+import type { Anchor, ChainType, PackageMode, RecordView } from "../api/recordSchemas.ts"
 
 export interface RecordRow {
   readonly id: string

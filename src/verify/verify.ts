@@ -5,8 +5,8 @@
  */
 // Sub-module imports (not the "effect" barrel): `anchord verify` must start fast (scripts/bench-verify.ts).
 import * as Effect from "effect/Effect"
-import { recordHash } from "../records/canonical/jcs.ts"
-import { verifyProof } from "../evm/merkle.ts"
+import { recordHash } from "../canonical/jcs.ts"
+import { verifyProof } from "../anchoring/merkle.ts"
 import { checkEvmAnchor, type RpcClient } from "./evm.ts"
 import { checkFabricAnchor, type FabricOptions } from "./fabric.ts"
 import type { BundleAnchor, VerifyInput } from "./input.ts"

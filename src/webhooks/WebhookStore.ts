@@ -11,7 +11,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { Environment } from "../auth/apiKeys.ts"
-import { parseStrictJson } from "../records/canonical/strictJson.ts"
+import { parseStrictJson } from "../canonical/strictJson.ts"
 import type { EventKind, RenderInput, StableHeaders } from "./payload.ts"
 
 /** LISTEN/NOTIFY channel of the dispatcher (the deliveries trigger of migration 0003 notifies it too). */

@@ -1,13 +1,13 @@
 /** Handlers of the webhooks API. Bodies arrive strictly parsed by the gateway (src/http/gateway.ts). */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { CurrentPrincipal } from "../auth/api.ts"
-import { Api } from "../http/Api.ts"
-import { badRequest, errorBody, NotFound } from "../http/errors.ts"
+import { CurrentPrincipal } from "../api/auth.ts"
+import { Api } from "../api/Api.ts"
+import { badRequest, errorBody, NotFound } from "../api/errors.ts"
 import { cursorCodec } from "../http/pagination.ts"
 import { stateOf } from "../http/requestState.ts"
-import { decodeBody } from "../records/Ingest.ts"
-import { WebhookSettingsPatch } from "./schemas.ts"
+import { decodeBody } from "../http/decode.ts"
+import { WebhookSettingsPatch } from "../api/webhookSchemas.ts"
 import { checkWebhookUrl } from "./urlPolicy.ts"
 import { type AttemptRow, type DeliveryRow, WebhookStore, type WebhookSettingsRow } from "./WebhookStore.ts"
 

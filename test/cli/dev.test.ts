@@ -8,7 +8,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { freePort, isPortFree } from "../../src/db/EmbeddedPostgres.ts"
+import { freePort, isPortFree } from "../../src/dev/EmbeddedPostgres.ts"
 import { call } from "../support/node.ts"
 import { forwardOutput, track } from "../support/process.ts"
 

@@ -3,7 +3,7 @@
 //   npx vitest run test/evm/anchor-hardhat.test.ts
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, it } from "vitest"
-import { serveEdrChain } from "../../src/evm/devChain.ts"
+import { serveEdrChain } from "../../src/dev/evmChain.ts"
 import { anchorSuite, type SuiteChain } from "./suite.ts"
 
 /** Hardhat's well-known development account #1 (a test key with 10,000 ETH on EDR). */

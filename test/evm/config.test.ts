@@ -3,7 +3,8 @@
 //   npx vitest run test/evm/config.test.ts
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { Networks } from "../../src/batching/Networks.ts"
+import { Networks } from "../../src/anchoring/Networks.ts"
+import { NetworksLayer } from "../../src/app/layers.ts"
 import { EvmNetworks } from "../../src/evm/config.ts"
 
 const KEY = "0x" + "11".repeat(32)
@@ -65,7 +66,7 @@ describe("EVM_NETWORKS", () => {
     }
     const choose = await Effect.runPromise(Effect.gen(function*() {
       return (yield* Networks).choose
-    }).pipe(Effect.provide(Networks.layer.pipe(
+    }).pipe(Effect.provide(NetworksLayer.pipe(
       Layer.provide(EvmNetworks.layer),
       Layer.provide(ConfigProvider.layer(ConfigProvider.fromUnknown(env)))
     ))))

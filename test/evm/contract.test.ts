@@ -29,7 +29,7 @@ import {
   isAnchorRegistryDeployed,
   type AnchorRegistryDeployment
 } from "../../src/evm/deploy.ts"
-import { buildTree, leafHash } from "../../src/evm/merkle.ts"
+import { buildTree, leafHash } from "../../src/anchoring/merkle.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
 
 const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")

@@ -5,7 +5,7 @@
 //   npx vitest run test/evm/hybrid.test.ts
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { DevPeer } from "../../src/fabric/devpeer/index.ts"
+import type { DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { render } from "../../src/webhooks/payload.ts"
 import { fabricNetwork, startFabricNode, startTestPeer, type FabricTestNode } from "../fabric-anchoring/support.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"

@@ -4,8 +4,8 @@ import { StandardMerkleTree } from "@openzeppelin/merkle-tree"
 import { createHash } from "node:crypto"
 import { keccak256 as viemKeccak256 } from "viem"
 import { describe, expect, it } from "vitest"
-import { instantiateKeccak } from "../../src/evm/keccak-wasm.ts"
-import { buildTree, leafHash, processProof, verifyProof } from "../../src/evm/merkle.ts"
+import { instantiateKeccak } from "../../src/anchoring/keccak-wasm.ts"
+import { buildTree, leafHash, processProof, verifyProof } from "../../src/anchoring/merkle.ts"
 
 /** Deterministic pseudo-random 32-byte hashes (sha256 chain), 64 hex without 0x. */
 const hashesFrom = (seed: string, count: number): Array<string> =>

@@ -9,7 +9,7 @@ import { createPublicClient, http, type Hex } from "viem"
 import { EvmAnchoring } from "../../src/evm/Anchoring.ts"
 import { fromJson, EvmNetworks, type EvmNetworkConfig, type EvmNetworkJson } from "../../src/evm/config.ts"
 import { deployAnchorRegistry } from "../../src/evm/deploy.ts"
-import { makeNodeLayer } from "../../src/main.ts"
+import { makeNodeLayer } from "../../src/app/layers.ts"
 import { freshDatabase, query } from "../support/db.ts"
 import { call, startNode } from "../support/node.ts"
 

@@ -8,7 +8,7 @@ import { StandardMerkleTree } from "@openzeppelin/merkle-tree"
 import { common } from "@hyperledger/fabric-protos"
 import { createHash } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { DevPeer } from "../../src/fabric/devpeer/index.ts"
+import type { DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { connectGateway, headerHash, take } from "../fabric/helpers.ts"
 import { allAnchored, call, fabricNetwork, query, startFabricNode, startTestPeer, waitFor, type FabricTestNode } from "./support.ts"
 
@@ -113,7 +113,7 @@ describe("Fabric anchoring over the real gateway client", () => {
 
 describe("a Fabric network over TLS with a host alias (the fabric-byo configuration path)", () => {
   it("anchors through a TLS gateway whose certificate names the alias, not the dialed address", async () => {
-    const { createDevIdentity } = await import("../../src/fabric/devpeer/index.ts")
+    const { createDevIdentity } = await import("../../src/dev/fabric-peer/index.ts")
     const { mkdtempSync, rmSync } = await import("node:fs")
     const { tmpdir } = await import("node:os")
     const { join } = await import("node:path")

@@ -3,7 +3,8 @@
 //   npx vitest run test/fabric-anchoring/config.test.ts
 import { ConfigProvider, Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
-import { Networks } from "../../src/batching/Networks.ts"
+import { Networks } from "../../src/anchoring/Networks.ts"
+import { NetworksLayer } from "../../src/app/layers.ts"
 import { EvmNetworks } from "../../src/evm/config.ts"
 import { makeFabricClient } from "../../src/fabric/client.ts"
 import { fabricFromJson, FabricNetworks } from "../../src/fabric/config.ts"
@@ -44,7 +45,7 @@ describe("FABRIC_NETWORKS", () => {
 
   it("ingest picks the Fabric network of the key's environment (override, first configured, default)", async () => {
     const choose = (env: Record<string, string>) =>
-      Effect.runPromise(Effect.gen(function*() { return (yield* Networks).choose }).pipe(Effect.provide(Networks.layer.pipe(
+      Effect.runPromise(Effect.gen(function*() { return (yield* Networks).choose }).pipe(Effect.provide(NetworksLayer.pipe(
         Layer.provideMerge(Layer.merge(EvmNetworks.layer, FabricNetworks.layer)),
         Layer.provide(provider(env))
       ))))

@@ -4,7 +4,7 @@
  *   npx vitest run test/fabric-anchoring/leader.test.ts
  */
 import { afterAll, describe, expect, it } from "vitest"
-import type { DevPeer } from "../../src/fabric/devpeer/index.ts"
+import type { DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { allAnchored, call, fabricNetwork, freshDatabase, query, sleep, startFabricNode, startTestPeer, waitFor, type FabricTestNode } from "./support.ts"
 
 describe("Fabric leadership", () => {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { startDevPeer, type DevPeer } from "../../src/fabric/devpeer/index.ts"
+import { startDevPeer, type DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { connectGateway, randomRoot } from "../fabric/helpers.ts"
 import { allAnchored, call, fabricNetwork, freshDatabase, query, sleep, startFabricNode, waitFor, type FabricTestNode } from "./support.ts"
 

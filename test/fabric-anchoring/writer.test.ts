@@ -10,7 +10,7 @@ import { createHash } from "node:crypto"
 import type { Context } from "fabric-contract-api"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AnchorContract } from "../../contracts/fabric/index.js"
-import type { DevPeer } from "../../src/fabric/devpeer/index.ts"
+import type { DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { connectGateway } from "../fabric/helpers.ts"
 import { allAnchored, call, fabricNetwork, query, startFabricNode, startTestPeer, waitFor, type FabricTestNode } from "./support.ts"
 
@@ -76,7 +76,7 @@ describe("Fabric writer", () => {
   it("adopts a root someone else anchored first (the chaincode refuses a second anchor)", async () => {
     const hash = createHash("sha256").update("adopt-me").digest("hex")
     // A batch of one: its root is the record's leaf. Anchor that root directly first.
-    const { buildTree } = await import("../../src/evm/merkle.ts")
+    const { buildTree } = await import("../../src/anchoring/merkle.ts")
     const root = buildTree([hash]).root
     const connection = connectGateway(peer)
     let theirs: string

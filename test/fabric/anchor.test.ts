@@ -13,7 +13,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect, hash, signers } from "@hyperledger/fabric-gateway"
 import { createPrivateKey } from "node:crypto"
-import { createDevIdentity, type DevPeer } from "../../src/fabric/devpeer/index.ts"
+import { createDevIdentity, type DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { connectGateway, headerHash, randomRoot, startPeer, take, type Connection } from "./helpers.ts"
 
 const decode = (bytes: Uint8Array) => JSON.parse(Buffer.from(bytes).toString("utf8"))

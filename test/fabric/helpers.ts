@@ -4,7 +4,7 @@
 import * as grpc from "@grpc/grpc-js"
 import { connect, hash, signers, type Gateway, type Signer } from "@hyperledger/fabric-gateway"
 import { createHash, createPrivateKey, generateKeyPairSync } from "node:crypto"
-import { startDevPeer, type DevPeer, type DevPeerOptions } from "../../src/fabric/devpeer/index.ts"
+import { startDevPeer, type DevPeer, type DevPeerOptions } from "../../src/dev/fabric-peer/index.ts"
 
 export interface Connection {
   readonly gateway: Gateway

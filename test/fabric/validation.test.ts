@@ -9,7 +9,7 @@ import { createHash, verify, X509Certificate } from "node:crypto"
 import { Contract as FabricContract, type Context } from "fabric-contract-api"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AnchorContract } from "../../contracts/fabric/index.js"
-import type { DevPeer } from "../../src/fabric/devpeer/index.ts"
+import type { DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { connectGateway, highSSigner, randomRoot, startPeer, take, wrongKeySigner, type Connection } from "./helpers.ts"
 
 /** Test-only contract: read-modify-write of one key, to provoke MVCC conflicts. */

@@ -1,7 +1,7 @@
 /** The typed client, built from the API definition, against a real node. */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeClient } from "../../src/http/client.ts"
+import { makeClient } from "../../src/api/client.ts"
 import { startNode, type TestNode } from "../support/node.ts"
 
 describe("typed client", () => {

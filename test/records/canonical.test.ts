@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { canonicalize, canonicalizeParsedPlain, JcsError, recordHash } from "../../src/records/canonical/jcs.ts"
-import { parseStrictJson, StrictJsonError, type StrictJsonReason } from "../../src/records/canonical/strictJson.ts"
+import { canonicalize, canonicalizeParsedPlain, JcsError, recordHash } from "../../src/canonical/jcs.ts"
+import { parseStrictJson, StrictJsonError, type StrictJsonReason } from "../../src/canonical/strictJson.ts"
 
 const sha256 = (s: string): string => createHash("sha256").update(s, "utf8").digest("hex")
 

@@ -1,7 +1,7 @@
 /** The records API's behaviour (SPEC 3, 4) against real PostgreSQL over a real socket. */
 import * as Crypto from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { canonicalize } from "../../src/records/canonical/jcs.ts"
+import { canonicalize } from "../../src/canonical/jcs.ts"
 import { indexPlan, query } from "../support/db.ts"
 import { expectError } from "../support/expect.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"

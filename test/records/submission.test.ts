@@ -4,8 +4,9 @@
  */
 import { Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
-import { decodeBody, decodeSubmission, type SubmissionKind } from "../../src/records/Ingest.ts"
-import { AnchorBody, EncryptedAnchorBody, HashAnchorBody } from "../../src/records/schemas.ts"
+import { decodeBody } from "../../src/http/decode.ts"
+import { decodeSubmission, type SubmissionKind } from "../../src/records/Ingest.ts"
+import { AnchorBody, EncryptedAnchorBody, HashAnchorBody } from "../../src/api/recordSchemas.ts"
 
 const SCHEMAS = { data: AnchorBody, encrypted: EncryptedAnchorBody, hash: HashAnchorBody } as const
 

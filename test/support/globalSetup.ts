@@ -6,7 +6,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { TestProject } from "vitest/node"
-import { freePort, loadEmbeddedPostgres } from "../../src/db/EmbeddedPostgres.ts"
+import { freePort, loadEmbeddedPostgres } from "../../src/dev/EmbeddedPostgres.ts"
 import { resetLogDir } from "./logs.ts"
 
 declare module "vitest" {

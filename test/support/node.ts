@@ -7,7 +7,7 @@ import { HttpServer } from "effect/http"
 import { Accounts } from "../../src/auth/Accounts.ts"
 import type { PlanName } from "../../src/auth/plans.ts"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
-import { NodeLayer } from "../../src/main.ts"
+import { NodeLayer } from "../../src/app/layers.ts"
 import { freshDatabase } from "./db.ts"
 
 export interface TestNode {

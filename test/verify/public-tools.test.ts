@@ -7,7 +7,7 @@ import { createHash } from "node:crypto"
 import { Effect, Exit, Scope } from "effect"
 import { createPublicClient, decodeFunctionResult, encodeFunctionData, http, parseAbi, parseEventLogs } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { serveEdrChain } from "../../src/evm/devChain.ts"
+import { serveEdrChain } from "../../src/dev/evmChain.ts"
 import { startVerifyEnv, type Anchored, type VerifyEnv } from "./support.ts"
 
 const HARDHAT_KEY_3 = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6" as const

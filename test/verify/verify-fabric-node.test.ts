@@ -4,7 +4,7 @@
 //   npx vitest run test/verify/verify-fabric-node.test.ts
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createDevIdentity, type DevIdentity, type DevPeer } from "../../src/fabric/devpeer/index.ts"
+import { createDevIdentity, type DevIdentity, type DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import type { Report } from "../../src/verify/report.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { deploy, network } from "../evm/support.ts"

@@ -3,7 +3,7 @@
 //   npx vitest run test/verify/verify-hardhat.test.ts
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { serveEdrChain } from "../../src/evm/devChain.ts"
+import { serveEdrChain } from "../../src/dev/evmChain.ts"
 import type { Report } from "../../src/verify/report.ts"
 import { clone, jsonFile, runCli, startVerifyEnv, type Anchored, type VerifyEnv } from "./support.ts"
 

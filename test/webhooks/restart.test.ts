@@ -4,7 +4,7 @@
  * carries the same event id, body and signature (rendered once, stored before the first send).
  */
 import { describe, expect, it } from "vitest"
-import { freePort } from "../../src/db/EmbeddedPostgres.ts"
+import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 import { freshDatabase, query } from "../support/db.ts"
 import { anchordJson as cli, killAndWait, spawnAnchord as spawnNode } from "../support/process.ts"
 import { call } from "../support/node.ts"

@@ -10,7 +10,7 @@ import { Accounts } from "../auth/Accounts.ts"
 import { apiKeyDigest, generateApiKey } from "../auth/apiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { SqlClient } from "effect/sql"
-import type { DevChain } from "../evm/devChain.ts"
+import type { DevChain } from "./evmChain.ts"
 
 type DevChainInfo = DevChain["Service"]
 

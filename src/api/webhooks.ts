@@ -1,12 +1,12 @@
 /** Endpoint definitions of the webhooks API (SPEC 3, 5). Handlers live in ./http.ts. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { ApiKeyAuth } from "../auth/api.ts"
-import { BadRequest, NotFound } from "../http/errors.ts"
-import { ok } from "../records/schemas.ts"
+import { ApiKeyAuth } from "./auth.ts"
+import { BadRequest, NotFound } from "./errors.ts"
+import { ok } from "./recordSchemas.ts"
 import {
   DeliveryList, DeliveryState, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch, WebhookSettingsView
-} from "./schemas.ts"
+} from "./webhookSchemas.ts"
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(

@@ -1,13 +1,13 @@
 /** Endpoint definitions of the records API (SPEC 3). Handlers live in ./http.ts. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { ApiKeyAuth } from "../auth/api.ts"
-import { ProofBundle } from "../batching/proofSchema.ts"
-import { BadRequest, Conflict, Gone, NotFound, TooManyRequests, Unprocessable } from "../http/errors.ts"
+import { ApiKeyAuth } from "./auth.ts"
+import { ProofBundle } from "./proofBundle.ts"
+import { BadRequest, Conflict, Gone, NotFound, TooManyRequests, Unprocessable } from "./errors.ts"
 import {
   AnchorBody, BatchAnchorBody, BatchResult, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
   ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
-} from "./schemas.ts"
+} from "./recordSchemas.ts"
 
 const created = ok(RecordView).annotate({ httpApiStatus: 202 })
 /** What every record-creating POST shares: Idempotency-Key, and its errors. */

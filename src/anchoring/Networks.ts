@@ -10,8 +10,18 @@
  */
 import { Config, Context, Effect, Layer, Option } from "effect"
 import type { Environment } from "../auth/apiKeys.ts"
-import { EvmNetworks } from "../evm/config.ts"
-import { FabricNetworks } from "../fabric/config.ts"
+
+/** A configured network as the chain-neutral side sees it (EVM and Fabric configurations give these). */
+export interface NetworkSummary {
+  readonly networkId: string
+  readonly chainType: "evm" | "fabric"
+  readonly environment: Environment
+}
+
+/** Every configured network, of either chain (the node's assembly builds it from EVM_NETWORKS and FABRIC_NETWORKS). */
+export class ConfiguredNetworks extends Context.Service<ConfiguredNetworks, ReadonlyArray<NetworkSummary>>()(
+  "anchord/anchoring/ConfiguredNetworks"
+) {}
 
 /** The Fabric network of an environment: the override, else the first configured one, else the default id. */
 export const chooseFabricNetwork = (
@@ -39,15 +49,13 @@ export class Networks extends Context.Service<Networks, {
   static readonly layer = Layer.effect(
     Networks,
     Effect.gen(function*() {
-      const { networks } = yield* EvmNetworks
+      const configured = yield* ConfiguredNetworks
+      const networks = configured.filter((n) => n.chainType === "evm")
+      const fabricNetworks = configured.filter((n) => n.chainType === "fabric")
       const ids = yield* Config.all({
         evmTest: Config.option(Config.String("EVM_TEST_NETWORK_ID")),
         evmLive: Config.option(Config.String("EVM_LIVE_NETWORK_ID")),
         fabric: fabricOverrides
-      })
-      const fabricNetworks = Option.match(yield* Effect.serviceOption(FabricNetworks), {
-        onNone: () => [],
-        onSome: (f) => f.networks
       })
       const evmFor = (environment: Environment, wanted: Option.Option<string>, fallback: string) => ({
         networkId: Option.isSome(wanted)

@@ -1,31 +1,41 @@
 /** Composes the node from its capabilities' layers. Nothing else lives here. */
-import { Layer } from "effect"
-import { Accounts } from "./auth/Accounts.ts"
-import { RateLimits } from "./auth/RateLimits.ts"
-import { UsageCache } from "./auth/UsageCache.ts"
-import { Networks } from "./batching/Networks.ts"
-import { AppConfig } from "./config.ts"
-import { DatabaseLive } from "./db/Database.ts"
-import { EvmAnchoring } from "./evm/Anchoring.ts"
-import { EvmNetworks } from "./evm/config.ts"
-import { FabricAnchoring } from "./fabric/Anchoring.ts"
-import { FabricNetworks } from "./fabric/config.ts"
-import { HttpServerLayer } from "./http/server.ts"
-import { RecordCreation } from "./records/creation.ts"
-import { Ingest } from "./records/Ingest.ts"
-import { IngestWriter } from "./records/IngestWriter.ts"
-import { RecordStore } from "./records/RecordStore.ts"
-import { WebhookConfig } from "./webhooks/config.ts"
-import { WebhookDispatcher } from "./webhooks/Dispatcher.ts"
-import { WebhookStore } from "./webhooks/WebhookStore.ts"
+import { Effect, Layer, Option } from "effect"
+import { Accounts } from "../auth/Accounts.ts"
+import { RateLimits } from "../auth/RateLimits.ts"
+import { UsageCache } from "../auth/UsageCache.ts"
+import { ConfiguredNetworks, Networks } from "../anchoring/Networks.ts"
+import { AppConfig } from "../config.ts"
+import { DatabaseLive } from "./database.ts"
+import { EvmAnchoring } from "../evm/Anchoring.ts"
+import { EvmNetworks } from "../evm/config.ts"
+import { FabricAnchoring } from "../fabric/Anchoring.ts"
+import { FabricNetworks } from "../fabric/config.ts"
+import { HttpServerLayer } from "./server.ts"
+import { RecordCreation } from "../records/creation.ts"
+import { Ingest } from "../records/Ingest.ts"
+import { IngestWriter } from "../records/IngestWriter.ts"
+import { RecordStore } from "../records/RecordStore.ts"
+import { WebhookConfig } from "../webhooks/config.ts"
+import { WebhookDispatcher } from "../webhooks/Dispatcher.ts"
+import { WebhookStore } from "../webhooks/WebhookStore.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
   Layer.provideMerge(DatabaseLive)
 )
 
+/** Where new records go (anchoring/Networks.ts), from the EVM networks and the Fabric networks when there are any. */
+export const NetworksLayer = Networks.layer.pipe(Layer.provide(Layer.effect(ConfiguredNetworks, Effect.gen(function*() {
+  const evm = (yield* EvmNetworks).networks
+  const fabric = Option.match(yield* Effect.serviceOption(FabricNetworks), { onNone: () => [], onSome: (f) => f.networks })
+  return ConfiguredNetworks.of([
+    ...evm.map((n) => ({ networkId: n.networkId, chainType: "evm" as const, environment: n.environment })),
+    ...fabric.map((n) => ({ networkId: n.networkId, chainType: "fabric" as const, environment: n.environment }))
+  ])
+}))))
+
 const ApiServices = Layer.mergeAll(
-  RecordCreation.layer.pipe(Layer.provide(Ingest.layer), Layer.provide(IngestWriter.layer), Layer.provide(Networks.layer)),
+  RecordCreation.layer.pipe(Layer.provide(Ingest.layer), Layer.provide(IngestWriter.layer), Layer.provide(NetworksLayer)),
   RateLimits.layer,
   WebhookStore.layer
 )

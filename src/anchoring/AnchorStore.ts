@@ -5,7 +5,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { buildTree, type Hex } from "../evm/merkle.ts"
+import { buildTree, type Hex } from "./merkle.ts"
 
 export type BatchState = "PENDING" | "SENT" | "MINED" | "CONFIRMED" | "DROPPED" | "FAILED"
 

@@ -6,8 +6,8 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Config, Context, Effect, Layer } from "effect"
-import { freePort, isPortFree } from "../db/EmbeddedPostgres.ts"
-import { type DevPeer, type DevPeerOptions, startDevPeer } from "./devpeer/index.ts"
+import { freePort, isPortFree } from "./EmbeddedPostgres.ts"
+import { type DevPeer, type DevPeerOptions, startDevPeer } from "./fabric-peer/index.ts"
 
 /** `anchord dev` writes it: what `anchord verify --fabric-profile` needs to reach the dev peer. */
 export const devFabricProfilePath = (dataDir: string) => Path.resolve(dataDir, "fabric-profile.json")

@@ -1,8 +1,8 @@
 import { Config, Effect, Layer } from "effect"
-import { AnchorStore } from "../batching/AnchorStore.ts"
-import { type FabricNetworkConfig, type FabricNetworkJson, fabricFromJson, FabricNetworks } from "./config.ts"
-import { FabricDevPeer } from "./DevPeerService.ts"
-import type { DevPeer } from "./devpeer/index.ts"
+import { AnchorStore } from "../anchoring/AnchorStore.ts"
+import { type FabricNetworkConfig, type FabricNetworkJson, fabricFromJson, FabricNetworks } from "../fabric/config.ts"
+import { FabricDevPeer } from "./FabricDevPeer.ts"
+import type { DevPeer } from "./fabric-peer/index.ts"
 
 /** A dev peer as a configured network: exactly what FABRIC_NETWORKS would give for it. */
 export const devPeerNetwork = (peer: DevPeer, overrides: Partial<FabricNetworkJson> = {}): FabricNetworkConfig =>

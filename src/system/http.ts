@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { EvmAnchoring } from "../evm/Anchoring.ts"
 import { FabricAnchoring } from "../fabric/Anchoring.ts"
 import { VERSION } from "../version.ts"
-import { Api } from "./Api.ts"
+import { Api } from "../api/Api.ts"
 
 /** GET /v1/health: liveness plus the database and every configured network as this node sees it. */
 export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>

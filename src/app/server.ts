@@ -9,9 +9,9 @@ import { AppConfig } from "../config.ts"
 import { RecordsHttpLayer } from "../records/http.ts"
 import { VerifyHttpLayer } from "../verify/http.ts"
 import { WebhooksHttpLayer } from "../webhooks/http.ts"
-import { Api } from "./Api.ts"
+import { Api } from "../api/Api.ts"
 import { GatewayLayer } from "./gateway.ts"
-import { SystemHttpLayer } from "./SystemHttp.ts"
+import { SystemHttpLayer } from "../system/http.ts"
 
 /** Routes + middleware, without a server (tests may serve it on their own socket). */
 export const HttpAppLayer = HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(

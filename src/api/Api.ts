@@ -1,9 +1,9 @@
 /** The whole HTTP API definition: imported by the server and by the typed client alike. */
 import { HttpApi, OpenApi } from "effect/http-api"
-import { RecordsApi } from "../records/api.ts"
-import { VerifyApi } from "../verify/api.ts"
-import { WebhooksApi } from "../webhooks/api.ts"
-import { SystemApi } from "./SystemApi.ts"
+import { RecordsApi } from "./records.ts"
+import { VerifyApi } from "./verify.ts"
+import { WebhooksApi } from "./webhooks.ts"
+import { SystemApi } from "./system.ts"
 
 export class Api extends HttpApi.make("anchord")
   .add(RecordsApi)

@@ -1,9 +1,9 @@
 /** `POST /v1/verify` (SPEC 3): the node checks a record against the chains for clients who trust it. Definitions only. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { ApiKeyAuth } from "../auth/api.ts"
-import { BadRequest } from "../http/errors.ts"
-import { Hash64, JsonObject, ok } from "../records/schemas.ts"
+import { ApiKeyAuth } from "./auth.ts"
+import { BadRequest } from "./errors.ts"
+import { Hash64, JsonObject, ok } from "./recordSchemas.ts"
 
 export const VerifyBody = Schema.Struct({
   data: Schema.optionalKey(JsonObject),

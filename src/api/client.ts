@@ -8,7 +8,7 @@
 import { Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
-import { ApiKeyAuth } from "../auth/api.ts"
+import { ApiKeyAuth } from "./auth.ts"
 import { Api } from "./Api.ts"
 
 export const bearerLayer = (apiKey: string) =>

@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { Health, ok } from "../records/schemas.ts"
+import { Health, ok } from "./recordSchemas.ts"
 
 /** Unauthenticated endpoints. `/v1/openapi.json` is served by HttpApiBuilder from the definition. */
 export class SystemApi extends HttpApiGroup.make("system")
