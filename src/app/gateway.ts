@@ -20,7 +20,7 @@ import { isConnectionFailure } from "../db/Database.ts"
 import { parseStrictJson, StrictJsonError } from "../canonical/strictJson.ts"
 import { CREATE_ENDPOINTS, type CreateEndpoint, RecordCreation } from "../records/creation.ts"
 import { Api } from "../api/Api.ts"
-import { type ErrorCode, errorBody, statusOf } from "../api/errors.ts"
+import { type ErrorCode, errorBody, statusOfWire } from "../api/errors.ts"
 import { readBody } from "../http/body.ts"
 import { stateOf } from "../http/requestState.ts"
 import { describeIssue } from "../http/schemaMessages.ts"
@@ -291,7 +291,7 @@ export const GatewayLayer = HttpRouter.middleware(
           this.principal!,
           stateOf(request).body
         ).pipe(
-          Effect.catch((e) => Effect.succeed(jsonError(statusOf(e), e.errorCode as ErrorCode, e.error))),
+          Effect.catch((e) => Effect.succeed(jsonError(statusOfWire(e), e.errorCode as ErrorCode, e.error))),
           Effect.catchCause(handleFailure)
         )
         return Effect.flatMap(response, (r) => {

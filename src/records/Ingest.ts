@@ -6,6 +6,7 @@ import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { decodeOrError } from "../http/decode.ts"
 import type { Principal } from "../api/auth.ts"
+import { nextMonthStart } from "../auth/plans.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../anchoring/Networks.ts"
 import { badRequest, type BadRequest, TooManyRequests, Conflict, errorBody } from "../api/errors.ts"
@@ -198,11 +199,14 @@ export class Ingest extends Context.Service<Ingest, {
                 case "IdempotencyKeyTaken":
                   return KEY_TAKEN
                 case "QuotaExceeded":
-                  return Effect.fail(new TooManyRequests(errorBody(
-                    "QUOTA_EXCEEDED",
-                    `Monthly quota exceeded: ${outcome.used} of ${principal.monthlyQuota} records used this month` +
-                      (rows.length > 1 ? ` (this request has ${rows.length})` : "")
-                  )))
+                  return Effect.fail(new TooManyRequests({
+                    ...errorBody(
+                      "QUOTA_EXCEEDED",
+                      `Monthly quota exceeded: ${outcome.used} of ${principal.monthlyQuota} records used this month` +
+                        (rows.length > 1 ? ` (this request has ${rows.length})` : "")
+                    ),
+                    retryAfter: Math.max(1, Math.ceil((nextMonthStart(new Date(clock.currentTimeMillisUnsafe())).getTime() - clock.currentTimeMillisUnsafe()) / 1000))
+                  }))
               }
             }
           )

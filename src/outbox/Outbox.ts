@@ -1,0 +1,40 @@
+/**
+ * Writing and reading the outbox (`events`): producers append inside their own transaction (the
+ * `SqlClient` they are in), the webhook renderer decodes. Event ids are stable across retries: they are
+ * the receivers' dedupe key (X-Service-Event-Id, webhook-id).
+ */
+import * as Crypto from "node:crypto"
+import { Effect, Schema } from "effect"
+import type { SqlClient, SqlError } from "effect/sql"
+import { OutboxEvent } from "./events.ts"
+
+export const newEventId = () => `evt_${Crypto.randomBytes(12).toString("hex")}`
+
+const encode = Schema.encodeSync(OutboxEvent)
+const decodeEvent = Schema.decodeUnknownSync(OutboxEvent)
+
+/** The row of one event: `kind` in its column, the rest as the payload. */
+const toRow = (accountId: string, event: OutboxEvent) => {
+  const { kind, ...payload } = encode(event) as { readonly kind: string } & Record<string, unknown>
+  return { event_id: newEventId(), account_id: accountId, record_id: event.recordId, kind, payload }
+}
+
+/**
+ * Appends events in one statement (in the caller's transaction: the state change and its events
+ * commit together or not at all). The number written.
+ */
+export const append = (
+  sql: SqlClient.SqlClient,
+  events: ReadonlyArray<{ readonly accountId: string; readonly event: OutboxEvent }>
+): Effect.Effect<number, SqlError.SqlError> =>
+  events.length === 0 ? Effect.succeed(0) : Effect.map(
+    sql`
+      INSERT INTO events (event_id, account_id, record_id, kind, payload)
+      SELECT x.event_id, x.account_id, x.record_id, x.kind, x.payload
+      FROM jsonb_to_recordset(${JSON.stringify(events.map((e) => toRow(e.accountId, e.event)))}::jsonb)
+        AS x(event_id text, account_id text, record_id text, kind text, payload jsonb)`,
+    () => events.length
+  )
+
+/** An event as stored (kind column + payload), decoded; throws on a row no producer could have written. */
+export const decode = (kind: string, payload: Record<string, unknown>): OutboxEvent => decodeEvent({ ...payload, kind })
