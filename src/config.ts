@@ -23,6 +23,8 @@ export interface AppConfigShape {
   readonly ingestMaxBatch: number
   /** Group commit: how many group statements may be in flight at once. */
   readonly ingestWriters: number
+  /** Serve the record-creating POSTs on the gateway's fast path (false: through HttpApi, like every other endpoint). */
+  readonly ingestFastPath: boolean
   /** Trust `X-Forwarded-For` for the client address (only behind a proxy you control). */
   readonly trustProxy: boolean
   /** After SIGTERM/SIGINT, exit anyway (code 1) if the graceful shutdown has not finished by then. */
@@ -42,6 +44,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     authCacheMillis: Config.Int("AUTH_CACHE_MS").pipe(Config.withDefault(1000)),
     ingestMaxBatch: Config.Int("INGEST_MAX_BATCH").pipe(Config.withDefault(512)),
     ingestWriters: Config.Int("INGEST_WRITERS").pipe(Config.withDefault(1)),
+    ingestFastPath: Config.Boolean("INGEST_FAST_PATH").pipe(Config.withDefault(true)),
     trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
     shutdownTimeoutMillis: Config.Int("SHUTDOWN_TIMEOUT_MS").pipe(Config.withDefault(30_000))
   })

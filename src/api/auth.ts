@@ -1,7 +1,10 @@
-/** The bearer-key security declaration shared by the server and the typed client. */
+/**
+ * Who may call: the bearer-key security declaration shared by the server and the typed client, and the
+ * address limit of public endpoints. Implementations: src/auth/middleware.ts.
+ */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import { Unauthorized } from "./errors.ts"
+import { ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized } from "./errors.ts"
 
 /** Who is calling: resolved from a valid bearer key. */
 export interface Principal {
@@ -22,6 +25,14 @@ export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides
   {
     requiredForClient: true,
     security: { bearer: HttpApiSecurity.bearer },
-    error: Unauthorized
+    error: [Unauthorized, TooManyRequestsSchema, ServiceUnavailableSchema]
   }
 ) {}
+
+/**
+ * Public endpoints: counted against the client address's per-second limit (requests without a valid
+ * key are limited per address, SPEC 7).
+ */
+export class AddressLimit extends HttpApiMiddleware.Service<AddressLimit>()("anchord/auth/AddressLimit", {
+  error: TooManyRequestsSchema
+}) {}

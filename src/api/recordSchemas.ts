@@ -65,10 +65,14 @@ export const BatchAnchorBody = Schema.Struct({
   records: Schema.Array(Schema.Unknown).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_BATCH_RECORDS))
 }).annotate({ identifier: "BatchAnchorRequest", description: "records: 1 to 100 AnchorRequest bodies" })
 
-export const PatchBody = Schema.Struct({
+/** The mutable fields. Any other member is accepted by the schema and answered 422 IMMUTABLE_FIELD. */
+export const PatchBody = Schema.StructWithRest(Schema.Struct({
   metadata: Schema.optionalKey(Metadata),
   webhookUrl: Schema.optionalKey(Schema.NullOr(Schema.String))
-}).annotate({ identifier: "RecordPatch", description: "Only the mutable fields: metadata, webhookUrl" })
+}), [Schema.Record(Schema.String, Schema.Unknown)]).annotate({
+  identifier: "RecordPatch",
+  description: "Only the mutable fields: metadata, webhookUrl (any other member: 422 IMMUTABLE_FIELD)"
+})
 export type PatchBody = typeof PatchBody.Type
 
 export const Anchor = Schema.Struct({

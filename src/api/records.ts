@@ -1,30 +1,46 @@
-/** Endpoint definitions of the records API (SPEC 3). Handlers live in ./http.ts. */
+/** Endpoint definitions of the records API (SPEC 3). Handlers: src/records/http.ts. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
+import { BadRequest, Conflict, Gone, NotFound, TooManyRequestsSchema, Unprocessable } from "./errors.ts"
+import { JsonBodyFraming } from "./http.ts"
+import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
-import { BadRequest, Conflict, Gone, NotFound, TooManyRequests, Unprocessable } from "./errors.ts"
 import {
   AnchorBody, BatchAnchorBody, BatchResult, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
   ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
 } from "./recordSchemas.ts"
 
 const created = ok(RecordView).annotate({ httpApiStatus: 202 })
-/** What every record-creating POST shares: Idempotency-Key, and its errors. */
+/** What every record-creating POST shares: Idempotency-Key, and its errors (429: the monthly quota). */
 const creating = {
   headers: { "idempotency-key": Schema.optionalKey(Schema.String) },
-  error: [BadRequest, Conflict, TooManyRequests]
+  error: [BadRequest, Conflict, TooManyRequestsSchema]
 } as const
+
+export const Limit = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
 
 export class RecordsApi extends HttpApiGroup.make("records")
   .add(
-    HttpApiEndpoint.post("anchor", "/anchor", { ...creating, payload: AnchorBody, success: created }).annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
-    HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", { ...creating, payload: EncryptedAnchorBody, success: created }).annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
-    HttpApiEndpoint.post("anchorHash", "/anchor/hash", { ...creating, payload: HashAnchorBody, success: created }).annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
-    HttpApiEndpoint.post("anchorBatch", "/anchor/batch", { ...creating, payload: BatchAnchorBody, success: ok(BatchResult).annotate({ httpApiStatus: 202 }) }).annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
+    HttpApiEndpoint.post("anchor", "/anchor", { ...creating, payload: JsonBody(AnchorBody), success: created })
+      .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
+    HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", { ...creating, payload: JsonBody(EncryptedAnchorBody), success: created })
+      .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
+    HttpApiEndpoint.post("anchorHash", "/anchor/hash", { ...creating, payload: JsonBody(HashAnchorBody), success: created })
+      .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
+    HttpApiEndpoint.post("anchorBatch", "/anchor/batch", {
+      ...creating,
+      payload: JsonBody(BatchAnchorBody),
+      success: ok(BatchResult).annotate({ httpApiStatus: 202 })
+    })
+      .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
     HttpApiEndpoint.get("list", "/records", {
       query: {
-        limit: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
+        limit: Schema.optionalKey(Limit),
         cursor: Schema.optionalKey(Schema.String),
         status: Schema.optionalKey(RecordStatus),
         includeDeleted: Schema.optionalKey(Schema.Literals(["true", "false"]))
@@ -41,10 +57,12 @@ export class RecordsApi extends HttpApiGroup.make("records")
     }),
     HttpApiEndpoint.patch("update", "/records/:recordId", {
       params: { recordId: RecordId },
-      payload: PatchBody,
+      payload: JsonBody(PatchBody),
       success: ok(RecordView),
       error: [BadRequest, NotFound, Gone, Unprocessable]
-    }).annotate(OpenApi.Description, "Update the mutable fields (metadata, webhookUrl); any other field is 422 IMMUTABLE_FIELD."),
+    })
+      .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Description, "Update the mutable fields (metadata, webhookUrl); any other field is 422 IMMUTABLE_FIELD."),
     HttpApiEndpoint.delete("remove", "/records/:recordId", {
       params: { recordId: RecordId },
       query: { mode: Schema.optionalKey(Schema.Literals(["soft", "hard"])) },

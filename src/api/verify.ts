@@ -3,6 +3,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest } from "./errors.ts"
+import { JsonBodyFraming } from "./http.ts"
+import { JsonBody } from "./jsonBody.ts"
 import { Hash64, JsonObject, ok } from "./recordSchemas.ts"
 
 export const VerifyBody = Schema.Struct({
@@ -48,10 +50,10 @@ export const VerifyResult = Schema.Struct({
 export class VerifyApi extends HttpApiGroup.make("verify")
   .add(
     HttpApiEndpoint.post("verify", "/verify", {
-      payload: VerifyBody,
+      payload: JsonBody(VerifyBody),
       success: ok(VerifyResult),
       error: [BadRequest]
-    }).annotate(
+    }).middleware(JsonBodyFraming).annotate(
       OpenApi.Description,
       "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
         "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead."

@@ -32,7 +32,11 @@ export const RotationResult = Schema.Struct({
   settings: WebhookSettingsView
 }).annotate({ identifier: "WebhookSecretRotation" })
 
-export const EmptyBody = Schema.Struct({}).annotate({ identifier: "Empty", description: "{}" })
+/** `{}`: these POSTs take no parameters (every POST carries a JSON body, SPEC 3). A struct of no fields accepts any object, so the filter refuses members. */
+export const EmptyBody = Schema.Struct({}).check(Schema.makeFilter((body) => {
+  const keys = Object.keys(body)
+  return keys.length === 0 || `Unknown field${keys.length > 1 ? "s" : ""} ${keys.join(", ")}: this endpoint takes {}`
+})).annotate({ identifier: "Empty", description: "{}" })
 
 export const AttemptView = Schema.Struct({
   attempt: Schema.Number,

@@ -3,6 +3,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest, NotFound } from "./errors.ts"
+import { JsonBodyFraming } from "./http.ts"
+import { JsonBody } from "./jsonBody.ts"
 import { ok } from "./recordSchemas.ts"
 import {
   DeliveryList, DeliveryState, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch, WebhookSettingsView
@@ -13,23 +15,23 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.get("getSettings", "/webhooks", { success: ok(WebhookSettingsView) })
       .annotate(OpenApi.Description, "The account's global webhook: url, subscribed events, payloadFormat, enabled, secret."),
     HttpApiEndpoint.put("putSettings", "/webhooks", {
-      payload: WebhookSettingsPatch,
+      payload: JsonBody(WebhookSettingsPatch),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
-    }).annotate(OpenApi.Description, "Change the global webhook; members left out keep their value."),
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "Change the global webhook; members left out keep their value."),
     HttpApiEndpoint.post("rotateSecret", "/webhooks/secret/rotate", {
-      payload: EmptyBody,
+      payload: JsonBody(EmptyBody),
       success: ok(RotationResult),
       error: [BadRequest]
-    }).annotate(
+    }).middleware(JsonBodyFraming).annotate(
       OpenApi.Description,
       "New secret. For 24 h, or until confirmed, x-webhook-signature stays signed with the previous secret and x-webhook-signature-next carries the new one."
     ),
     HttpApiEndpoint.post("confirmSecret", "/webhooks/secret/confirm", {
-      payload: EmptyBody,
+      payload: JsonBody(EmptyBody),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
-    }).annotate(OpenApi.Description, "End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery."),
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery."),
     HttpApiEndpoint.get("listDeliveries", "/webhooks/deliveries", {
       query: {
         limit: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
@@ -48,10 +50,10 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     }),
     HttpApiEndpoint.post("redeliver", "/webhooks/deliveries/:deliveryId/redeliver", {
       params: { deliveryId: Schema.String },
-      payload: EmptyBody,
+      payload: JsonBody(EmptyBody),
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
-    }).annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the account's current secret and format.")
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the account's current secret and format.")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1")

@@ -1,6 +1,7 @@
 /** Composes the node from its capabilities' layers. Nothing else lives here. */
 import { Effect, Layer, Option } from "effect"
 import { Accounts } from "../auth/Accounts.ts"
+import { Admission } from "../auth/Admission.ts"
 import { RateLimits } from "../auth/RateLimits.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { ConfiguredNetworks, Networks } from "../anchoring/Networks.ts"
@@ -36,7 +37,7 @@ export const NetworksLayer = Networks.layer.pipe(Layer.provide(Layer.effect(Conf
 
 const ApiServices = Layer.mergeAll(
   RecordCreation.layer.pipe(Layer.provide(Ingest.layer), Layer.provide(IngestWriter.layer), Layer.provide(NetworksLayer)),
-  RateLimits.layer,
+  Admission.layer.pipe(Layer.provideMerge(RateLimits.layer)),
   WebhookStore.layer
 )
 

@@ -4,7 +4,8 @@ import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ApiKeyAuthLayer } from "../auth/http.ts"
+import { AddressLimitLayer, ApiKeyAuthLayer } from "../auth/middleware.ts"
+import { ErrorEnvelopeLayer, JsonBodyFramingLayer } from "../http/middleware.ts"
 import { AppConfig } from "../config.ts"
 import { RecordsHttpLayer } from "../records/http.ts"
 import { VerifyHttpLayer } from "../verify/http.ts"
@@ -14,9 +15,9 @@ import { GatewayLayer } from "./gateway.ts"
 import { SystemHttpLayer } from "../system/http.ts"
 
 /** Routes + middleware, without a server (tests may serve it on their own socket). */
-export const HttpAppLayer = HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(
+export const HttpAppLayer = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer]),
-  Layer.provide(ApiKeyAuthLayer),
+  Layer.provide([ApiKeyAuthLayer, AddressLimitLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer]),
   Layer.provideMerge(GatewayLayer)
 )
 

@@ -4,7 +4,7 @@
  */
 import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import type { Principal } from "../api/auth.ts"
 import { type Environment, apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
@@ -70,7 +70,7 @@ export class Accounts extends Context.Service<Accounts, {
   readonly listKeys: (accountId?: string) => Effect.Effect<ReadonlyArray<ApiKeyInfo>>
   readonly revokeKey: (keyId: string) => Effect.Effect<ApiKeyInfo, ApiKeyNotFound>
   /** Resolves `Authorization: Bearer <token>`; never logs or echoes the token. */
-  readonly authenticate: (token: string | undefined) => Effect.Effect<AuthResult>
+  readonly authenticate: (token: string | undefined) => Effect.Effect<AuthResult, SqlError.SqlError>
 }>()("anchord/auth/Accounts") {
   static readonly layer = Layer.effect(
     Accounts,
@@ -194,7 +194,7 @@ export class Accounts extends Context.Service<Accounts, {
           const cacheKey = Crypto.hash("sha256", token, "base64")
           const hit = cache.get(cacheKey)
           if (hit && hit.expires > now) return Effect.succeed(hit.result)
-          return Effect.tap(Effect.orDie(lookup(token)), (result) =>
+          return Effect.tap(lookup(token), (result) =>
             Effect.sync(() => {
               if (cache.size > 10_000) cache.clear()
               cache.set(cacheKey, { result, expires: now + config.authCacheMillis })

@@ -9,16 +9,23 @@ export interface CursorCodec {
   readonly encode: (key: string) => string
   /** The key after which the next page starts; undefined for the first page. */
   readonly decode: (cursor: string | undefined) => Effect.Effect<string | undefined, BadRequest>
+  /** `decode` as a result: the key, or the message naming the cursor. */
+  readonly parse: (cursor: string | undefined) => { readonly ok: true; readonly key: string | undefined } | { readonly ok: false; readonly message: string }
 }
 
-export const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => ({
-  encode: (key) => Buffer.from(prefix + key, "utf8").toString("base64url"),
-  decode: (cursor) => {
-    if (cursor === undefined) return Effect.succeed(undefined)
+export const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => {
+  const parse = (cursor: string | undefined) => {
+    if (cursor === undefined) return { ok: true as const, key: undefined }
     const text = Buffer.from(cursor, "base64url").toString("utf8")
     const key = text.startsWith(prefix) ? text.slice(prefix.length) : ""
-    return keyPattern.test(key)
-      ? Effect.succeed(key)
-      : Effect.fail(badRequest("VALIDATION_ERROR", "cursor: not a cursor this API issued"))
+    return keyPattern.test(key) ? { ok: true as const, key } : { ok: false as const, message: "cursor: not a cursor this API issued" }
   }
-})
+  return {
+    encode: (key) => Buffer.from(prefix + key, "utf8").toString("base64url"),
+    parse,
+    decode: (cursor) => {
+      const parsed = parse(cursor)
+      return parsed.ok ? Effect.succeed(parsed.key) : Effect.fail(badRequest("VALIDATION_ERROR", parsed.message))
+    }
+  }
+}

@@ -4,12 +4,14 @@
  */
 import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
-import { decodeOrError } from "../http/decode.ts"
+import { decodeWith } from "../http/decode.ts"
 import type { Principal } from "../api/auth.ts"
 import { nextMonthStart } from "../auth/plans.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../anchoring/Networks.ts"
-import { badRequest, type BadRequest, TooManyRequests, Conflict, errorBody } from "../api/errors.ts"
+import type { SqlError } from "effect/sql"
+import { InvalidWebhookUrl } from "../webhooks/errors.ts"
+import { InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
 import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { isValidEncryptionKey, seal } from "./encryption.ts"
@@ -70,26 +72,29 @@ export const decodeSubmission = (
   body: unknown,
   where = "",
   plainStrings = false
-): { readonly _tag: "Valid"; readonly submission: Kind } | { readonly _tag: "Invalid"; readonly error: BadRequest } => {
-  const decoded = plainlyValid(kind, body) ? { ok: true as const, value: body } : decodeOrError(SCHEMAS[kind] as typeof AnchorBody, body, where)
-  if (!decoded.ok) return { _tag: "Invalid", error: decoded.error }
+): { readonly _tag: "Valid"; readonly submission: Kind } | { readonly _tag: "Invalid"; readonly error: InvalidRecord } => {
+  const decoded = plainlyValid(kind, body) ? { ok: true as const, value: body } : decodeWith(SCHEMAS[kind] as typeof AnchorBody, body, where)
+  if (!decoded.ok) return { _tag: "Invalid", error: new InvalidRecord({ reason: decoded.message }) }
   const submission = plainStrings ? { _tag: kind, body: decoded.value, plainStrings } : { _tag: kind, body: decoded.value }
   return { _tag: "Valid", submission: submission as Kind }
 }
+
+/** Why a submission cannot become a record (its item fails alone in a batch). */
+export type PrepareError = InvalidRecord | InvalidEncryptionKey | InvalidWebhookUrl
 
 const COMMITTED = Effect.succeed("committed" as const)
 const KEY_TAKEN = Effect.succeed("idempotency-key-taken" as const)
 
 export class Ingest extends Context.Service<Ingest, {
   /** Validates one submission and builds its row (nothing is written). */
-  readonly prepare: (principal: Principal, kind: Kind, where?: string) => Effect.Effect<NewRecord, BadRequest>
+  readonly prepare: (principal: Principal, kind: Kind, where?: string) => Effect.Effect<NewRecord, PrepareError>
   /** Commits rows (group commit); 429 QUOTA_EXCEEDED when the month's quota would be passed. */
   readonly commit: (principal: Principal, rows: ReadonlyArray<NewRecord>, idempotency?: {
     readonly key: string
     readonly requestHash: string
     readonly status: number
     readonly body: string
-  }) => Effect.Effect<"committed" | "idempotency-key-taken", TooManyRequests | Conflict>
+  }) => Effect.Effect<"committed" | "idempotency-key-taken", QuotaExceeded | SqlError.SqlError>
 }>()("anchord/records/Ingest") {
   static readonly layer = Layer.effect(
     Ingest,
@@ -101,7 +106,7 @@ export class Ingest extends Context.Service<Ingest, {
       // without an effect step: this runs for every record.
       const clock = yield* Clock.Clock
       /** The row of a validated submission (synchronous: canonical text, hash, encryption, network). */
-      const build = (principal: Principal, kind: Kind, where: string): Effect.Effect<NewRecord, BadRequest> => {
+      const build = (principal: Principal, kind: Kind, where: string): Effect.Effect<NewRecord, PrepareError> => {
         const body = kind.body
         const chain = body.chain ?? principal.defaultChain
         const now = new Date(clock.currentTimeMillisUnsafe())
@@ -141,10 +146,7 @@ export class Ingest extends Context.Service<Ingest, {
           }
           case "encrypted": {
             if (!isValidEncryptionKey(kind.body.encryptionKey)) {
-              return Effect.fail(badRequest(
-                "INVALID_ENCRYPTION_KEY",
-                `${where}encryptionKey must be exactly 32 printable ASCII characters`
-              ))
+              return Effect.fail(new InvalidEncryptionKey({ reason: `${where}encryptionKey must be exactly 32 printable ASCII characters` }))
             }
             const jcs = kind.plainStrings === true ? canonicalizeParsedPlain(kind.body.data) : canonicalize(kind.body.data)
             const packageMode = kind.body.packageMode ?? "MANAGED"
@@ -167,19 +169,19 @@ export class Ingest extends Context.Service<Ingest, {
         prepare: (principal, kind, where = "") => {
           const body = kind.body
           if ("data" in body && !isPlainObject(body.data)) {
-            return Effect.fail(badRequest("VALIDATION_ERROR", `${where}data: must be a JSON object`))
+            return Effect.fail(new InvalidRecord({ reason: `${where}data: must be a JSON object` }))
           }
           // IN_PLACE lookups embed the proof bundle as data._anchor (SPEC 3.2): the name is reserved there.
           if ("packageMode" in body && body.packageMode === "IN_PLACE" && "data" in body && Object.hasOwn(body.data as object, "_anchor")) {
-            return Effect.fail(badRequest("VALIDATION_ERROR", `${where}data._anchor: reserved in IN_PLACE mode (the proof bundle goes there)`))
+            return Effect.fail(new InvalidRecord({ reason: `${where}data._anchor: reserved in IN_PLACE mode (the proof bundle goes there)` }))
           }
           if (body.metadata !== undefined && !isPlainObject(body.metadata)) {
-            return Effect.fail(badRequest("VALIDATION_ERROR", `${where}metadata: must be a JSON object`))
+            return Effect.fail(new InvalidRecord({ reason: `${where}metadata: must be a JSON object` }))
           }
           if (body.webhookUrl === undefined) return build(principal, kind, where)
           return Effect.flatMap(
             Effect.promise(() => checkWebhookUrl(body.webhookUrl!, principal.environment)),
-            (verdict) => verdict.ok ? build(principal, kind, where) : Effect.fail(badRequest("INVALID_WEBHOOK_URL", `${where}${verdict.reason}`))
+            (verdict) => verdict.ok ? build(principal, kind, where) : Effect.fail(new InvalidWebhookUrl({ reason: `${where}${verdict.reason}` }))
           )
         },
         commit: (principal, rows, idempotency) =>
@@ -191,7 +193,7 @@ export class Ingest extends Context.Service<Ingest, {
               rows,
               idempotency
             }),
-            (outcome): Effect.Effect<"committed" | "idempotency-key-taken", TooManyRequests> => {
+            (outcome): Effect.Effect<"committed" | "idempotency-key-taken", QuotaExceeded> => {
               switch (outcome._tag) {
                 case "Committed":
                   usage.observe(principal.accountId, outcome.usedAfter)
@@ -199,13 +201,11 @@ export class Ingest extends Context.Service<Ingest, {
                 case "IdempotencyKeyTaken":
                   return KEY_TAKEN
                 case "QuotaExceeded":
-                  return Effect.fail(new TooManyRequests({
-                    ...errorBody(
-                      "QUOTA_EXCEEDED",
-                      `Monthly quota exceeded: ${outcome.used} of ${principal.monthlyQuota} records used this month` +
-                        (rows.length > 1 ? ` (this request has ${rows.length})` : "")
-                    ),
-                    retryAfter: Math.max(1, Math.ceil((nextMonthStart(new Date(clock.currentTimeMillisUnsafe())).getTime() - clock.currentTimeMillisUnsafe()) / 1000))
+                  return Effect.fail(new QuotaExceeded({
+                    used: outcome.used,
+                    quota: principal.monthlyQuota ?? 0,
+                    requested: rows.length,
+                    retryAfterSeconds: Math.max(1, Math.ceil((nextMonthStart(new Date(clock.currentTimeMillisUnsafe())).getTime() - clock.currentTimeMillisUnsafe()) / 1000))
                   }))
               }
             }

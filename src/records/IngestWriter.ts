@@ -8,9 +8,9 @@
  */
 import { Cause, Context, Effect, Layer, Queue, Result } from "effect"
 import { PgTypes } from "@effect/sql-pg"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
-import { isConnectionFailure } from "../db/Database.ts"
+import { isConnectionFailure } from "../db/errors.ts"
 import { currentMonth } from "../auth/plans.ts"
 import type { RecordRow } from "./model.ts"
 
@@ -115,12 +115,12 @@ export const insertRecords = (sql: SqlClient.SqlClient, rows: ReadonlyArray<NewR
 interface Pending {
   readonly submission: Submission
   /** Resumes the submitting request (a plain callback: no Deferred per record on the hot path). */
-  readonly done: (outcome: Effect.Effect<SubmitOutcome>) => void
+  readonly done: (outcome: Effect.Effect<SubmitOutcome, SqlError.SqlError>) => void
 }
 
 export class IngestWriter extends Context.Service<IngestWriter, {
-  /** Resolves once the records are committed (or refused by the quota). Database failures are defects. */
-  readonly submit: (submission: Submission) => Effect.Effect<SubmitOutcome>
+  /** Resolves once the records are committed (or refused by the quota), or with the database's failure. */
+  readonly submit: (submission: Submission) => Effect.Effect<SubmitOutcome, SqlError.SqlError>
 }>()("anchord/records/IngestWriter") {
   static readonly layer = Layer.effect(
     IngestWriter,
@@ -225,7 +225,8 @@ export class IngestWriter extends Context.Service<IngestWriter, {
                 )
               }
               return Effect.sync(() => {
-                const failed = Effect.orDie(Effect.failCause(cause))
+                // The database's failure, typed, to every request of the group (503 when it is unreachable).
+                const failed = Effect.failCause(cause as Cause.Cause<SqlError.SqlError>)
                 for (const p of group) p.done(failed)
               })
             }
@@ -261,7 +262,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
 
       return IngestWriter.of({
         submit: (submission) =>
-          Effect.callback<SubmitOutcome>((done) => {
+          Effect.callback<SubmitOutcome, SqlError.SqlError>((done) => {
             Queue.offerUnsafe(queue, { submission, done })
           })
       })

@@ -1,9 +1,10 @@
 /** Reads and owner-side changes of records. Each change writes its outbox event in the same transaction. */
 import * as Crypto from "node:crypto"
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
 import { withAnchors } from "../anchoring/anchorViews.ts"
+import { RecordDeleted, RecordNotFound } from "./errors.ts"
 import type { RecordRow } from "./model.ts"
 
 export interface Owner {
@@ -18,23 +19,33 @@ export type Lookup =
 
 const newEventId = () => `evt_${Crypto.randomBytes(12).toString("hex")}`
 
+/** The record of a lookup, or why there is none (404, 410). */
+export const requireFound = (lookup: Lookup, recordId: string): Effect.Effect<RecordRow, RecordNotFound | RecordDeleted> =>
+  lookup._tag === "Found"
+    ? Effect.succeed(lookup.row)
+    : lookup._tag === "Deleted"
+    ? Effect.fail(new RecordDeleted({ recordId }))
+    : Effect.fail(new RecordNotFound({ recordId }))
+
+type Sql<A> = Effect.Effect<A, SqlError.SqlError>
+
 export class RecordStore extends Context.Service<RecordStore, {
-  readonly get: (owner: Owner, id: string, includeDeleted: boolean) => Effect.Effect<Lookup>
+  readonly get: (owner: Owner, id: string, includeDeleted: boolean) => Sql<Lookup>
   readonly list: (owner: Owner, options: {
     readonly limit: number
     readonly before?: string | undefined
     readonly status?: string | undefined
     readonly includeDeleted: boolean
-  }) => Effect.Effect<ReadonlyArray<RecordRow>>
-  readonly byHash: (owner: Owner, hash: string) => Effect.Effect<ReadonlyArray<RecordRow>>
+  }) => Sql<ReadonlyArray<RecordRow>>
+  readonly byHash: (owner: Owner, hash: string) => Sql<ReadonlyArray<RecordRow>>
   readonly update: (owner: Owner, id: string, changes: {
     readonly metadata?: Record<string, unknown> | undefined
     readonly webhookUrl?: string | null | undefined
-  }) => Effect.Effect<Lookup>
-  readonly remove: (owner: Owner, id: string, mode: "soft" | "hard") => Effect.Effect<Lookup>
-  readonly usage: (accountId: string, month: string) => Effect.Effect<number>
+  }) => Sql<Lookup>
+  readonly remove: (owner: Owner, id: string, mode: "soft" | "hard") => Sql<Lookup>
+  readonly usage: (accountId: string, month: string) => Sql<number>
   /** A stored Idempotency-Key response younger than 24 h. */
-  readonly idempotent: (accountId: string, environment: Environment, key: string) => Effect.Effect<
+  readonly idempotent: (accountId: string, environment: Environment, key: string) => Sql<
     { readonly requestHash: string; readonly status: number; readonly body: string } | undefined
   >
 }>()("anchord/records/RecordStore") {
@@ -65,8 +76,7 @@ export class RecordStore extends Context.Service<RecordStore, {
         get: (owner, id, includeDeleted) =>
           fetch(owner, id, false).pipe(
             Effect.flatMap((row) => row === undefined ? Effect.succeed(row) : Effect.map(attachAnchors([row]), (rows) => rows[0])),
-            Effect.map((row) => classify(row, includeDeleted)),
-            Effect.orDie
+            Effect.map((row) => classify(row, includeDeleted))
           ),
         list: (owner, options) =>
           sql<RecordRow>`
@@ -79,13 +89,13 @@ export class RecordStore extends Context.Service<RecordStore, {
                 : options.status !== undefined
                 ? sql`AND status = ${options.status}`
                 : sql``}
-            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(attachAnchors), Effect.orDie),
+            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(attachAnchors)),
         byHash: (owner, hash) =>
           sql<RecordRow>`
             SELECT * FROM records
             WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND hash = ${hash}
               AND deleted_at IS NULL
-            ORDER BY id DESC LIMIT 100`.pipe(Effect.flatMap(attachAnchors), Effect.orDie),
+            ORDER BY id DESC LIMIT 100`.pipe(Effect.flatMap(attachAnchors)),
         update: (owner, id, changes) =>
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
@@ -103,7 +113,7 @@ export class RecordStore extends Context.Service<RecordStore, {
               changes: Object.fromEntries(changed.map((k) => [k, (changes as Record<string, unknown>)[k]]))
             })
             return { _tag: "Found", row: (yield* attachAnchors(rows))[0] } as Lookup
-          })).pipe(Effect.orDie),
+          })),
         remove: (owner, id, mode) =>
           sql.withTransaction(Effect.gen(function*() {
             const row = yield* fetch(owner, id, true)
@@ -119,16 +129,15 @@ export class RecordStore extends Context.Service<RecordStore, {
                   WHERE id = ${id} RETURNING *`
             yield* event(owner, rows[0], "record.deleted", { recordId: id, hash: row.hash, status: row.status, mode })
             return { _tag: "Found", row: rows[0] } as Lookup
-          })).pipe(Effect.orDie),
+          })),
         idempotent: (accountId, environment, key) =>
           sql<{ requestHash: string; status: number; body: string }>`
             SELECT request_hash, status, body FROM idempotency_keys
             WHERE account_id = ${accountId} AND environment = ${environment} AND key = ${key}
-              AND created_at > now() - interval '24 hours'`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+              AND created_at > now() - interval '24 hours'`.pipe(Effect.map((rows) => rows[0])),
         usage: (accountId, month) =>
           sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
-            Effect.map((rows) => rows.length === 0 ? 0 : Number(rows[0].used)),
-            Effect.orDie
+            Effect.map((rows) => rows.length === 0 ? 0 : Number(rows[0].used))
           )
       })
     })

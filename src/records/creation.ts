@@ -1,20 +1,18 @@
 /**
  * The record-creating POSTs (SPEC 3.1): /v1/anchor, /v1/anchor/encrypted, /v1/anchor/hash and
- * /v1/anchor/batch, from a strictly parsed body to the 202 response (or the typed failure).
+ * /v1/anchor/batch, from a strictly parsed body to the 202 response text (or the domain failure).
  *
- * This is the ingest hot path. The gateway (src/http/gateway.ts) calls it directly once it has
- * authenticated the key, applied the limits and parsed the body, rather than through the generic
- * HttpApi handler chain, which measured ~75 µs of CPU per request on the reference machine (a third
- * of the whole budget). The HttpApi handlers of these endpoints (./http.ts) call the same function,
- * and their definitions (./api.ts) still describe them in the OpenAPI document and the typed client.
+ * Two callers, one behaviour: the HttpApi handlers of these endpoints (./http.ts), and the ingest
+ * fast path of the gateway (src/app/gateway.ts, docs/architecture.md), which calls this directly once
+ * it has admitted the key and parsed the body. Both answer the text built here, byte for byte
+ * (test/records/fastpath.test.ts runs the same requests both ways).
  */
 import { Context, Effect, Layer } from "effect"
-import { type HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { SqlError } from "effect/sql"
 import type { Principal } from "../api/auth.ts"
-import { type BadRequest, type Conflict, type TooManyRequests, badRequest, conflict } from "../api/errors.ts"
-import { stateOf } from "../http/requestState.ts"
-import { decodeBody } from "../http/decode.ts"
-import { decodeSubmission, Ingest, sha256Hex, type SubmissionKind } from "./Ingest.ts"
+import { decodeWith } from "../http/decode.ts"
+import { IdempotencyConflict, InvalidRecord, type QuotaExceeded } from "./errors.ts"
+import { decodeSubmission, Ingest, type PrepareError, sha256Hex, type SubmissionKind } from "./Ingest.ts"
 import type { NewRecord } from "./IngestWriter.ts"
 import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
@@ -62,18 +60,36 @@ export const viewOf = (row: NewRecord): string => {
   return `${head.slice(0, -1)},"data":${row.dataJcs ?? "null"}}`
 }
 
-const accepted = (text: string) => HttpServerResponse.text(text, { status: 202, contentType: "application/json" })
+/** What a create answers: 202 with the text, or the stored answer of an earlier request with the same Idempotency-Key. */
+export interface Accepted {
+  readonly status: number
+  readonly body: string
+  /** An Idempotency-Key replay (`Idempotent-Replayed: true`). */
+  readonly replayed: boolean
+}
+
+export type CreateError = PrepareError | QuotaExceeded | IdempotencyConflict | SqlError.SqlError
+
+export interface CreateOptions {
+  /** The `Idempotency-Key` header, when sent. */
+  readonly idempotencyKey: string | undefined
+  /** The body as received: the idempotency check compares requests by it. */
+  readonly bodyText: string
+  /** The request's path (no query): part of what the idempotency check compares. */
+  readonly path: string
+  /**
+   * The body was strictly parsed from `bodyText` itself, which has no backslash: no string in it needs
+   * escaping, so data is canonicalized without escaping checks (`canonicalizeParsedPlain`).
+   */
+  readonly parsedFromText: boolean
+}
 
 type Idempotency = { readonly key: string; readonly requestHash: string }
-type CreateError = BadRequest | Conflict | TooManyRequests
+
+const accepted = (body: string): Accepted => ({ status: 202, body, replayed: false })
 
 export class RecordCreation extends Context.Service<RecordCreation, {
-  readonly create: (
-    endpoint: CreateEndpoint,
-    request: HttpServerRequest.HttpServerRequest,
-    principal: Principal,
-    body: unknown
-  ) => Effect.Effect<HttpServerResponse.HttpServerResponse, CreateError>
+  readonly create: (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions) => Effect.Effect<Accepted, CreateError>
 }>()("anchord/records/RecordCreation") {
   static readonly layer = Layer.effect(
     RecordCreation,
@@ -99,9 +115,11 @@ export class RecordCreation extends Context.Service<RecordCreation, {
 
       const batch = (principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) =>
         Effect.gen(function*() {
-          const { records } = yield* decodeBody(BatchAnchorBody, body)
+          const top = decodeWith(BatchAnchorBody, body)
+          if (!top.ok) return yield* new InvalidRecord({ reason: top.message })
+          const records = top.value.records
           if (records.length > MAX_BATCH_RECORDS) {
-            return yield* Effect.fail(badRequest("VALIDATION_ERROR", `records: at most ${MAX_BATCH_RECORDS} per call`))
+            return yield* new InvalidRecord({ reason: `records: at most ${MAX_BATCH_RECORDS} per call` })
           }
           const results: Array<string> = []
           const rows: Array<NewRecord> = []
@@ -115,7 +133,7 @@ export class RecordCreation extends Context.Service<RecordCreation, {
               rows.push(prepared.success)
               results.push(`{"index":${index},"success":true,"data":${acceptedView(prepared.success)}}`)
             } else {
-              const { error, errorCode } = prepared.failure
+              const { message: error, errorCode } = prepared.failure
               results.push(JSON.stringify({ index, success: false, error, errorCode }))
             }
           }
@@ -125,35 +143,27 @@ export class RecordCreation extends Context.Service<RecordCreation, {
           return yield* commit(principal, rows, text, idem)
         })
 
-      const run = (endpoint: CreateEndpoint, request: HttpServerRequest.HttpServerRequest, principal: Principal, body: unknown, idem: Idempotency | undefined) => {
-        // Parsed from a text without a backslash: no string in it needs escaping (see canonicalizeParsedPlain).
-        const text = stateOf(request).bodyText
-        const plain = text !== undefined && text.indexOf("\\") === -1
+      const run = (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions, idem: Idempotency | undefined) => {
+        const plain = options.parsedFromText && options.bodyText.indexOf("\\") === -1
         return endpoint === "anchorBatch" ? batch(principal, body, plain, idem) : single(KIND[endpoint], principal, body, plain, idem)
       }
 
       /** Idempotency-Key: replay the stored response, 409 for another body, else create (SPEC 3.1). */
-      const idempotent = (endpoint: CreateEndpoint, request: HttpServerRequest.HttpServerRequest, principal: Principal, body: unknown, key: string) =>
+      const idempotent = (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions, key: string) =>
         Effect.gen(function*() {
           if (key.length === 0 || key.length > 255) {
-            return yield* Effect.fail(badRequest("VALIDATION_ERROR", "Idempotency-Key must be 1 to 255 characters"))
+            return yield* new InvalidRecord({ reason: "Idempotency-Key must be 1 to 255 characters" })
           }
-          const requestHash = sha256Hex(`${request.method} ${request.url.split("?")[0]}\n${stateOf(request).bodyText ?? ""}`)
+          const requestHash = sha256Hex(`POST ${options.path}\n${options.bodyText}`)
           const replay = Effect.gen(function*() {
             const stored = yield* store.idempotent(principal.accountId, principal.environment, key)
             if (stored === undefined) return undefined
-            if (stored.requestHash !== requestHash) {
-              return yield* Effect.fail(conflict("IDEMPOTENCY_CONFLICT", "Idempotency-Key was already used with a different request body"))
-            }
-            return HttpServerResponse.text(stored.body, {
-              status: stored.status,
-              contentType: "application/json",
-              headers: { "idempotent-replayed": "true" }
-            })
+            if (stored.requestHash !== requestHash) return yield* new IdempotencyConflict()
+            return { status: stored.status, body: stored.body, replayed: true } satisfies Accepted
           })
           const previous = yield* replay
           if (previous !== undefined) return previous
-          const result = yield* run(endpoint, request, principal, body, { key, requestHash })
+          const result = yield* run(endpoint, principal, body, options, { key, requestHash })
           if (result !== "idempotency-key-taken") return result
           // Another request with this key committed first.
           const after = yield* replay
@@ -161,10 +171,9 @@ export class RecordCreation extends Context.Service<RecordCreation, {
         })
 
       return RecordCreation.of({
-        create: (endpoint, request, principal, body) => {
-          const key = request.headers["idempotency-key"]
-          if (key !== undefined) return idempotent(endpoint, request, principal, body, key)
-          return Effect.flatMap(run(endpoint, request, principal, body, undefined), (result) =>
+        create: (endpoint, principal, body, options) => {
+          if (options.idempotencyKey !== undefined) return idempotent(endpoint, principal, body, options, options.idempotencyKey)
+          return Effect.flatMap(run(endpoint, principal, body, options, undefined), (result) =>
             result === "idempotency-key-taken" ? Effect.die(new Error("no idempotency key")) : Effect.succeed(result))
         }
       })

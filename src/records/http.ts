@@ -1,35 +1,43 @@
-/** Handlers of the records API. Bodies arrive strictly parsed by the gateway (src/http/gateway.ts). */
-import { Effect } from "effect"
-import type { HttpServerRequest } from "effect/http"
+/**
+ * Handlers of the records API (src/api/records.ts). Payloads, params, query and headers arrive
+ * decoded by the endpoint's schemas; the principal comes from the ApiKeyAuth middleware. Domain
+ * errors and database failures are mapped to the wire once, by `atEdge`.
+ */
+import { Clock, Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import type { Principal } from "../api/auth.ts"
-import { CurrentPrincipal } from "../api/auth.ts"
-import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
-import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
-import { Api } from "../api/Api.ts"
-import { badRequest, conflict, gone, notFound, unprocessable } from "../api/errors.ts"
 import { embedAnchor } from "../anchoring/inPlace.ts"
-import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
+import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentPrincipal } from "../api/auth.ts"
+import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
+import { atEdge } from "../db/errors.ts"
 import { cursorCodec } from "../http/pagination.ts"
-import { stateOf } from "../http/requestState.ts"
+import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
+import { InvalidWebhookUrl } from "../webhooks/errors.ts"
+import { type Accepted, type CreateEndpoint, RecordCreation } from "./creation.ts"
 import { open } from "./encryption.ts"
-import { type CreateEndpoint, RecordCreation } from "./creation.ts"
-import { decodeBody } from "../http/decode.ts"
+import { HashNotFound, ImmutableField, InvalidEncryptionKey, InvalidRecord, NotAnchored } from "./errors.ts"
 import { toView } from "./model.ts"
-import { RecordStore, type Lookup } from "./RecordStore.ts"
-import { PatchBody } from "../api/recordSchemas.ts"
+import { RecordStore, requireFound } from "./RecordStore.ts"
 
 const MUTABLE_FIELDS = new Set(["metadata", "webhookUrl"])
 
 const cursors = cursorCodec("", /^[0-9a-f]{24}$/)
 
-const requireFound = (lookup: Lookup, id: string) =>
-  lookup._tag === "Found"
-    ? Effect.succeed(lookup.row)
-    : lookup._tag === "Deleted"
-    ? Effect.fail(gone(`Record ${id} has been deleted`))
-    : Effect.fail(notFound(`Record ${id} not found`))
+/** The response of a create: its text as built by RecordCreation (the ingest fast path answers the same). */
+export const acceptedResponse = (a: Accepted) =>
+  HttpServerResponse.text(a.body, {
+    status: a.status,
+    contentType: "application/json",
+    ...(a.replayed ? { headers: { "idempotent-replayed": "true" } } : {})
+  })
+
+export const pathOf = (url: string) => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
 
 export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) =>
   Effect.gen(function*() {
@@ -37,22 +45,35 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
     const store = yield* RecordStore
     const sql = yield* SqlClient.SqlClient
 
-    const create = (endpoint: CreateEndpoint, request: HttpServerRequest.HttpServerRequest) =>
-      Effect.flatMap(CurrentPrincipal, (principal: Principal) => creation.create(endpoint, request, principal, stateOf(request).body))
+    const create = (endpoint: CreateEndpoint) => ({ payload, headers }: { readonly payload: unknown; readonly headers: { readonly "idempotency-key"?: string | undefined } }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const request = yield* HttpServerRequest.HttpServerRequest
+        // The body as received (framed by JsonBodyFraming): the idempotency check compares requests by it.
+        const bodyText = yield* Effect.orDie(request.text)
+        const result = yield* creation.create(endpoint, principal, payload, {
+          idempotencyKey: headers["idempotency-key"],
+          bodyText,
+          path: pathOf(request.url),
+          parsedFromText: false
+        })
+        return acceptedResponse(result)
+      }).pipe(atEdge)
 
     return handlers
-      .handleRaw("anchor", ({ request }) => create("anchor", request))
-      .handleRaw("anchorEncrypted", ({ request }) => create("anchorEncrypted", request))
-      .handleRaw("anchorHash", ({ request }) => create("anchorHash", request))
-      .handleRaw("anchorBatch", ({ request }) => create("anchorBatch", request))
+      .handle("anchor", create("anchor"))
+      .handle("anchorEncrypted", create("anchorEncrypted"))
+      .handle("anchorHash", create("anchorHash"))
+      .handle("anchorBatch", create("anchorBatch"))
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const limit = query.limit ?? 50
-          const before = yield* cursors.decode(query.cursor)
+          const before = cursors.parse(query.cursor)
+          if (!before.ok) return yield* new InvalidRecord({ reason: before.message })
           const rows = yield* store.list(principal, {
             limit: limit + 1,
-            before,
+            before: before.key,
             status: query.status,
             includeDeleted: query.includeDeleted === "true" || query.status === "DELETED"
           })
@@ -64,21 +85,16 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
               nextCursor: rows.length > limit ? cursors.encode(page[page.length - 1].id) : null
             }
           }
-        }))
+        }).pipe(atEdge))
       .handle("get", ({ params, headers, query }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const row = yield* requireFound(
-            yield* store.get(principal, params.recordId, query.includeDeleted === "true"),
-            params.recordId
-          )
+          const row = yield* requireFound(yield* store.get(principal, params.recordId, query.includeDeleted === "true"), params.recordId)
           const key = headers["x-encryption-key"]
           let plaintext: string | undefined
           if (key !== undefined && row.source === "encrypted" && row.ciphertext && row.nonce && row.authTag) {
             plaintext = open(key, { ciphertext: Buffer.from(row.ciphertext), nonce: Buffer.from(row.nonce), tag: Buffer.from(row.authTag) })
-            if (plaintext === undefined) {
-              return yield* Effect.fail(badRequest("INVALID_ENCRYPTION_KEY", "X-Encryption-Key does not decrypt this record"))
-            }
+            if (plaintext === undefined) return yield* new InvalidEncryptionKey({ reason: "X-Encryption-Key does not decrypt this record" })
           }
           const view = toView(row, { plaintext })
           // SPEC 3.2: IN_PLACE records carry their proof bundle in place, as `_anchor`.
@@ -86,53 +102,45 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
             ? (yield* loadAnchors(sql, [row.id])).get(row.id) ?? []
             : []
           return { success: true as const, data: embedAnchor(view, () => proofBundle(row, anchors)) }
-        }))
-      .handleRaw("update", ({ request, params }) =>
+        }).pipe(atEdge))
+      .handle("update", ({ params, payload }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const body = stateOf(request).body
-          if (typeof body === "object" && body !== null && !Array.isArray(body)) {
-            const immutable = Object.keys(body).filter((k) => !MUTABLE_FIELDS.has(k))
-            if (immutable.length > 0) {
-              return yield* Effect.fail(unprocessable(
-                `Field${immutable.length > 1 ? "s" : ""} ${immutable.join(", ")} cannot be changed; only metadata and webhookUrl are mutable`
-              ))
-            }
+          const immutable = Object.keys(payload).filter((k) => !MUTABLE_FIELDS.has(k))
+          if (immutable.length > 0) return yield* new ImmutableField({ fields: immutable })
+          if (payload.webhookUrl !== undefined && payload.webhookUrl !== null) {
+            const verdict = yield* Effect.promise(() => checkWebhookUrl(payload.webhookUrl!, principal.environment))
+            if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason })
           }
-          const patch = yield* decodeBody(PatchBody, body)
-          if (patch.webhookUrl !== undefined && patch.webhookUrl !== null) {
-            const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.webhookUrl!, principal.environment))
-            if (!verdict.ok) return yield* Effect.fail(badRequest("INVALID_WEBHOOK_URL", verdict.reason))
+          const changes = {
+            ...(payload.metadata !== undefined ? { metadata: payload.metadata } : {}),
+            ...(payload.webhookUrl !== undefined ? { webhookUrl: payload.webhookUrl } : {})
           }
-          const row = yield* requireFound(yield* store.update(principal, params.recordId, patch), params.recordId)
+          const row = yield* requireFound(yield* store.update(principal, params.recordId, changes), params.recordId)
           return { success: true as const, data: toView(row) }
-        }))
+        }).pipe(atEdge))
       .handle("remove", ({ params, query }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const mode = query.mode ?? "soft"
           const row = yield* requireFound(yield* store.remove(principal, params.recordId, mode), params.recordId)
-          return {
-            success: true as const,
-            data: { recordId: row.id, mode, deletedAt: (row.deletedAt ?? new Date()).toISOString() }
-          }
-        }))
+          const deletedAt = row.deletedAt ?? new Date(yield* Clock.currentTimeMillis)
+          return { success: true as const, data: { recordId: row.id, mode, deletedAt: deletedAt.toISOString() } }
+        }).pipe(atEdge))
       .handle("recordProof", ({ params }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const row = yield* requireFound(yield* store.get(principal, params.recordId, false), params.recordId)
-          if (row.status !== "ANCHORED") {
-            return yield* Effect.fail(conflict("NOT_ANCHORED", `Record ${row.id} is ${row.status}, not anchored yet`))
-          }
+          if (row.status !== "ANCHORED") return yield* new NotAnchored({ recordId: row.id, status: row.status })
           const anchors = (yield* loadAnchors(sql, [row.id])).get(row.id) ?? []
           return { success: true as const, data: proofBundle(row, anchors) }
-        }))
+        }).pipe(atEdge))
       .handle("proofByHash", ({ params }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const hash = params.hash.toLowerCase()
           const rows = yield* store.byHash(principal, hash)
-          if (rows.length === 0) return yield* Effect.fail(notFound(`No record with hash ${hash}`))
+          if (rows.length === 0) return yield* new HashNotFound({ hash })
           return {
             success: true as const,
             data: {
@@ -143,11 +151,11 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
               })
             }
           }
-        }))
+        }).pipe(atEdge))
       .handle("usage", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const now = new Date()
+          const now = new Date(yield* Clock.currentTimeMillis)
           const used = yield* store.usage(principal.accountId, monthStart(now))
           const quota = Plans[principal.plan].monthlyQuota
           return {
@@ -164,6 +172,5 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
               perSecond: principal.perSecond
             }
           }
-        }))
+        }).pipe(atEdge))
   }))
-

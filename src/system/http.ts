@@ -1,12 +1,13 @@
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { EvmAnchoring } from "../evm/Anchoring.ts"
 import { FabricAnchoring } from "../fabric/Anchoring.ts"
 import { VERSION } from "../version.ts"
 import { Api } from "../api/Api.ts"
 
-/** GET /v1/health: liveness plus the database and every configured network as this node sees it. */
+/** GET /v1/health (liveness plus the database and every configured network as this node sees it) and GET /v1/openapi.json. */
 export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -21,7 +22,10 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
       // leader: this node batches, sends and watches; follower: another node holds the network's lock
       status: !s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting"
     }))
-    return handlers.handle("health", () =>
+    // Generated once from the definition (the document does not change while the node runs).
+    const openapi = JSON.stringify(OpenApi.fromApi(Api))
+    return handlers.handle("openapi", () => Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json" })))
+      .handle("health", () =>
       Effect.gen(function*() {
         const started = Date.now()
         const database = yield* sql`SELECT 1`.pipe(

@@ -2,7 +2,7 @@
  * `POST /v1/verify`: the same checks as `anchord verify`, made by this node over its configured
  * networks' RPC endpoints, for clients who trust the node. The answer says what was checked where.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { CurrentPrincipal } from "../api/auth.ts"
@@ -10,9 +10,7 @@ import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
 import { EvmNetworks } from "../evm/config.ts"
 import { FabricNetworks } from "../fabric/config.ts"
 import { Api } from "../api/Api.ts"
-import { badRequest } from "../api/errors.ts"
-import { stateOf } from "../http/requestState.ts"
-import { decodeBody } from "../http/decode.ts"
+import { atEdge } from "../db/errors.ts"
 import { recordHash } from "../canonical/jcs.ts"
 import { RecordStore } from "../records/RecordStore.ts"
 import { VERSION } from "../version.ts"
@@ -20,7 +18,7 @@ import { rpcClient, type RpcClient } from "./evm.ts"
 import type { FabricOptions } from "./fabric.ts"
 import { InputError, readInput, type VerifyInput } from "./input.ts"
 import type { Check, Outcome, Report } from "./report.ts"
-import { VerifyBody } from "../api/verify.ts"
+import { InvalidVerifyRequest } from "./errors.ts"
 import { verifyInput } from "./verify.ts"
 
 export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
@@ -42,13 +40,10 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
       }
     }
 
-    return handlers.handleRaw("verify", ({ request }) =>
+    return handlers.handle("verify", ({ payload: body }) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
-        const body = yield* decodeBody(VerifyBody, stateOf(request).body)
-        if (body.data === undefined && body.hash === undefined) {
-          return yield* Effect.fail(badRequest("VALIDATION_ERROR", "data or hash is required"))
-        }
+        if (body.data === undefined && body.hash === undefined) return yield* new InvalidVerifyRequest({ reason: "data or hash is required" })
         const given = body.hash?.toLowerCase()
         const data = body.data !== undefined ? { value: body.data } : undefined
 
@@ -59,7 +54,7 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
           try {
             input = readInput(body.bundle)
           } catch (e) {
-            return yield* Effect.fail(badRequest("VALIDATION_ERROR", `bundle: ${e instanceof InputError ? e.message : "not a proof bundle"}`))
+            return yield* new InvalidVerifyRequest({ reason: `bundle: ${e instanceof InputError ? e.message : "not a proof bundle"}` })
           }
           if (given !== undefined && data === undefined && given !== input.bundle.hash.toLowerCase()) {
             extra = [{ id: "hash", status: "fail", message: `the bundle is for hash ${input.bundle.hash}, not the given ${given}` }]
@@ -92,11 +87,11 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
             hashSource: data !== undefined ? "data" as const : "hash" as const,
             bundleSource: body.bundle !== undefined ? "request" as const : "records" as const,
             verifiedBy: `anchord/${VERSION} (this node, over its configured RPC endpoints)`,
-            checkedAt: new Date().toISOString(),
+            checkedAt: new Date(yield* Clock.currentTimeMillis).toISOString(),
             results: reports.length === 0
               ? [{ recordId: null, outcome: "not-verified" as const, anchors: [], checks: extra }]
               : reports.map((r) => ({ recordId: r.recordId, outcome: r.outcome, anchors: r.anchors, checks: [...extra, ...r.checks] }))
           }
         }
-      }))
+      }).pipe(atEdge))
   }))

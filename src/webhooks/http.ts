@@ -1,13 +1,11 @@
-/** Handlers of the webhooks API. Bodies arrive strictly parsed by the gateway (src/http/gateway.ts). */
-import { Effect } from "effect"
+/** Handlers of the webhooks API (src/api/webhooks.ts): payloads decoded by the endpoints' schemas, errors mapped by `atEdge`. */
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { Api } from "../api/Api.ts"
-import { badRequest, errorBody, NotFound } from "../api/errors.ts"
+import { atEdge } from "../db/errors.ts"
 import { cursorCodec } from "../http/pagination.ts"
-import { stateOf } from "../http/requestState.ts"
-import { decodeBody } from "../http/decode.ts"
-import { WebhookSettingsPatch } from "../api/webhookSchemas.ts"
+import { DeliveryNotFound, InvalidDeliveryQuery, InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
 import { checkWebhookUrl } from "./urlPolicy.ts"
 import { type AttemptRow, type DeliveryRow, WebhookStore, type WebhookSettingsRow } from "./WebhookStore.ts"
 
@@ -48,19 +46,6 @@ const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>) => 
   }))
 })
 
-/** These POSTs take no parameters: the body must be `{}` (every POST carries a JSON body, SPEC 3). */
-const requireEmptyBody = (body: unknown) => {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return Effect.fail(badRequest("VALIDATION_ERROR", "Request body must be the empty JSON object {}"))
-  }
-  const keys = Object.keys(body)
-  return keys.length === 0
-    ? Effect.void
-    : Effect.fail(badRequest("VALIDATION_ERROR", `Unknown field${keys.length > 1 ? "s" : ""} ${keys.join(", ")}: this endpoint takes {}`))
-}
-
-const deliveryNotFound = (id: string) => new NotFound(errorBody("NOT_FOUND", `No webhook delivery ${id}`))
-
 const cursors = cursorCodec("d:", /^\d{1,19}$/)
 
 export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
@@ -75,20 +60,19 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           return { success: true as const, data: settingsView(yield* store.settings(principal.accountId)) }
-        }))
-      .handleRaw("putSettings", ({ request }) =>
+        }).pipe(atEdge))
+      .handle("putSettings", ({ payload: patch }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const patch = yield* decodeBody(WebhookSettingsPatch, stateOf(request).body)
           if (typeof patch.url === "string") {
             const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, principal.environment))
-            if (!verdict.ok) return yield* Effect.fail(badRequest("INVALID_WEBHOOK_URL", verdict.reason.replace(/^webhookUrl/, "url")))
+            if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason.replace(/^webhookUrl/, "url") })
           }
           const current = yield* store.settings(principal.accountId)
           const url = patch.url === undefined ? current.url : patch.url
           const enabled = patch.enabled ?? current.enabled
           if (enabled && url === null) {
-            return yield* Effect.fail(badRequest("VALIDATION_ERROR", "url: required while the webhook is enabled"))
+            return yield* new InvalidWebhookSettings({ reason: "url: required while the webhook is enabled" })
           }
           const updated = yield* store.updateSettings(principal.accountId, {
             url: patch.url,
@@ -98,32 +82,32 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
             enabled: patch.url === null && patch.enabled === undefined ? false : patch.enabled
           })
           return { success: true as const, data: settingsView(updated) }
-        }))
-      .handleRaw("rotateSecret", ({ request }) =>
+        }).pipe(atEdge))
+      .handle("rotateSecret", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          yield* requireEmptyBody(stateOf(request).body)
           const row = yield* store.rotate(principal.accountId)
           const settings = settingsView(row)
+          const now = new Date(yield* Clock.currentTimeMillis)
           return {
             success: true as const,
-            data: { secret: row.secret, previousSecretExpiresAt: settings.rotation?.previousSecretExpiresAt ?? new Date().toISOString(), settings }
+            data: { secret: row.secret, previousSecretExpiresAt: settings.rotation?.previousSecretExpiresAt ?? now.toISOString(), settings }
           }
-        }))
-      .handleRaw("confirmSecret", ({ request }) =>
+        }).pipe(atEdge))
+      .handle("confirmSecret", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          yield* requireEmptyBody(stateOf(request).body)
           return { success: true as const, data: settingsView(yield* store.confirmRotation(principal.accountId)) }
-        }))
+        }).pipe(atEdge))
       .handle("listDeliveries", ({ query }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const limit = query.limit ?? 50
-          const before = yield* cursors.decode(query.cursor)
+          const before = cursors.parse(query.cursor)
+          if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
           const rows = yield* store.listDeliveries(principal, {
             limit: limit + 1,
-            before,
+            before: before.key,
             state: query.status,
             recordId: query.recordId,
             eventId: query.eventId
@@ -136,20 +120,19 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
               nextCursor: rows.length > limit ? cursors.encode(page[page.length - 1].seq) : null
             }
           }
-        }))
+        }).pipe(atEdge))
       .handle("getDelivery", ({ params }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const row = yield* store.getDelivery(principal, params.deliveryId)
-          if (row === undefined) return yield* Effect.fail(deliveryNotFound(params.deliveryId))
+          if (row === undefined) return yield* new DeliveryNotFound({ deliveryId: params.deliveryId })
           return { success: true as const, data: (yield* withAttempts([row]))[0] }
-        }))
-      .handleRaw("redeliver", ({ request, params }) =>
+        }).pipe(atEdge))
+      .handle("redeliver", ({ params }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          yield* requireEmptyBody(stateOf(request).body)
           const row = yield* store.redeliver(principal, params.deliveryId)
-          if (row === undefined) return yield* Effect.fail(deliveryNotFound(params.deliveryId))
+          if (row === undefined) return yield* new DeliveryNotFound({ deliveryId: params.deliveryId })
           return { success: true as const, data: (yield* withAttempts([row]))[0] }
-        }))
+        }).pipe(atEdge))
   }))

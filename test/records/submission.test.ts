@@ -62,7 +62,11 @@ describe("decodeSubmission", () => {
         accepted++
       } else {
         expect(mine._tag, JSON.stringify(body)).toBe("Invalid")
-        if (mine._tag === "Invalid") expect(mine.error).toEqual(reference.error)
+        // The same 400 as the schema alone: code and message (the domain error says what the wire body will).
+        if (mine._tag === "Invalid") {
+          const wire = reference.error as { errorCode: string; error: string }
+          expect({ errorCode: mine.error.errorCode, error: mine.error.message }).toEqual({ errorCode: wire.errorCode, error: wire.error })
+        }
         refused++
       }
     }
@@ -75,7 +79,7 @@ describe("decodeSubmission", () => {
     expect(invalid._tag).toBe("Invalid")
     if (invalid._tag === "Invalid") {
       expect(invalid.error.errorCode).toBe("VALIDATION_ERROR")
-      expect(invalid.error.error).toContain("records[3].chain")
+      expect(invalid.error.message).toContain("records[3].chain")
     }
   })
 })
