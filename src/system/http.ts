@@ -1,8 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { EvmAnchoring } from "../evm/Anchoring.ts"
-import { FabricAnchoring } from "../fabric/Anchoring.ts"
+import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import { VERSION } from "../version.ts"
 import { Api } from "../api/Api.ts"
 
@@ -10,17 +9,13 @@ import { Api } from "../api/Api.ts"
 export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const evm = yield* EvmAnchoring
-    const fabric = yield* FabricAnchoring
-    const networks = () => [
-      ...evm.status.map((s) => ({ ...s, chainType: "evm" })),
-      ...fabric.status.map((s) => ({ ...s, chainType: "fabric" }))
-    ].map((s) => ({
+    const health = yield* NetworkHealth
+    const networks = Effect.map(health.snapshot, (states) => states.map((s) => ({
       networkId: s.networkId,
       chainType: s.chainType,
       // leader: this node batches, sends and watches; follower: another node holds the network's lock
       status: !s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting"
-    }))
+    })))
     return handlers.handle("health", () =>
       Effect.gen(function*() {
         const started = Date.now()
@@ -35,7 +30,7 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
             status: database.status === "up" ? "ok" as const : "degraded" as const,
             version: VERSION,
             database,
-            networks: networks()
+            networks: yield* networks
           }
         }
       }))
