@@ -1,11 +1,12 @@
 /**
  * The batcher of one network: cuts a batch when N records are queued or the oldest queued record
  * is older than the window. Cutting (claim with FOR UPDATE SKIP LOCKED, tree, batch + proofs,
- * records → BATCHING) is one transaction in AnchorStore.cutBatch; the chain writer sends it after.
- * The same for every chain: an `AnchorChain` (src/batching/AnchorChain.ts) gives its `BatchTarget`.
+ * records → BATCHING) is one transaction in BatchStore.cutBatch; the chain writer sends it after.
+ * The same for every chain: an `AnchorChain` (src/anchoring/AnchorChain.ts) gives its `BatchTarget`.
  */
 import { Clock, Effect } from "effect"
-import { AnchorStore, type BatchMeta } from "./AnchorStore.ts"
+import { BatchStore } from "./BatchStore.ts"
+import type { BatchMeta, Environment } from "./model.ts"
 
 /** What the batcher needs to know about a network. */
 export interface BatchTarget {
@@ -15,45 +16,44 @@ export interface BatchTarget {
   /** Where its batches go (stored with the batch). */
   readonly meta: BatchMeta
   /** Fabric: the environment whose hybrid records this network anchors (their second anchor). */
-  readonly hybridEnvironment?: "test" | "live" | undefined
+  readonly hybridEnvironment?: Environment | undefined
 }
 
-export const batcherTick = (network: BatchTarget, onCut: Effect.Effect<void>) =>
-  Effect.gen(function*() {
-    const store = yield* AnchorStore
-    // Cut as many full batches as are waiting, then one partial batch once the window has passed.
-    let lockedRetries = 0
-    for (;;) {
-      const q = yield* store.queueState(network.networkId, network.batchMaxSize, network.hybridEnvironment)
-      if (q.count === 0) return
-      const due = q.count >= network.batchMaxSize ||
-        (q.oldest !== null && (yield* Clock.currentTimeMillis) - q.oldest.getTime() >= network.batchWindowMs)
-      if (!due) return
-      const cut = yield* store.cutBatch(network.networkId, network.batchMaxSize, network.meta, network.hybridEnvironment)
-      if (cut === undefined) {
-        // Every counted record was row-locked by another batcher: look again shortly.
-        if (lockedRetries++ >= 20) return
-        yield* Effect.sleep("25 millis")
-        continue
-      }
-      yield* Effect.logDebug("batch cut").pipe(Effect.annotateLogs({
-        networkId: network.networkId,
-        batchId: cut.batchId,
-        root: cut.root,
-        leafCount: cut.leafCount,
-        ...(cut.joined ? { joinedExistingBatch: true } : {})
-      }))
-      yield* onCut
-      if (cut.leafCount >= network.batchMaxSize) continue
-      // Fewer than counted: some were row-locked by another batcher (the other network of hybrid records,
-      // claiming or confirming them). Look again shortly instead of a whole period later.
-      if (cut.leafCount < Math.min(q.count, network.batchMaxSize) && lockedRetries++ < 20) {
-        yield* Effect.sleep("25 millis")
-        continue
-      }
-      return
+export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTarget, onCut: Effect.Effect<void>) {
+  const store = yield* BatchStore
+  // Cut as many full batches as are waiting, then one partial batch once the window has passed.
+  let lockedRetries = 0
+  for (;;) {
+    const q = yield* store.queueState(network.networkId, network.batchMaxSize, network.hybridEnvironment)
+    if (q.count === 0) return
+    const due = q.count >= network.batchMaxSize ||
+      (q.oldest !== null && (yield* Clock.currentTimeMillis) - q.oldest.getTime() >= network.batchWindowMs)
+    if (!due) return
+    const cut = yield* store.cutBatch(network.networkId, network.batchMaxSize, network.meta, network.hybridEnvironment)
+    if (cut === undefined) {
+      // Every counted record was row-locked by another batcher: look again shortly.
+      if (lockedRetries++ >= 20) return
+      yield* Effect.sleep("25 millis")
+      continue
     }
-  })
+    yield* Effect.logDebug("batch cut").pipe(Effect.annotateLogs({
+      networkId: network.networkId,
+      batchId: cut.batchId,
+      root: cut.root,
+      leafCount: cut.leafCount,
+      ...(cut.joined ? { joinedExistingBatch: true } : {})
+    }))
+    yield* onCut
+    if (cut.leafCount >= network.batchMaxSize) continue
+    // Fewer than counted: some were row-locked by another batcher (the other network of hybrid records,
+    // claiming or confirming them). Look again shortly instead of a whole period later.
+    if (cut.leafCount < Math.min(q.count, network.batchMaxSize) && lockedRetries++ < 20) {
+      yield* Effect.sleep("25 millis")
+      continue
+    }
+    return
+  }
+})
 
 /** How often the batcher looks at the queue: a quarter of the window, between 50 ms and 1 s. */
 export const batcherPeriodMs = (network: { readonly batchWindowMs: number }) =>

@@ -9,12 +9,13 @@
  * `networkId` is its EVM network; the Fabric network of its environment anchors it too.
  */
 import { Config, Context, Effect, Layer, Option } from "effect"
-import type { Environment } from "../auth/apiKeys.ts"
+import type { ChainType } from "../api/recordSchemas.ts"
+import type { AnchorChainType, Environment } from "./model.ts"
 
 /** A configured network as the chain-neutral side sees it (EVM and Fabric configurations give these). */
 export interface NetworkSummary {
   readonly networkId: string
-  readonly chainType: "evm" | "fabric"
+  readonly chainType: AnchorChainType
   readonly environment: Environment
 }
 
@@ -44,8 +45,8 @@ export interface NetworkChoice {
 }
 
 export class Networks extends Context.Service<Networks, {
-  readonly choose: (environment: Environment, chain: "evm" | "fabric" | "hybrid") => NetworkChoice
-}>()("anchord/batching/Networks") {
+  readonly choose: (environment: Environment, chain: ChainType) => NetworkChoice
+}>()("anchord/anchoring/Networks") {
   static readonly layer = Layer.effect(
     Networks,
     Effect.gen(function*() {

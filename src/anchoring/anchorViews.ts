@@ -1,116 +1,112 @@
 /**
- * Anchors as records show them (SPEC 4) and the proof bundle (SPEC 6), read from the `anchors`
- * and `anchor_batches` tables. An anchor is shown once its transaction is in a block; `anchoredAt`
- * stays null until the configured confirmation depth is reached.
+ * The anchor, once: one row type (`AnchorRow`, an `anchors` row joined with its batch), one query
+ * (`anchorRows`), and the shapes built from it — `toAnchor`, the `Anchor` of the wire contract
+ * (src/api/recordSchemas.ts) that record views (SPEC 4) and `anchor.confirmed` events carry, and the
+ * proof bundle (SPEC 6, docs/proof-format.md), which keeps its own documented shape.
+ *
+ * An anchor is shown once its transaction is in a block; `anchoredAt` stays null until the configured
+ * confirmation depth is reached.
  */
-import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect, Schema } from "effect"
+import type { SqlClient, SqlError } from "effect/sql"
+import type { Anchor } from "../api/recordSchemas.ts"
+import { AnchorChainType, decodeRows } from "./model.ts"
 
-export interface AnchorFacts {
-  readonly recordId: string
-  readonly chainType: "evm" | "fabric"
-  readonly networkId: string
-  readonly batchId: number | string
-  readonly txHash: string
-  readonly blockNumber: number | null
-  readonly blockHash: string | null
-  readonly merkleRoot: string
-  readonly merkleProof: ReadonlyArray<string>
-  readonly leafIndex: number
-  readonly leafCount: number
-  readonly confirmed: boolean
-  readonly anchoredAt: string | null
-  readonly contractAddress: string | null
-  readonly chainId: number | null
-  readonly channel: string | null
-  readonly chaincode: string | null
-}
+/** Numbers PostgreSQL keeps as bigint, read as text (`::text`) and decoded here. */
+const BigIntText = Schema.NumberFromString
 
-/** The anchor entry of a record view (the `Anchor` schema of src/records/schemas.ts). */
-export const anchorView = (a: AnchorFacts) => ({
+export const AnchorRow = Schema.Struct({
+  recordId: Schema.String,
+  chainType: AnchorChainType,
+  networkId: Schema.String,
+  /** EVM: the contract's batch counter. */
+  chainBatchId: Schema.NullOr(BigIntText),
+  /** Fabric: the string batch id given to the chaincode. */
+  chainBatchRef: Schema.NullOr(Schema.String),
+  txHash: Schema.String,
+  blockNumber: Schema.NullOr(BigIntText),
+  blockHash: Schema.NullOr(Schema.String),
+  merkleRoot: Schema.String,
+  merkleProof: Schema.Array(Schema.String),
+  leafIndex: Schema.Number,
+  leafCount: Schema.Number,
+  confirmed: Schema.Boolean,
+  anchoredAt: Schema.NullOr(Schema.Date),
+  contractAddress: Schema.NullOr(Schema.String),
+  chainId: Schema.NullOr(BigIntText),
+  channel: Schema.NullOr(Schema.String),
+  chaincode: Schema.NullOr(Schema.String)
+})
+export type AnchorRow = typeof AnchorRow.Type
+
+const decodeAnchorRows = decodeRows(AnchorRow)
+
+/**
+ * The anchors of the given records whose transaction is in a block, by record id (one query), each
+ * record's in (chain type, network) order.
+ */
+export const anchorRows = (
+  sql: SqlClient.SqlClient,
+  ids: ReadonlyArray<string>
+): Effect.Effect<Map<string, Array<AnchorRow>>, SqlError.SqlError> =>
+  ids.length === 0 ? Effect.succeed(new Map()) : sql`
+    SELECT a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
+      b.block_number::text AS block_number, b.block_hash, b.merkle_root, a.merkle_proof, a.leaf_index, b.leaf_count,
+      a.confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
+    FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
+    WHERE a.record_id IN ${sql.in(ids as Array<string>)} AND b.state IN ('MINED', 'CONFIRMED') AND b.tx_hash IS NOT NULL
+    ORDER BY a.record_id, a.chain_type, a.network_id`.pipe(
+    Effect.flatMap(decodeAnchorRows),
+    Effect.map((rows) => {
+      const out = new Map<string, Array<AnchorRow>>()
+      for (const r of rows) {
+        const list = out.get(r.recordId)
+        if (list === undefined) out.set(r.recordId, [r])
+        else list.push(r)
+      }
+      return out
+    })
+  )
+
+/** EVM: the contract's counter (an integer); Fabric: the string given to the chaincode (seed). */
+const batchIdOf = (a: AnchorRow): number | string =>
+  a.chainType === "evm" ? Number(a.chainBatchId) : (a.chainBatchRef ?? (a.chainBatchId === null ? "" : String(a.chainBatchId)))
+
+const anchoredAtOf = (a: AnchorRow): string | null => a.confirmed && a.anchoredAt !== null ? a.anchoredAt.toISOString() : null
+
+/** The anchor of a record view and of an event (the wire contract's `Anchor`). */
+export const toAnchor = (a: AnchorRow): typeof Anchor.Type => ({
   chainType: a.chainType,
   networkId: a.networkId,
-  batchId: a.batchId,
+  batchId: batchIdOf(a),
   txHash: a.txHash,
   blockNumber: a.blockNumber,
   merkleRoot: a.merkleRoot,
   merkleProof: a.merkleProof,
-  anchoredAt: a.anchoredAt,
+  anchoredAt: anchoredAtOf(a),
   ...(a.chainType === "evm" && a.contractAddress !== null ? { contractAddress: a.contractAddress } : {}),
   ...(a.chainType === "evm" && a.chainId !== null ? { chainId: a.chainId } : {}),
   ...(a.chainType === "fabric" && a.channel !== null ? { channel: a.channel } : {}),
   ...(a.chainType === "fabric" && a.chaincode !== null ? { chaincode: a.chaincode } : {})
 })
 
-interface Row {
-  readonly recordId: string
-  readonly chainType: "evm" | "fabric"
-  readonly networkId: string
-  readonly chainBatchId: string | null
-  readonly txHash: string
-  readonly blockNumber: string | null
-  readonly blockHash: string | null
-  readonly merkleRoot: string
-  readonly merkleProof: ReadonlyArray<string>
-  readonly leafIndex: number
-  readonly leafCount: number
-  readonly confirmed: boolean
-  readonly anchoredAt: Date | null
-  readonly contractAddress: string | null
-  readonly chainId: string | null
-  readonly chainBatchRef: string | null
-  readonly channel: string | null
-  readonly chaincode: string | null
-}
+/**
+ * The anchor as events carry it: `toAnchor`, with SPEC 4's rule for events that a Fabric anchor's
+ * `blockNumber` is null (the block stays in the record view and the proof bundle).
+ */
+export const toEventAnchor = (a: AnchorRow): typeof Anchor.Type =>
+  a.chainType === "fabric" ? { ...toAnchor(a), blockNumber: null } : toAnchor(a)
 
-/** Anchors of the given records, by record id (one query). */
-export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const out = new Map<string, Array<AnchorFacts>>()
-    if (ids.length === 0) return out
-    const rows = yield* sql<Row>`
-      SELECT a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.tx_hash,
-        b.block_number::text AS block_number, b.block_hash, b.merkle_root, a.merkle_proof, a.leaf_index, b.leaf_count,
-        a.confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id,
-        b.chain_batch_ref, b.channel, b.chaincode
-      FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
-      WHERE a.record_id IN ${sql.in(ids as Array<string>)} AND b.state IN ('MINED', 'CONFIRMED') AND b.tx_hash IS NOT NULL
-      ORDER BY a.record_id, a.chain_type, a.network_id`.pipe(Effect.orDie)
-    for (const r of rows) {
-      const facts: AnchorFacts = {
-        recordId: r.recordId,
-        chainType: r.chainType,
-        networkId: r.networkId,
-        // EVM: the contract's counter; Fabric: the string given to the chaincode.
-        batchId: r.chainType === "evm" ? Number(r.chainBatchId) : (r.chainBatchRef ?? r.chainBatchId ?? ""),
-        txHash: r.txHash,
-        blockNumber: r.blockNumber === null ? null : Number(r.blockNumber),
-        blockHash: r.blockHash,
-        merkleRoot: r.merkleRoot,
-        merkleProof: r.merkleProof,
-        leafIndex: r.leafIndex,
-        leafCount: r.leafCount,
-        confirmed: r.confirmed,
-        anchoredAt: r.confirmed && r.anchoredAt !== null ? r.anchoredAt.toISOString() : null,
-        contractAddress: r.contractAddress,
-        chainId: r.chainId === null ? null : Number(r.chainId),
-        channel: r.channel,
-        chaincode: r.chaincode
-      }
-      const list = out.get(r.recordId)
-      if (list === undefined) out.set(r.recordId, [facts])
-      else list.push(facts)
-    }
-    return out
-  })
+/** Anchors of the given records, by record id (one query), for the HTTP read paths (a database failure is a defect there). */
+export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => Effect.orDie(anchorRows(sql, ids))
 
 /** Attaches `anchors` to record rows (for toView). */
 export const withAnchors = (sql: SqlClient.SqlClient) => <Row extends { readonly id: string }>(rows: ReadonlyArray<Row>) =>
   Effect.map(loadAnchors(sql, rows.map((r) => r.id)), (byId) =>
-    rows.map((r) => ({ ...r, anchors: (byId.get(r.id) ?? []).map(anchorView) })))
+    rows.map((r) => ({ ...r, anchors: (byId.get(r.id) ?? []).map(toAnchor) })))
 
 /** SPEC 6: the self-contained receipt of an anchored record (see docs/proof-format.md). */
-export const proofBundle = (record: { readonly id: string; readonly hash: string }, anchors: ReadonlyArray<AnchorFacts>) => ({
+export const proofBundle = (record: { readonly id: string; readonly hash: string }, anchors: ReadonlyArray<AnchorRow>) => ({
   version: 1 as const,
   recordId: record.id,
   hash: record.hash,
@@ -122,7 +118,7 @@ export const proofBundle = (record: { readonly id: string; readonly hash: string
     networkId: a.networkId,
     ...(a.chainType === "evm" ? { chainId: a.chainId, contractAddress: a.contractAddress } : {}),
     ...(a.chainType === "fabric" ? { channel: a.channel ?? "", chaincode: a.chaincode ?? "" } : {}),
-    batchId: a.batchId,
+    batchId: batchIdOf(a),
     merkleRoot: a.merkleRoot,
     merkleProof: a.merkleProof,
     leafIndex: a.leafIndex,
@@ -130,6 +126,6 @@ export const proofBundle = (record: { readonly id: string; readonly hash: string
     txHash: a.txHash,
     blockNumber: a.blockNumber,
     blockHash: a.blockHash,
-    anchoredAt: a.anchoredAt
+    anchoredAt: anchoredAtOf(a)
   }))
 })

@@ -1,8 +1,9 @@
 /** Wire schema of the proof bundle (SPEC 6, docs/proof-format.md). Definitions only: no server code. */
 import { Schema } from "effect"
+import { AnchorChainType } from "./recordSchemas.ts"
 
 export const ProofBundleAnchor = Schema.Struct({
-  chainType: Schema.Literals(["evm", "fabric"]),
+  chainType: AnchorChainType,
   networkId: Schema.String,
   chainId: Schema.optionalKey(Schema.NullOr(Schema.Number)),
   contractAddress: Schema.optionalKey(Schema.NullOr(Schema.String)),

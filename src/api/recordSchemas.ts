@@ -3,6 +3,9 @@ import { Schema } from "effect"
 
 export const ChainType = Schema.Literals(["evm", "fabric", "hybrid"])
 export type ChainType = typeof ChainType.Type
+/** The chain of one anchor (a hybrid record has one of each). */
+export const AnchorChainType = Schema.Literals(["evm", "fabric"])
+export type AnchorChainType = typeof AnchorChainType.Type
 export const PackageMode = Schema.Literals(["SEPARATED", "IN_PLACE", "MANAGED"])
 export type PackageMode = typeof PackageMode.Type
 export const RecordStatus = Schema.Literals(["QUEUED", "BATCHING", "ANCHORED", "FAILED", "DELETED"])
@@ -76,7 +79,7 @@ export const PatchBody = Schema.StructWithRest(Schema.Struct({
 export type PatchBody = typeof PatchBody.Type
 
 export const Anchor = Schema.Struct({
-  chainType: Schema.Literals(["evm", "fabric"]),
+  chainType: AnchorChainType,
   networkId: Schema.String,
   batchId: Schema.Union([Schema.Number, Schema.String]),
   txHash: Schema.String,

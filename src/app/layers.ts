@@ -7,9 +7,10 @@ import { UsageCache } from "../auth/UsageCache.ts"
 import { ConfiguredNetworks, Networks } from "../anchoring/Networks.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseLive } from "./database.ts"
-import { EvmAnchoring } from "../evm/Anchoring.ts"
+import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
+import * as EvmAnchoring from "../evm/Anchoring.ts"
 import { EvmNetworks } from "../evm/config.ts"
-import { FabricAnchoring } from "../fabric/Anchoring.ts"
+import * as FabricAnchoring from "../fabric/Anchoring.ts"
 import { FabricNetworks } from "../fabric/config.ts"
 import { HttpServerLayer } from "./server.ts"
 import { RecordCreation } from "../records/creation.ts"
@@ -47,7 +48,7 @@ export const ServicesLayer = ApiServices.pipe(Layer.provideMerge(CoreLayer))
 /**
  * The whole node over the given EVM and Fabric networks (EVM_NETWORKS / FABRIC_NETWORKS, or the dev
  * chain and dev peer of `anchord dev`): API server, one anchoring pipeline per network (batcher,
- * chain writer, watcher / indexer: src/batching/AnchorChain.ts), and the webhook dispatcher.
+ * chain writer, watcher / indexer: src/anchoring/Pipeline.ts), and the webhook dispatcher.
  */
 export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer>, R2 = Layer.Services<typeof FabricNetworks.layer>>(
   evmNetworks: Layer.Layer<EvmNetworks, E, R>,
@@ -55,12 +56,13 @@ export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer
   fabricNetworks: Layer.Layer<FabricNetworks, E2, R2> = FabricNetworks.layer as unknown as Layer.Layer<FabricNetworks, E2, R2>
 ) =>
   Layer.mergeAll(
-    // /v1/health reports the anchoring pipelines' states (the same layer instances: built once)
-    HttpServerLayer.pipe(Layer.provide(Layer.merge(EvmAnchoring.layer, FabricAnchoring.layer))),
+    HttpServerLayer,
     EvmAnchoring.layer,
     FabricAnchoring.layer,
     WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer))
   ).pipe(
+    // The anchoring pipelines report their networks' states; /v1/health reads them.
+    Layer.provideMerge(NetworkHealth.layer),
     Layer.provideMerge(ApiServices),
     Layer.provideMerge(Layer.merge(evmNetworks, fabricNetworks)),
     Layer.provideMerge(CoreLayer)

@@ -24,11 +24,12 @@ import * as Module from "node:module"
 import * as Path from "node:path"
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import type { Hex } from "viem"
-import { AnchorStore } from "../anchoring/AnchorStore.ts"
+import { BatchStore } from "../anchoring/BatchStore.ts"
 import { AppConfig } from "../config.ts"
 import { freePort, isPortFree } from "./EmbeddedPostgres.ts"
 import { EvmNetworks, fromJson } from "../evm/config.ts"
 import { deployAnchorRegistry, isAnchorRegistryDeployed } from "../evm/deploy.ts"
+import { EvmStore } from "../evm/EvmStore.ts"
 
 /** Hardhat's well-known development account #0 (public test key: never use it on a real chain). */
 export const DEV_SIGNER_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
@@ -366,8 +367,9 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
       contractAddress = d.address
       // Batches of the previous dev chain are gone with it: re-queue their records (soft-deleted
       // ones too, so their proofs stay true; they emit no webhook: see docs/dev-chain.md).
-      const store = yield* AnchorStore
-      const requeued = yield* store.forgetNetwork(DEV_NETWORK_ID)
+      const store = yield* EvmStore
+      // At startup a database failure here is fatal (as the node's own migrations would be).
+      const requeued = yield* store.resetNetwork(DEV_NETWORK_ID).pipe(Effect.orDie)
       if (saved !== undefined || requeued > 0) {
         yield* Effect.logWarning(
           `dev chain was reset (${chain.stateFile} is new): ${requeued} records re-queued for anchoring on the new chain`
@@ -397,7 +399,7 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
       rpcUrl: chain.rpcUrl, chainId: DEV_CHAIN_ID, networkId: DEV_NETWORK_ID, contractAddress, stateFile: chain.stateFile
     })
     return Context.make(EvmNetworks, networks).pipe(Context.add(DevChain, info))
-  }).pipe(Effect.provide(AnchorStore.layer)))
+  }).pipe(Effect.provide(EvmStore.layer.pipe(Layer.provide(BatchStore.layer)))))
 }))
 
 /** The dev chain's banner facts, when the node runs one. */

@@ -1,8 +1,9 @@
 import { Config, Effect, Layer } from "effect"
-import { AnchorStore } from "../anchoring/AnchorStore.ts"
+import { BatchStore } from "../anchoring/BatchStore.ts"
 import { type FabricNetworkConfig, type FabricNetworkJson, fabricFromJson, FabricNetworks } from "../fabric/config.ts"
 import { FabricDevPeer } from "./FabricDevPeer.ts"
 import type { DevPeer } from "./fabric-peer/index.ts"
+import { FabricStore } from "../fabric/FabricStore.ts"
 
 /** A dev peer as a configured network: exactly what FABRIC_NETWORKS would give for it. */
 export const devPeerNetwork = (peer: DevPeer, overrides: Partial<FabricNetworkJson> = {}): FabricNetworkConfig =>
@@ -31,14 +32,15 @@ export const FabricDevNetworkLayer = Layer.unwrap(Effect.gen(function*() {
     const peer = yield* FabricDevPeer
     const window = yield* Config.Int("DEV_BATCH_WINDOW_MS").pipe(Config.withDefault(1000))
     const networkId = "fabric-dev"
-    const store = yield* AnchorStore
-    const checkpoint = yield* store.fabricCheckpoint(networkId)
+    const store = yield* FabricStore
+    // At startup a database failure here is fatal (as the node's own migrations would be).
+    const checkpoint = yield* store.checkpoint(networkId).pipe(Effect.orDie)
     if (checkpoint !== undefined && checkpoint.blockNumber >= BigInt(peer.blockHeight())) {
-      const requeued = yield* store.forgetNetwork(networkId)
+      const requeued = yield* store.resetNetwork(networkId).pipe(Effect.orDie)
       yield* Effect.logInfo("fabric dev peer is fresh: records re-queued for anchoring", { requeued })
     }
     return FabricNetworks.of({
       networks: [devPeerNetwork(peer, { networkId, batchWindowMs: window })]
     })
-  }).pipe(Effect.provide(AnchorStore.layer)))
+  }).pipe(Effect.provide(FabricStore.layer.pipe(Layer.provide(BatchStore.layer)))))
 }))

@@ -7,20 +7,23 @@
  */
 import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
 import type { Hex } from "viem"
+import {
+  commonDefaults,
+  commonNetworkFields,
+  type CommonNetworkConfig,
+  NonNegativeInt,
+  parseNetworkList,
+  perNetworkVariable,
+  PositiveInt
+} from "../anchoring/networkConfig.ts"
 
-export interface EvmNetworkConfig {
-  readonly networkId: string
+export interface EvmNetworkConfig extends CommonNetworkConfig {
   readonly rpcUrl: string
   readonly chainId: number
   readonly contractAddress: Hex
   readonly privateKey: Redacted.Redacted<Hex>
   /** Blocks (the including block counts as 1) before a batch counts as confirmed. */
   readonly confirmations: number
-  readonly environment: "test" | "live"
-  /** A batch is cut at this many records ... */
-  readonly batchMaxSize: number
-  /** ... or when the oldest queued record is this old (ms). */
-  readonly batchWindowMs: number
   /** Watcher/writer polling period (ms). */
   readonly pollIntervalMs: number
   /** A sent transaction not mined after this long (ms) is replaced with higher fees. */
@@ -39,41 +42,34 @@ export interface EvmNetworkConfig {
 
 const HexAddress = Schema.String.check(Schema.isPattern(/^0x[0-9a-fA-F]{40}$/))
 const HexKey = Schema.String.check(Schema.isPattern(/^0x[0-9a-fA-F]{64}$/))
-const PositiveInt = Schema.Number.check(Schema.isInt(), Schema.isGreaterThan(0))
 
 export const EvmNetworkJson = Schema.Struct({
-  networkId: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)),
+  ...commonNetworkFields,
   rpcUrl: Schema.String,
   chainId: PositiveInt,
   contractAddress: HexAddress,
   privateKey: Schema.optionalKey(HexKey),
   confirmations: Schema.optionalKey(PositiveInt),
-  environment: Schema.optionalKey(Schema.Literals(["test", "live"])),
-  batchMaxSize: Schema.optionalKey(PositiveInt),
-  batchWindowMs: Schema.optionalKey(PositiveInt),
   pollIntervalMs: Schema.optionalKey(PositiveInt),
   stuckAfterMs: Schema.optionalKey(PositiveInt),
   feeBumpPercent: Schema.optionalKey(Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(10))),
   maxAttempts: Schema.optionalKey(PositiveInt),
   maxFeePerGasWei: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[0-9]+$/))),
   logRange: Schema.optionalKey(PositiveInt),
-  startBlock: Schema.optionalKey(Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0)))
+  startBlock: Schema.optionalKey(NonNegativeInt)
 })
 export type EvmNetworkJson = typeof EvmNetworkJson.Type
 
-const keyEnvName = (networkId: string) => `EVM_PRIVATE_KEY_${networkId.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
+const keyEnvName = (networkId: string) => perNetworkVariable("EVM_PRIVATE_KEY", networkId)
 
 /** Fills defaults; `privateKey` must be present (from the JSON or the per-network variable). */
 export const fromJson = (n: EvmNetworkJson, privateKey: Redacted.Redacted<Hex>): EvmNetworkConfig => ({
-  networkId: n.networkId,
+  ...commonDefaults(n),
   rpcUrl: n.rpcUrl,
   chainId: n.chainId,
   contractAddress: n.contractAddress as Hex,
   privateKey,
   confirmations: n.confirmations ?? 1,
-  environment: n.environment ?? "test",
-  batchMaxSize: Math.min(n.batchMaxSize ?? 1000, 50_000),
-  batchWindowMs: n.batchWindowMs ?? 1000,
   pollIntervalMs: n.pollIntervalMs ?? 500,
   stuckAfterMs: n.stuckAfterMs ?? 30_000,
   feeBumpPercent: n.feeBumpPercent ?? 20,
@@ -107,22 +103,17 @@ export class EvmNetworks extends Context.Service<EvmNetworks, {
     Layer.succeed(EvmNetworks, EvmNetworks.of({ networks }))
 }
 
+const parseList = parseNetworkList({
+  variable: "EVM_NETWORKS",
+  item: EvmNetworkJson,
+  fail: (message) => new EvmConfigError({ message }),
+  // The message names the field, never the value (it may hold a key).
+  redact: (message) => message.replace(/0x[0-9a-fA-F]{64}/g, "0x…")
+})
+
 export const parseNetworks = Effect.fn("EvmNetworks.parse")(function*(text: string) {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    return yield* new EvmConfigError({ message: "EVM_NETWORKS is not valid JSON" })
-  }
-  const list = yield* Schema.decodeUnknownEffect(Schema.Array(EvmNetworkJson))(json).pipe(
-    // The message names the field, never the value (it may hold a key).
-    Effect.mapError((e) => new EvmConfigError({ message: `EVM_NETWORKS: ${String(e.message).replace(/0x[0-9a-fA-F]{64}/g, "0x…")}` }))
-  )
   const out: Array<EvmNetworkConfig> = []
-  const seen = new Set<string>()
-  for (const n of list) {
-    if (seen.has(n.networkId)) return yield* new EvmConfigError({ message: `EVM_NETWORKS: duplicate networkId ${n.networkId}` })
-    seen.add(n.networkId)
+  for (const n of yield* parseList(text)) {
     const fromEnv = yield* Config.option(Config.Redacted(keyEnvName(n.networkId)))
     const key = fromEnv._tag === "Some"
       ? Redacted.value(fromEnv.value)

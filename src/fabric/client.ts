@@ -17,7 +17,7 @@ import {
 import { type common, gateway as gatewayPb, msp } from "@hyperledger/fabric-protos"
 import * as Fs from "node:fs"
 import { createPrivateKey } from "node:crypto"
-import { Effect, Scope } from "effect"
+import { Clock, Effect, Scope } from "effect"
 import type { FabricNetworkConfig } from "./config.ts"
 import { classify, FabricError, Rejected } from "./errors.ts"
 
@@ -47,11 +47,12 @@ export interface FabricClient {
   readonly block: (number: bigint) => Effect.Effect<common.Block, FabricError>
 }
 
-const deadline = (ms: number) => ({ deadline: Date.now() + ms })
-
 /** Connects (lazily: gRPC dials on first use); closed with the scope. */
 export const makeFabricClient = (config: FabricNetworkConfig): Effect.Effect<FabricClient, FabricError, Scope.Scope> =>
   Effect.gen(function*() {
+    // gRPC deadlines are instants; grpc-js holds them against the wall clock, which the live Clock reads.
+    const clock = yield* Clock.Clock
+    const deadline = (ms: number) => ({ deadline: clock.currentTimeMillisUnsafe() + ms })
     const fail = (operation: string) => (e: unknown) => new FabricError({ networkId: config.networkId, operation, reason: classify(e) })
     const files = yield* Effect.try({
       try: () => ({

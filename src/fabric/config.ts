@@ -7,10 +7,16 @@
  * `anchord dev` (`fabric-dev`) go through the same code.
  */
 import { Config, Context, Effect, Layer, Schema } from "effect"
+import {
+  commonDefaults,
+  commonNetworkFields,
+  type CommonNetworkConfig,
+  NonNegativeInt,
+  parseNetworkList,
+  PositiveInt
+} from "../anchoring/networkConfig.ts"
 
-export interface FabricNetworkConfig {
-  readonly networkId: string
-  readonly environment: "test" | "live"
+export interface FabricNetworkConfig extends CommonNetworkConfig {
   /** Gateway peer `host:port`. */
   readonly peerEndpoint: string
   /** PEM file of the TLS root (CA) certificate; plaintext gRPC when absent (dev peer only). */
@@ -24,10 +30,6 @@ export interface FabricNetworkConfig {
   readonly keyPath: string
   readonly channel: string
   readonly chaincode: string
-  /** A batch is cut at this many records ... */
-  readonly batchMaxSize: number
-  /** ... or when the oldest queued record is this old (ms). */
-  readonly batchWindowMs: number
   /** Attempts (endorsement refusals, MVCC conflicts, invalid commits) before a batch is FAILED. */
   readonly maxAttempts: number
   /** Batches endorsed/submitted/awaited at the same time. */
@@ -43,11 +45,8 @@ export interface FabricNetworkConfig {
   readonly retryIntervalMs: number
 }
 
-const PositiveInt = Schema.Number.check(Schema.isInt(), Schema.isGreaterThan(0))
-
 export const FabricNetworkJson = Schema.Struct({
-  networkId: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)),
-  environment: Schema.optionalKey(Schema.Literals(["test", "live"])),
+  ...commonNetworkFields,
   peerEndpoint: Schema.String.check(Schema.isPattern(/^[^\s/]+:[0-9]{1,5}$/)),
   tlsRootCertPath: Schema.optionalKey(Schema.String),
   hostAlias: Schema.optionalKey(Schema.String),
@@ -56,11 +55,9 @@ export const FabricNetworkJson = Schema.Struct({
   keyPath: Schema.String.check(Schema.isMinLength(1)),
   channel: Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9.-]*$/)),
   chaincode: Schema.String.check(Schema.isMinLength(1)),
-  batchMaxSize: Schema.optionalKey(PositiveInt),
-  batchWindowMs: Schema.optionalKey(PositiveInt),
   maxAttempts: Schema.optionalKey(PositiveInt),
   maxInFlight: Schema.optionalKey(PositiveInt),
-  startBlock: Schema.optionalKey(Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
+  startBlock: Schema.optionalKey(NonNegativeInt),
   evaluateTimeoutMs: Schema.optionalKey(PositiveInt),
   endorseTimeoutMs: Schema.optionalKey(PositiveInt),
   submitTimeoutMs: Schema.optionalKey(PositiveInt),
@@ -70,8 +67,7 @@ export const FabricNetworkJson = Schema.Struct({
 export type FabricNetworkJson = typeof FabricNetworkJson.Type
 
 export const fabricFromJson = (n: FabricNetworkJson): FabricNetworkConfig => ({
-  networkId: n.networkId,
-  environment: n.environment ?? "test",
+  ...commonDefaults(n),
   peerEndpoint: n.peerEndpoint,
   tlsRootCertPath: n.tlsRootCertPath,
   hostAlias: n.hostAlias,
@@ -80,8 +76,6 @@ export const fabricFromJson = (n: FabricNetworkJson): FabricNetworkConfig => ({
   keyPath: n.keyPath,
   channel: n.channel,
   chaincode: n.chaincode,
-  batchMaxSize: Math.min(n.batchMaxSize ?? 1000, 50_000),
-  batchWindowMs: n.batchWindowMs ?? 1000,
   maxAttempts: n.maxAttempts ?? 10,
   maxInFlight: n.maxInFlight ?? 16,
   startBlock: n.startBlock ?? 0,
@@ -96,22 +90,14 @@ export class FabricConfigError extends Schema.TaggedError<FabricConfigError>()("
   message: Schema.String
 }) {}
 
+const parseList = parseNetworkList({
+  variable: "FABRIC_NETWORKS",
+  item: FabricNetworkJson,
+  fail: (message) => new FabricConfigError({ message })
+})
+
 export const parseFabricNetworks = Effect.fn("FabricNetworks.parse")(function*(text: string) {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    return yield* new FabricConfigError({ message: "FABRIC_NETWORKS is not valid JSON" })
-  }
-  const list = yield* Schema.decodeUnknownEffect(Schema.Array(FabricNetworkJson))(json).pipe(
-    Effect.mapError((e) => new FabricConfigError({ message: `FABRIC_NETWORKS: ${String(e.message)}` }))
-  )
-  const seen = new Set<string>()
-  for (const n of list) {
-    if (seen.has(n.networkId)) return yield* new FabricConfigError({ message: `FABRIC_NETWORKS: duplicate networkId ${n.networkId}` })
-    seen.add(n.networkId)
-  }
-  return list.map(fabricFromJson) as ReadonlyArray<FabricNetworkConfig>
+  return (yield* parseList(text)).map(fabricFromJson) as ReadonlyArray<FabricNetworkConfig>
 })
 
 /** The configured Fabric networks (possibly none: then Fabric and hybrid records wait in QUEUED). */

@@ -6,15 +6,14 @@
  *
  * Stored as `kind` (column) + payload (jsonb, the event without `kind`).
  */
-import { Schema } from "effect"
-import { Anchor, ChainType, RecordStatus } from "../api/recordSchemas.ts"
+import { Schema, SchemaTransformation } from "effect"
+import { Anchor, AnchorChainType, ChainType, RecordStatus } from "../api/recordSchemas.ts"
 import { EventKind } from "../api/webhookSchemas.ts"
 
 export { EventKind }
 export type EventKind = typeof EventKind.Type
 
-/** A record reached ANCHORED: every anchor it has (a hybrid record: EVM and Fabric), confirmed. */
-export const AnchorConfirmed = Schema.Struct({
+const AnchorConfirmedFacts = Schema.Struct({
   kind: Schema.Literal("anchor.confirmed"),
   recordId: Schema.String,
   hash: Schema.String,
@@ -26,18 +25,81 @@ export const AnchorConfirmed = Schema.Struct({
   anchoredAt: Schema.String,
   anchors: Schema.Array(Anchor)
 })
+
+/** The record's primary anchor (on its `networkId`) and, for a hybrid record, the other one (form B's `dualAnchor`). */
+export const primaryAnchor = (e: { readonly networkId: string; readonly anchors: ReadonlyArray<Anchor> }) =>
+  e.anchors.find((a) => a.networkId === e.networkId)
+export const dualAnchor = (e: {
+  readonly recordChainType: ChainType; readonly networkId: string; readonly anchors: ReadonlyArray<Anchor>
+}) => e.recordChainType === "hybrid" ? e.anchors.find((a) => a.networkId !== e.networkId) : undefined
+type Anchor = typeof Anchor.Type
+
+/**
+ * The stored payload of `anchor.confirmed`, as the node has always written it (rows written before
+ * this schema decode the same): the facts above, plus members derived from them on encode and ignored
+ * on decode — `status`, the primary anchor's members at the top level (the record's `anchoredAt` and
+ * `networkId` win) and, for a hybrid record, `dualAnchor`. Readers of the database (operators' SQL,
+ * tests) see the record's anchor without unpacking `anchors`.
+ */
+const StoredAnchorConfirmed = Schema.Struct({
+  ...AnchorConfirmedFacts.fields,
+  status: Schema.optionalKey(Schema.Literal("ANCHORED")),
+  /** The primary anchor's chain; the record's chain type when it has no anchor on its network. */
+  chainType: Schema.optionalKey(ChainType),
+  batchId: Schema.optionalKey(Anchor.fields.batchId),
+  txHash: Schema.optionalKey(Anchor.fields.txHash),
+  blockNumber: Schema.optionalKey(Anchor.fields.blockNumber),
+  merkleRoot: Schema.optionalKey(Anchor.fields.merkleRoot),
+  merkleProof: Schema.optionalKey(Anchor.fields.merkleProof),
+  contractAddress: Anchor.fields.contractAddress,
+  chainId: Anchor.fields.chainId,
+  channel: Anchor.fields.channel,
+  chaincode: Anchor.fields.chaincode,
+  dualAnchor: Schema.optionalKey(Anchor)
+})
+
+/** A record reached ANCHORED: every anchor it has (a hybrid record: EVM and Fabric), confirmed. */
+export const AnchorConfirmed = StoredAnchorConfirmed.pipe(Schema.decodeTo(
+  AnchorConfirmedFacts,
+  SchemaTransformation.transform({
+    decode: (stored) => stored,
+    encode: (facts) => {
+      const primary = primaryAnchor(facts)
+      const dual = dualAnchor(facts)
+      return {
+        ...(primary ?? { chainType: facts.recordChainType }),
+        ...facts,
+        status: "ANCHORED" as const,
+        ...(dual === undefined ? {} : { dualAnchor: dual })
+      }
+    }
+  })
+))
 export type AnchorConfirmed = typeof AnchorConfirmed.Type
 
-/** A batch was given up: its records reached FAILED. */
-export const AnchorFailed = Schema.Struct({
+const AnchorFailedFacts = Schema.Struct({
   kind: Schema.Literal("anchor.failed"),
   recordId: Schema.String,
   hash: Schema.String,
   networkId: Schema.String,
-  chainType: Schema.Literals(["evm", "fabric"]),
+  chainType: AnchorChainType,
   reason: Schema.String,
   errorCode: Schema.Literal("ANCHOR_FAILED")
 })
+
+/** A batch was given up: its records reached FAILED. Stored with `status` and no transaction (derived, as always). */
+export const AnchorFailed = Schema.Struct({
+  ...AnchorFailedFacts.fields,
+  status: Schema.optionalKey(Schema.Literal("FAILED")),
+  txHash: Schema.optionalKey(Schema.Null),
+  blockNumber: Schema.optionalKey(Schema.Null)
+}).pipe(Schema.decodeTo(
+  AnchorFailedFacts,
+  SchemaTransformation.transform({
+    decode: (stored) => stored,
+    encode: (facts) => ({ ...facts, status: "FAILED" as const, txHash: null, blockNumber: null })
+  })
+))
 export type AnchorFailed = typeof AnchorFailed.Type
 
 /** The owner changed mutable fields (only those that changed are listed). */

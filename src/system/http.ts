@@ -2,8 +2,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { EvmAnchoring } from "../evm/Anchoring.ts"
-import { FabricAnchoring } from "../fabric/Anchoring.ts"
+import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import { VERSION } from "../version.ts"
 import { Api } from "../api/Api.ts"
 
@@ -11,22 +10,17 @@ import { Api } from "../api/Api.ts"
 export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const evm = yield* EvmAnchoring
-    const fabric = yield* FabricAnchoring
-    const networks = () => [
-      ...evm.status.map((s) => ({ ...s, chainType: "evm" })),
-      ...fabric.status.map((s) => ({ ...s, chainType: "fabric" }))
-    ].map((s) => ({
+    const health = yield* NetworkHealth
+    const networks = Effect.map(health.snapshot, (states) => states.map((s) => ({
       networkId: s.networkId,
       chainType: s.chainType,
       // leader: this node batches, sends and watches; follower: another node holds the network's lock
       status: !s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting"
-    }))
+    })))
     // Generated once from the definition (the document does not change while the node runs).
     const openapi = JSON.stringify(OpenApi.fromApi(Api))
     return handlers.handle("openapi", () => Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json" })))
-      .handle("health", () =>
-      Effect.gen(function*() {
+      .handle("health", () =>      Effect.gen(function*() {
         const started = Date.now()
         const database = yield* sql`SELECT 1`.pipe(
           Effect.timeout("2 seconds"),
@@ -39,7 +33,7 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
             status: database.status === "up" ? "ok" as const : "degraded" as const,
             version: VERSION,
             database,
-            networks: networks()
+            networks: yield* networks
           }
         }
       }))

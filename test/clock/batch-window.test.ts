@@ -7,7 +7,7 @@ import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { beforeAll } from "vitest"
-import { AnchorStore } from "../../src/anchoring/AnchorStore.ts"
+import { BatchStore } from "../../src/anchoring/BatchStore.ts"
 import { batcherTick, type BatchTarget } from "../../src/anchoring/Batcher.ts"
 import { hexId, startClockNearNow, withDatabaseServices } from "../support/clock.ts"
 import { freshDatabase } from "../support/db.ts"
@@ -16,12 +16,12 @@ let url = ""
 beforeAll(async () => {
   url = await freshDatabase()
 })
-const withStore = withDatabaseServices(() => url, AnchorStore.layer)
+const withStore = withDatabaseServices(() => url, BatchStore.layer)
 
 const WINDOW = 2_000
 const target = (networkId: string): BatchTarget => ({
   networkId, batchMaxSize: 3, batchWindowMs: WINDOW,
-  meta: { chainId: 31337, contractAddress: "0x5fbdb2315678afecb367f032d93f642f64180aa3" }
+  meta: { chainType: "evm", chainId: 31337, contractAddress: "0x5fbdb2315678afecb367f032d93f642f64180aa3" }
 })
 
 /** `n` QUEUED records on `networkId`, created at `at` (the ingest stamps createdAt from the Clock). */

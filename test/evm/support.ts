@@ -6,7 +6,7 @@
 import { createServer, type Server, type Socket, connect } from "node:net"
 import { Effect, Redacted } from "effect"
 import { createPublicClient, http, type Hex } from "viem"
-import { EvmAnchoring } from "../../src/evm/Anchoring.ts"
+import { NetworkHealth } from "../../src/anchoring/NetworkHealth.ts"
 import { fromJson, EvmNetworks, type EvmNetworkConfig, type EvmNetworkJson } from "../../src/evm/config.ts"
 import { deployAnchorRegistry } from "../../src/evm/deploy.ts"
 import { makeNodeLayer } from "../../src/app/layers.ts"
@@ -38,7 +38,8 @@ export const startEvmNode = async (options: {
     databaseUrl: node.databaseUrl,
     createAccount: () => node.createAccount({ name: "evm test" }),
     createKey: (accountId) => node.createKey(accountId).then((k) => k.key),
-    isLeader: () => node.runtime.runPromise(Effect.map(EvmAnchoring, (a) => a.status.some((s) => s.leader))),
+    isLeader: () => node.runtime.runPromise(Effect.flatMap(NetworkHealth, (h) =>
+      Effect.map(h.snapshot, (states) => states.some((s) => s.chainType === "evm" && s.leader)))),
     stop: node.stop
   }
 }

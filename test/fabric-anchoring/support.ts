@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { type EvmNetworkConfig, EvmNetworks } from "../../src/evm/config.ts"
-import { FabricAnchoring } from "../../src/fabric/Anchoring.ts"
+import { NetworkHealth } from "../../src/anchoring/NetworkHealth.ts"
 import { type FabricNetworkConfig, type FabricNetworkJson, FabricNetworks } from "../../src/fabric/config.ts"
 import { devPeerNetwork } from "../../src/dev/fabricNetwork.ts"
 import { type DevPeer, type DevPeerOptions, startDevPeer } from "../../src/dev/fabric-peer/index.ts"
@@ -57,7 +57,8 @@ export const startFabricNode = async (options: {
     baseUrl: node.baseUrl,
     databaseUrl: node.databaseUrl,
     createKey: async () => (await node.createKey(await node.createAccount({ name: "fabric test" }))).key,
-    isLeader: () => node.runtime.runPromise(Effect.map(FabricAnchoring, (a) => a.status.some((s) => s.leader))),
+    isLeader: () => node.runtime.runPromise(Effect.flatMap(NetworkHealth, (h) =>
+      Effect.map(h.snapshot, (states) => states.some((s) => s.chainType === "fabric" && s.leader)))),
     stop: node.stop
   }
 }

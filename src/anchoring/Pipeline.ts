@@ -1,0 +1,132 @@
+/**
+ * The pipeline of a network, the same for every chain (`AnchorChain`):
+ *
+ * - leadership: exactly one node runs a network's pipeline, the holder of a PostgreSQL session
+ *   advisory lock (`pg_try_advisory_lock(hash("anchord:<chainType>:<networkId>"))`) on a dedicated
+ *   connection. When that node dies its connection closes, the lock is released, and another node's
+ *   retry takes over;
+ * - the batcher (src/anchoring/Batcher.ts, over BatchStore) followed by the chain's `submit` in one
+ *   fiber, every quarter window;
+ * - the chain's `watch` (EVM: a poll of logs; Fabric: the block-event indexer, long running) in another,
+ *   restarted after a failure;
+ * - one warning when a loop starts failing and one line when it recovers (not one per tick);
+ * - what it sees goes to NetworkHealth (leader, endpoint up / down, last error).
+ *
+ * `superviseNetworks` starts one such pipeline per configured network of a chain, in the layer's scope.
+ */
+import { Cause, Duration, Effect, Ref, Schedule, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import type { AnchorChain } from "./AnchorChain.ts"
+import { batcherPeriodMs, batcherTick } from "./Batcher.ts"
+import type { AnchorChainType } from "./model.ts"
+import { NetworkHealth } from "./NetworkHealth.ts"
+
+const LEADER_RETRY = "2 seconds"
+const HEARTBEAT = "2 seconds"
+
+export const errorText = (cause: Cause.Cause<unknown>): string => {
+  const e = Cause.squash(cause)
+  return (e instanceof Error ? e.message : String(e)).slice(0, 300)
+}
+
+/** Runs `tick` every `period`, logging failures (and outages once, not per tick), reporting them to NetworkHealth. */
+export const loop = Effect.fnUntraced(function*<E, R>(
+  name: string,
+  period: Duration.Input,
+  networkId: string,
+  tick: Effect.Effect<void, E, R>,
+  isUnavailable: (error: unknown) => boolean
+) {
+  const health = yield* NetworkHealth
+  const failing = yield* Ref.make(false)
+  return yield* tick.pipe(
+    Effect.andThen(Effect.gen(function*() {
+      if (!(yield* Ref.getAndSet(failing, false))) return
+      yield* health.update(networkId, { rpc: "up" })
+      yield* Effect.logInfo(`${name} recovered`)
+    })),
+    Effect.catchCause((cause) =>
+      Effect.gen(function*() {
+        if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
+        const message = errorText(cause)
+        yield* health.update(networkId, { lastError: message, ...(isUnavailable(Cause.squash(cause)) ? { rpc: "down" as const } : {}) })
+        if (yield* Ref.getAndSet(failing, true)) return
+        yield* Effect.logWarning(`${name} failing (will keep retrying)`, { error: message })
+      })
+    ),
+    Effect.andThen(Effect.sleep(period)),
+    Effect.forever
+  )
+})
+
+/** Holds the network's advisory lock and runs `pipeline` while it is held; retries every 2 s otherwise. */
+export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, networkId: string, pipeline: Effect.Effect<void, E, R | Scope.Scope>) {
+  const sql = yield* SqlClient.SqlClient
+  const health = yield* NetworkHealth
+  const attempt = Effect.scoped(Effect.gen(function*() {
+    const conn = yield* sql.reserve
+    const rows = yield* conn.executeValues("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", [key])
+    const got = rows[0]?.[0]
+    if (got !== true && got !== "t") return
+    yield* Effect.addFinalizer(() =>
+      Effect.andThen(
+        conn.executeValues("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [key]).pipe(Effect.ignore),
+        health.update(networkId, { leader: false })
+      )
+    )
+    yield* health.update(networkId, { leader: true })
+    yield* Effect.logInfo("network leadership acquired")
+    // The lock lives as long as this connection: check it, and stop leading when it is gone.
+    const heartbeat = conn.executeValues("SELECT 1", []).pipe(
+      Effect.timeout("5 seconds"),
+      Effect.repeat(Schedule.spaced(HEARTBEAT)),
+      Effect.andThen(Effect.never)
+    )
+    yield* Effect.raceFirst(pipeline, heartbeat)
+  }))
+  return yield* attempt.pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logWarning("network pipeline stopped", { error: errorText(cause) })
+    ),
+    Effect.andThen(Effect.sleep(LEADER_RETRY)),
+    Effect.forever
+  )
+})
+
+/** The shared pipeline of one network: leadership, then batcher + `submit`, and `watch`. */
+export const runAnchorChain = <E, R>(chain: AnchorChain<E, R>) => {
+  const networkId = chain.target.networkId
+  return leaderLoop(
+    `anchord:${chain.chainType}:${networkId}`,
+    networkId,
+    Effect.gen(function*() {
+      const connected = yield* chain.connect
+      yield* Effect.all([
+        loop("batcher/writer", `${batcherPeriodMs(chain.target)} millis`, networkId,
+          Effect.andThen(batcherTick(chain.target, Effect.void), connected.submit), chain.isUnavailable),
+        loop("watcher", connected.watchPeriod, networkId, connected.watch, chain.isUnavailable)
+      ], { concurrency: "unbounded", discard: true })
+    })
+  ).pipe(Effect.annotateLogs({ service: chain.chainType, networkId }))
+}
+
+/**
+ * One supervised pipeline per configured network of a chain, each registered in NetworkHealth and
+ * forked into the caller's scope (the layer's: the pipelines stop with the node). `none` is logged
+ * when no network of that chain is configured.
+ */
+export const superviseNetworks = Effect.fnUntraced(function*<N extends { readonly networkId: string }, E, R>(
+  chainType: AnchorChainType,
+  networks: ReadonlyArray<N>,
+  chainOf: (network: N) => AnchorChain<E, R>,
+  none: string
+) {
+  const health = yield* NetworkHealth
+  if (networks.length === 0) yield* Effect.logWarning(none)
+  for (const network of networks) {
+    yield* health.register(network.networkId, chainType)
+    yield* runAnchorChain(chainOf(network)).pipe(Effect.forkScoped)
+  }
+})

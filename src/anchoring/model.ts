@@ -1,0 +1,79 @@
+/**
+ * The vocabulary of anchoring, defined once: a batch's states, the row of a batch as the stores read
+ * it, where a batch goes, and the decoding of SQL rows. The chain of an anchor (`evm` | `fabric`) is
+ * the wire contract's `AnchorChainType` (src/api/recordSchemas.ts), an environment (`test` | `live`)
+ * the keys' (src/auth/apiKeys.ts); both re-exported here.
+ */
+import { Effect, Schema } from "effect"
+import { AnchorChainType } from "../api/recordSchemas.ts"
+import type { Environment } from "../auth/apiKeys.ts"
+import type { Hex } from "./merkle.ts"
+
+export { AnchorChainType }
+export type { Environment, Hex }
+
+/**
+ * PENDING (persisted, not sent) → SENT (a signed transaction is stored) → MINED (seen in a block) →
+ * CONFIRMED (at depth); DROPPED (reorganised out, chain reset: records re-queued) or FAILED (given up).
+ */
+export const BatchState = Schema.Literals(["PENDING", "SENT", "MINED", "CONFIRMED", "DROPPED", "FAILED"])
+export type BatchState = typeof BatchState.Type
+
+/** `0x`-prefixed hex (EVM values, Merkle roots). */
+export const HexString = Schema.TemplateLiteral(["0x", Schema.String])
+
+/**
+ * An `anchor_batches` row as the writers and watchers read it (numeric columns as text: bigint and
+ * numeric(78)), with the schema of its transaction fields: `0x` hex on EVM (`batchRowOf(HexString)`),
+ * a raw tx id and base64 transaction bytes on Fabric.
+ */
+export const batchRowOf = <Tx extends Schema.Top>(tx: Tx) =>
+  Schema.Struct({
+    id: Schema.String,
+    networkId: Schema.String,
+    merkleRoot: HexString,
+    leafCount: Schema.Number,
+    state: BatchState,
+    attempts: Schema.Number,
+    nonce: Schema.NullOr(Schema.String),
+    gasLimit: Schema.NullOr(Schema.String),
+    txHash: Schema.NullOr(tx),
+    rawTx: Schema.NullOr(tx),
+    txHashes: Schema.Array(tx),
+    maxFeePerGas: Schema.NullOr(Schema.String),
+    maxPriorityFeePerGas: Schema.NullOr(Schema.String),
+    sentAt: Schema.NullOr(Schema.Date),
+    chainBatchId: Schema.NullOr(Schema.String),
+    blockNumber: Schema.NullOr(Schema.String),
+    blockHash: Schema.NullOr(tx),
+    createdAt: Schema.Date
+  })
+
+/** A batch row of either chain. */
+export const BatchRow = batchRowOf(Schema.String)
+export type BatchRow = typeof BatchRow.Type
+
+/** Where a batch goes: an EVM contract, or a Fabric channel + chaincode (stored with the batch). */
+export type BatchMeta =
+  | { readonly chainType: "evm"; readonly chainId: number; readonly contractAddress: string }
+  | { readonly chainType: "fabric"; readonly channel: string; readonly chaincode: string }
+
+/**
+ * Decodes the rows of a query where they are read. A row that does not match its schema is a bug in
+ * this code, not a condition to handle: a defect. (SqlError stays typed: the loops log it and retry.)
+ */
+export const decodeRows = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<S["Type"]>> => Effect.orDie(decode(rows))
+}
+
+/** The first row decoded, or undefined. */
+export const decodeFirst = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
+  const decode = decodeRows(schema)
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<S["Type"] | undefined> =>
+    Effect.map(decode(rows.slice(0, 1)), (decoded) => decoded[0])
+}
+
+/** `RETURNING id::text AS id` rows. */
+export const IdRow = Schema.Struct({ id: Schema.String })
+export const CountRow = Schema.Struct({ n: Schema.Number })

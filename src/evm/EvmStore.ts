@@ -1,0 +1,145 @@
+/**
+ * The EVM writer's and watcher's own bookkeeping (docs/anchoring-evm.md): a batch's signed
+ * transactions (nonce, gas, fees, raw tx and every hash sent for it, persisted before broadcast), where
+ * it was mined, a given-up batch mined after all, and the watcher's cursor. The state machine they drive
+ * (confirm, drop, fail, ...) is the chain-neutral BatchStore's.
+ *
+ * SqlError stays typed: the loops log a failure once and try again on their next tick.
+ */
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { BatchStore, restoreFailedAnchors, selectOpenBatches } from "../anchoring/BatchStore.ts"
+import { batchRowOf, decodeFirst, decodeRows, type Hex, HexString } from "../anchoring/model.ts"
+
+/** A batch row with its transaction fields as `0x` hex. */
+export const EvmBatchRow = batchRowOf(HexString)
+export type EvmBatchRow = typeof EvmBatchRow.Type
+
+export interface Cursor {
+  readonly blockNumber: bigint
+  readonly blockHash: Hex
+}
+
+/** Where an `Anchored` log puts a batch. */
+export interface MinedFacts {
+  readonly txHash: Hex
+  readonly chainBatchId: bigint
+  readonly blockNumber: bigint
+  readonly blockHash: Hex
+  readonly anchoredAt: Date
+  readonly gasUsed: bigint | null
+}
+
+export interface SentTransaction {
+  readonly nonce: number
+  readonly gas: bigint
+  readonly txHash: Hex
+  readonly rawTx: Hex
+  readonly maxFeePerGas: bigint
+  readonly maxPriorityFeePerGas: bigint
+}
+
+const CursorRow = Schema.Struct({ blockNumber: Schema.BigIntFromString, blockHash: HexString })
+const decodeBatches = decodeRows(EvmBatchRow)
+const decodeCursor = decodeFirst(CursorRow)
+
+export class EvmStore extends Context.Service<EvmStore, {
+  /** The network's PENDING, SENT and MINED batches, oldest first. */
+  readonly openBatches: (networkId: string) => Effect.Effect<ReadonlyArray<EvmBatchRow>, SqlError.SqlError>
+  /** A signed transaction (a first one, or a replacement at the same nonce), stored before it is broadcast. */
+  readonly markSent: (batchId: string, tx: SentTransaction) => Effect.Effect<void, SqlError.SqlError>
+  /** The root is anchored on chain already but its log was not found yet: SENT, so the writer checks it again. */
+  readonly markAdopted: (batchId: string) => Effect.Effect<void, SqlError.SqlError>
+  readonly markMined: (batchId: string, facts: MinedFacts) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * A FAILED batch whose transaction was mined after all: batch → MINED with the facts, its anchors back
+   * from failed_anchors, its records still FAILED → BATCHING (confirmation then takes them to ANCHORED,
+   * with anchor.confirmed events). The number of records revived; undefined when the batch was not
+   * FAILED any more or a live batch has its root.
+   */
+  readonly revive: (batchId: string, facts: MinedFacts) => Effect.Effect<number | undefined, SqlError.SqlError>
+  readonly cursor: (networkId: string) => Effect.Effect<Cursor | undefined, SqlError.SqlError>
+  readonly saveCursor: (networkId: string, cursor: Cursor) => Effect.Effect<void, SqlError.SqlError>
+  /** The chain was reset (dev chain): every live batch dropped and its records re-queued, the cursor forgotten. */
+  readonly resetNetwork: (networkId: string) => Effect.Effect<number, SqlError.SqlError>
+}>()("anchord/evm/EvmStore") {
+  static readonly layer = Layer.effect(
+    EvmStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const batches = yield* BatchStore
+
+      /** The columns a mined transaction sets on its batch (`markMined`, and `revive` of a given-up batch). */
+      const minedColumns = (f: MinedFacts) => sql`
+        tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
+        block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
+        gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),
+        tx_hashes = CASE WHEN ${f.txHash}::text = ANY(tx_hashes) THEN tx_hashes ELSE array_append(tx_hashes, ${f.txHash}::text) END`
+
+      const openBatches = Effect.fn("EvmStore.openBatches")(function*(networkId: string) {
+        return yield* selectOpenBatches(sql, networkId).pipe(Effect.flatMap(decodeBatches))
+      })
+
+      // sent_at on the node's Clock: the writer measures a transaction's age (stuck, fee bump) against it.
+      const markSent = Effect.fn("EvmStore.markSent")(function*(batchId: string, tx: SentTransaction) {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`
+          UPDATE anchor_batches SET state = 'SENT', nonce = ${tx.nonce}, gas_limit = ${tx.gas.toString()}::bigint, tx_hash = ${tx.txHash},
+            raw_tx = ${tx.rawTx}, tx_hashes = array_append(tx_hashes, ${tx.txHash}::text),
+            max_fee_per_gas = ${tx.maxFeePerGas.toString()}::numeric, max_priority_fee_per_gas = ${tx.maxPriorityFeePerGas.toString()}::numeric,
+            sent_at = ${new Date(now)}, attempts = attempts + 1, updated_at = now()
+          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`
+      })
+
+      const markAdopted = Effect.fn("EvmStore.markAdopted")(function*(batchId: string) {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`
+          UPDATE anchor_batches SET state = 'SENT', sent_at = ${new Date(now)}, updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+      })
+
+      const markMined = Effect.fn("EvmStore.markMined")(function*(batchId: string, f: MinedFacts) {
+        yield* sql`
+          UPDATE anchor_batches SET state = CASE WHEN state = 'CONFIRMED' THEN state ELSE 'MINED' END,
+            ${minedColumns(f)},
+            updated_at = now()
+          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED')`
+      })
+
+      const revive = Effect.fn("EvmStore.revive")(function*(batchId: string, f: MinedFacts) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql`
+            UPDATE anchor_batches b SET state = 'MINED',
+              ${minedColumns(f)},
+              last_error = 'mined after it was given up (' || COALESCE(last_error, 'failed') || ')', updated_at = now()
+            WHERE id = ${batchId} AND state = 'FAILED'
+              AND NOT EXISTS (SELECT 1 FROM anchor_batches l WHERE l.network_id = b.network_id AND l.merkle_root = b.merkle_root
+                              AND l.state NOT IN ('DROPPED', 'FAILED'))
+            RETURNING id`
+          if (rows.length === 0) return undefined
+          return yield* restoreFailedAnchors(sql, batchId)
+        }))
+      })
+
+      const cursor = Effect.fn("EvmStore.cursor")(function*(networkId: string) {
+        return yield* sql`
+          SELECT block_number::text AS block_number, block_hash FROM chain_cursors WHERE network_id = ${networkId}`.pipe(
+          Effect.flatMap(decodeCursor)
+        )
+      })
+
+      const saveCursor = Effect.fn("EvmStore.saveCursor")(function*(networkId: string, c: Cursor) {
+        yield* sql`
+          INSERT INTO chain_cursors (network_id, block_number, block_hash) VALUES (${networkId}, ${c.blockNumber.toString()}::bigint, ${c.blockHash})
+          ON CONFLICT (network_id) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, updated_at = now()`
+      })
+
+      const resetNetwork = Effect.fn("EvmStore.resetNetwork")(function*(networkId: string) {
+        const requeued = yield* batches.forgetNetwork(networkId)
+        yield* sql`DELETE FROM chain_cursors WHERE network_id = ${networkId}`
+        return requeued
+      })
+
+      return EvmStore.of({ openBatches, markSent, markAdopted, markMined, revive, cursor, saveCursor, resetNetwork })
+    })
+  )
+}
