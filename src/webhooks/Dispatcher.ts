@@ -22,7 +22,8 @@ import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
 import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
-import { attempt, destroyAgents, makeAgents, WebhookResolver } from "./sender.ts"
+import { attempt, destroyAgents, makeAgents } from "./sender.ts"
+import { WebhookResolver } from "./urlPolicy.ts"
 import { type Claimed, type Completion, WEBHOOK_CHANNEL, WebhookStore } from "./WebhookStore.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */

@@ -8,7 +8,7 @@ import { cursorCodec } from "../http/pagination.ts"
 import { stateOf } from "../http/requestState.ts"
 import { decodeBody } from "../http/decode.ts"
 import { WebhookSettingsPatch } from "../api/webhookSchemas.ts"
-import { checkWebhookUrl } from "./urlPolicy.ts"
+import { checkWebhookUrl, WebhookResolver } from "./urlPolicy.ts"
 import { type AttemptRow, type DeliveryRow, WebhookStore, type WebhookSettingsRow } from "./WebhookStore.ts"
 
 const settingsView = (row: WebhookSettingsRow) => ({
@@ -66,6 +66,7 @@ const cursors = cursorCodec("d:", /^\d{1,19}$/)
 export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
+    const resolve = yield* WebhookResolver
 
     const withAttempts = (rows: ReadonlyArray<DeliveryRow>) =>
       Effect.map(store.attemptsOf(rows.map((r) => r.seq)), (attempts) => rows.map((row) => deliveryView(row, attempts)))
@@ -81,8 +82,8 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
           const principal = yield* CurrentPrincipal
           const patch = yield* decodeBody(WebhookSettingsPatch, stateOf(request).body)
           if (typeof patch.url === "string") {
-            const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, principal.environment))
-            if (!verdict.ok) return yield* Effect.fail(badRequest("INVALID_WEBHOOK_URL", verdict.reason.replace(/^webhookUrl/, "url")))
+            const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, principal.environment, { field: "url", resolve }))
+            if (!verdict.ok) return yield* Effect.fail(badRequest("INVALID_WEBHOOK_URL", verdict.reason))
           }
           const current = yield* store.settings(principal.accountId)
           const url = patch.url === undefined ? current.url : patch.url

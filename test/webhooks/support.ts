@@ -1,14 +1,14 @@
 /**
  * Webhook test kit: a real node:http receiver on loopback that records every request with its raw
  * body, independent signature checks with node:crypto, and an in-process node whose DNS the test
- * may stand in for (src/webhooks/sender.ts WebhookResolver).
+ * may stand in for (src/webhooks/urlPolicy.ts WebhookResolver).
  */
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import { expect } from "vitest"
 import { Layer } from "effect"
 import { NodeLayer } from "../../src/app/layers.ts"
-import { type Resolve, WebhookResolver } from "../../src/webhooks/sender.ts"
+import { type Resolve, WebhookResolver } from "../../src/webhooks/urlPolicy.ts"
 import { query } from "../support/db.ts"
 import { startNode } from "../support/node.ts"
 import { waitFor } from "../support/wait.ts"
