@@ -17,6 +17,7 @@
  */
 import * as Crypto from "node:crypto"
 import { Cause, Clock, Effect, FiberSet, Layer, Queue } from "effect"
+import type { SqlError } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
@@ -24,7 +25,8 @@ import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
 import { attempt, destroyAgents, makeAgents } from "./sender.ts"
 import { WebhookResolver } from "./urlPolicy.ts"
-import { type Claimed, type Completion, WEBHOOK_CHANNEL, WebhookStore } from "./WebhookStore.ts"
+import { type Claimed, type Completion, DeliveryClaims, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { DeliveryLog } from "./DeliveryLog.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
 const RETENTION_BATCH = 5_000
@@ -46,7 +48,8 @@ const hostOf = (url: string) => {
 export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* WebhookConfig
   if (!config.enabled) return
-  const store = yield* WebhookStore
+  const claims = yield* DeliveryClaims
+  const deliveryLog = yield* DeliveryLog
   const pg = yield* PgClient.PgClient
   const resolve = yield* WebhookResolver
   const agents = yield* Effect.acquireRelease(Effect.sync(makeAgents), (a) => Effect.sync(() => destroyAgents(a)))
@@ -114,8 +117,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const missing = rows.filter((r) => r.body === null || r.headers === null)
       if (missing.length === 0) return rows
-      const inputs = yield* store.renderInputs(missing.map((r) => r.seq))
-      const saved = yield* store.saveRendered(inputs.map((input) => ({ seq: input.seq, ...render(input) })))
+      const inputs = yield* claims.renderInputs(missing.map((r) => r.seq))
+      const saved = yield* claims.saveRendered(inputs.map((input) => ({ seq: input.seq, ...render(input) })))
       const bySeq = new Map(saved.map((s) => [s.seq, s]))
       return rows.flatMap((row) => {
         if (row.body !== null && row.headers !== null) return [row]
@@ -125,13 +128,13 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     })
 
   type Step = "more" | "idle" | "full"
-  const claimOnce: Effect.Effect<Step> = Effect.gen(function*() {
+  const claimOnce: Effect.Effect<Step, SqlError.SqlError> = Effect.gen(function*() {
     if (stopping) return "idle" as const
     const free = config.concurrency - inFlight
     if (free <= 0) return "full" as const
     const want = Math.min(free, config.claimBatch)
     const token = Crypto.randomUUID()
-    const claimed = yield* store.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
+    const claimed = yield* claims.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
     if (claimed.length === 0) return "idle" as const
     const ready = yield* renderMissing(claimed)
     for (const row of ready) {
@@ -149,7 +152,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       } else if (step === "full") {
         yield* Queue.take(capacity)
       } else {
-        const due = yield* store.nextDueMillis
+        const due = yield* claims.nextDueMillis
         if (due === 0) {
           // Due now but not claimable: their receivers are at the in-flight cap (or another node
           // holds them). Wait for a slot to free up here, a wake-up, or another node's progress.
@@ -168,7 +171,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const writeLoop = Effect.gen(function*() {
     while (true) {
       const batch = yield* Queue.takeBetween(results, 1, 500)
-      const written = yield* store.complete(batch, config.nodeId).pipe(
+      const written = yield* claims.complete(batch, config.nodeId).pipe(
         Effect.retry({ times: 3 }),
         Effect.catchCause((cause) =>
           // Unrecorded outcomes are not lost work: the leases expire and the deliveries are sent again.
@@ -235,7 +238,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       const before = new Date((yield* Clock.currentTimeMillis) - config.retentionMillis)
       let purged = 0
       for (let n = RETENTION_BATCH; n === RETENTION_BATCH && !stopping;) {
-        n = yield* store.purgeFinished(before, RETENTION_BATCH)
+        n = yield* deliveryLog.purgeFinished(before, RETENTION_BATCH)
         purged += n
       }
       if (purged > 0) yield* Effect.logInfo("webhook deliveries purged", { deliveries: purged, before: before.toISOString() })

@@ -166,7 +166,7 @@ export const startWebhookNode = async (options: { env?: Record<string, string>; 
     createAccount: () => node.createAccount({ name: "webhooks", ratePerSecond: 10_000 }),
     createKey: (accountId, environment = "test") => node.createKey(accountId, environment).then((k) => k.key),
     secretOf: async (accountId) =>
-      (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT webhook_secret FROM accounts WHERE id = $1", [accountId]))[0].webhook_secret,
+      (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1", [accountId]))[0].webhook_secret,
     stop: node.stop
   }
 }
