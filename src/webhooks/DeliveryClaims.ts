@@ -18,7 +18,6 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
-import { parseStrictJson } from "../canonical/strictJson.ts"
 import type { RenderInput, StableHeaders } from "./payload.ts"
 import { inOverlap } from "./rotation.ts"
 import type { DeliveryState, EventKind, PayloadFormat } from "./rows.ts"
@@ -70,19 +69,9 @@ export interface CompletionResult {
 
 /**
  * jsonb read as text and parsed here: the client's name transform would otherwise rewrite the keys of
- * the client's own metadata (my_key → myKey).
+ * the client's own metadata (my_key → myKey). PostgreSQL's own output, so plain JSON.parse.
  */
-const parseJson = (text: string | null): Record<string, unknown> | null => {
-  if (text === null) return null
-  let value: unknown
-  try {
-    // PostgreSQL's own jsonb output: deep nesting allowed (metadata inside `changes` adds levels).
-    value = parseStrictJson(text, { maxDepth: 10_000 })
-  } catch {
-    value = JSON.parse(text)
-  }
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null
-}
+const parseJson = (text: string | null): Record<string, unknown> | null => text === null ? null : JSON.parse(text)
 
 interface RenderRow {
   readonly seq: string

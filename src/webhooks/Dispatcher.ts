@@ -22,7 +22,7 @@ import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Queue, Semaphore } from "
 import { PgClient } from "@effect/sql-pg"
 import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
-import { type Claimed, type Completion, DeliveryClaims, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
@@ -121,18 +121,58 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     })
   })
 
-  /** Bodies and signatures for deliveries claimed for the first time, stored before anything is sent. */
-  const renderMissing = Effect.fnUntraced(function*(rows: ReadonlyArray<Claimed>) {
+  /**
+   * Bodies and signatures for deliveries claimed for the first time, stored before anything is sent.
+   * A delivery that cannot be rendered (its event does not decode: no producer writes such a row) is
+   * not sent: it gets a failed attempt, on the ladder like any other, visible in the delivery log.
+   */
+  const renderMissing = Effect.fnUntraced(function*(rows: ReadonlyArray<Claimed>, token: string) {
+    const ready: Array<Ready> = []
+    const failed: Array<Outcome> = []
     const missing = rows.filter((r) => !isReady(r))
-    if (missing.length === 0) return rows as ReadonlyArray<Ready>
+    if (missing.length === 0) return { ready: rows as ReadonlyArray<Ready>, failed }
     const inputs = yield* claims.renderInputs(missing.map((r) => r.seq))
-    const saved = yield* claims.saveRendered(inputs.map((input) => ({ seq: input.seq, ...render(input) })))
+    const renderings: Array<Rendering> = []
+    const unrendered = new Map<string, { readonly eventId: string; readonly error: string }>()
+    for (const input of inputs) {
+      try {
+        renderings.push({ seq: input.seq, ...render(input) })
+      } catch (error) {
+        unrendered.set(input.seq, { eventId: input.eventId, error: `internal error: ${error instanceof Error ? error.message : String(error)}` })
+      }
+    }
+    const saved = yield* claims.saveRendered(renderings)
     const bySeq = new Map(saved.map((s) => [s.seq, s]))
-    return rows.flatMap((row): Array<Ready> => {
-      if (isReady(row)) return [row]
+    const now = yield* Clock.currentTimeMillis
+    for (const row of rows) {
+      if (isReady(row)) {
+        ready.push(row)
+        continue
+      }
       const s = bySeq.get(row.seq)
-      return s === undefined ? [] : [{ ...row, body: s.body, signature: s.signature, signatureNext: s.signatureNext, headers: s.headers }]
-    })
+      if (s !== undefined) {
+        ready.push({ ...row, body: s.body, signature: s.signature, signatureNext: s.signatureNext, headers: s.headers })
+        continue
+      }
+      const problem = unrendered.get(row.seq)
+      if (problem === undefined) continue
+      failed.push({
+        seq: row.seq,
+        token,
+        round: row.round,
+        attempt: row.attempts,
+        startedAt: new Date(now),
+        statusCode: null,
+        latencyMs: 0,
+        error: problem.error,
+        ok: false,
+        retryInMillis: retryDelayMillis(row.attempts, config.retryScale),
+        deliveryId: row.id,
+        eventId: problem.eventId,
+        host: logHostOf(row.url)
+      })
+    }
+    return { ready, failed }
   })
 
   /** Claims, renders and starts up to `want` attempts (their permits taken); the number started. */
@@ -140,9 +180,11 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     const token = Crypto.randomUUID()
     const claimed = yield* claims.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
     if (claimed.length === 0) return { claimed: 0, started: 0 }
-    const ready = yield* renderMissing(claimed)
+    const { failed, ready } = yield* renderMissing(claimed, token)
     for (const row of ready) yield* FiberSet.run(sends, send(row, token))
-    return { claimed: claimed.length, started: ready.length }
+    // Not sent, but an outcome like any other: the writer records it and returns its permit.
+    if (failed.length > 0) yield* Queue.offerAll(results, failed)
+    return { claimed: claimed.length, started: ready.length + failed.length }
   })
 
   /**

@@ -87,7 +87,7 @@ describe("webhook durability", () => {
       expect(r.status).toBe(202)
       await query(node.databaseUrl, `
         INSERT INTO events (event_id, account_id, record_id, kind, payload)
-        SELECT 'evt_' || substr(md5(id), 1, 24), account_id, id, 'record.deleted', jsonb_build_object('recordId', id, 'hash', hash, 'mode', 'soft')
+        SELECT 'evt_' || substr(md5(id), 1, 24), account_id, id, 'record.deleted', jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')
         FROM records`)
       await receiver.waitFor(4, 10_000)
       await node.stop()

@@ -171,7 +171,11 @@ export const startWebhookNode = async (options: { env?: Record<string, string>; 
   }
 }
 
-/** What the anchoring pipeline does when a record is confirmed: status + outbox event in one transaction. */
+/**
+ * What the anchoring pipeline does when a record is confirmed: status + outbox event in one transaction.
+ * The event is the outbox's `anchor.confirmed` (src/outbox/events.ts): the record's primary network and
+ * every anchor, the primary one built from `facts`, a hybrid record's other one from `dualAnchor`.
+ */
 export const confirmAnchor = (databaseUrl: string, recordId: string, facts: {
   txHash?: string
   blockNumber?: number
@@ -183,26 +187,31 @@ export const confirmAnchor = (databaseUrl: string, recordId: string, facts: {
 } = {}) => {
   const eventId = `evt_${Crypto.randomBytes(12).toString("hex")}`
   const anchoredAt = new Date().toISOString()
-  const payload = {
-    recordId,
-    status: "ANCHORED",
+  const merkleRoot = `0x${"cd".repeat(32)}`
+  const primary = {
     chainType: facts.chainType ?? "evm",
     networkId: facts.networkId ?? "hardhat-local",
+    batchId: facts.batchId ?? 7,
     txHash: facts.txHash ?? `0x${"ab".repeat(32)}`,
     blockNumber: facts.blockNumber ?? 42,
-    batchId: facts.batchId ?? 7,
-    merkleRoot: `0x${"cd".repeat(32)}`,
+    merkleRoot,
     merkleProof: facts.merkleProof ?? [`0x${"ef".repeat(32)}`],
+    anchoredAt
+  }
+  const payload = {
+    recordId,
+    networkId: primary.networkId,
     anchoredAt,
-    ...(facts.dualAnchor ? { dualAnchor: facts.dualAnchor } : {})
+    anchors: facts.dualAnchor ? [primary, { merkleRoot, ...facts.dualAnchor }] : [primary]
   }
   return query(databaseUrl, `
     WITH r AS (
       UPDATE records SET status = 'ANCHORED', anchored_at = $3::timestamptz, updated_at = now() WHERE id = $1
-      RETURNING id, account_id, hash
+      RETURNING id, account_id, hash, chain_type
     )
     INSERT INTO events (event_id, account_id, record_id, kind, payload)
-    SELECT $2, r.account_id, r.id, 'anchor.confirmed', $4::jsonb || jsonb_build_object('hash', r.hash) FROM r`,
+    SELECT $2, r.account_id, r.id, 'anchor.confirmed', $4::jsonb || jsonb_build_object('hash', r.hash, 'recordChainType', r.chain_type)
+    FROM r`,
     [recordId, eventId, anchoredAt, JSON.stringify(payload)]).then(() => ({ eventId, anchoredAt, payload }))
 }
 
