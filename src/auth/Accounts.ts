@@ -42,7 +42,6 @@ export type AuthResult =
   | { readonly _tag: "Rejected"; readonly reason: AuthFailureReason }
 
 const newId = (prefix: string) => `${prefix}_${Crypto.randomBytes(8).toString("hex")}`
-const newWebhookSecret = () => `whsec_${Crypto.randomBytes(32).toString("base64url")}`
 
 export class Accounts extends Context.Service<Accounts, {
   readonly createAccount: (input: {
@@ -146,9 +145,9 @@ export class Accounts extends Context.Service<Accounts, {
       return Accounts.of({
         createAccount: (input) =>
           sql<Account>`
-            INSERT INTO accounts (id, name, email, plan, rate_per_second, default_chain, webhook_secret)
+            INSERT INTO accounts (id, name, email, plan, rate_per_second, default_chain)
             VALUES (${newId("acct")}, ${input.name}, ${input.email ?? null}, ${input.plan},
-                    ${input.ratePerSecond ?? null}, ${input.defaultChain ?? "evm"}, ${newWebhookSecret()})
+                    ${input.ratePerSecond ?? null}, ${input.defaultChain ?? "evm"})
             RETURNING ${accountColumns}`.pipe(Effect.orDie, Effect.map((rows) => rows[0])),
         activate: (accountId) =>
           sql<Account>`

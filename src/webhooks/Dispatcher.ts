@@ -8,22 +8,26 @@
  *    most WEBHOOK_POLL_MS (the polling fallback);
  *  - renders a delivery's body and signature once, stores them before the first send, and reuses them
  *    for every retry and after restarts;
- *  - sends up to WEBHOOK_CONCURRENCY attempts at once, at most about WEBHOOK_PER_HOST to one receiver
- *    (so a receiver that hangs cannot take every slot), and records outcomes in batches (one statement
- *    logs the attempts and moves the deliveries on the ladder);
+ *  - sends up to WEBHOOK_CONCURRENCY attempts at once (a semaphore: one permit per attempt, from its
+ *    claim until its outcome is written), at most about WEBHOOK_PER_HOST to one receiver (so a receiver
+ *    that hangs cannot take every slot), and records outcomes in batches (one statement logs the
+ *    attempts and moves the deliveries on the ladder);
  *  - logs one structured line per failed attempt (no secrets, no URL path or query);
- *  - on shutdown stops claiming and lets the attempts in flight finish (bounded by the timeout);
+ *  - on shutdown stops claiming and waits for the attempts in flight and their outcomes (every permit
+ *    back), bounded by the attempt timeout;
  *  - deletes finished deliveries and their attempt logs after WEBHOOK_RETENTION_DAYS (default 30).
  */
 import * as Crypto from "node:crypto"
-import { Cause, Clock, Effect, FiberSet, Layer, Queue } from "effect"
+import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Queue, Semaphore } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
+import { type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
-import { attempt, destroyAgents, makeAgents, WebhookResolver } from "./sender.ts"
-import { type Claimed, type Completion, WEBHOOK_CHANNEL, WebhookStore } from "./WebhookStore.ts"
+import { attempt, destroyAgents, makeAgents } from "./sender.ts"
+import { WebhookResolver } from "./urlPolicy.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
 const RETENTION_BATCH = 5_000
@@ -34,7 +38,13 @@ interface Outcome extends Completion {
   readonly host: string
 }
 
-const hostOf = (url: string) => {
+/** A claimed delivery with its body, signatures and headers (rendered now or on an earlier claim). */
+type Ready = Claimed & { readonly body: string; readonly signature: string; readonly headers: NonNullable<Claimed["headers"]> }
+
+const isReady = (row: Claimed): row is Ready => row.body !== null && row.signature !== null && row.headers !== null
+
+/** The receiver for the logs: host[:port] only, never the path or query. */
+const logHostOf = (url: string) => {
   try {
     return new URL(url).host
   } catch {
@@ -45,121 +55,174 @@ const hostOf = (url: string) => {
 export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* WebhookConfig
   if (!config.enabled) return
-  const store = yield* WebhookStore
+  const claims = yield* DeliveryClaims
+  const deliveryLog = yield* DeliveryLog
   const pg = yield* PgClient.PgClient
   const resolve = yield* WebhookResolver
   const agents = yield* Effect.acquireRelease(Effect.sync(makeAgents), (a) => Effect.sync(() => destroyAgents(a)))
 
   const wake = yield* Queue.sliding<void>(1)
-  const capacity = yield* Queue.sliding<void>(1)
+  /** Outcomes were written: slots are free again, and receivers may be below their per-host cap. */
+  const freed = yield* Queue.sliding<void>(1)
   const results = yield* Queue.unbounded<Outcome>()
+  /**
+   * The attempts in flight in this process: one permit per claimed delivery, taken by the claim and
+   * returned once its outcome is written (or at once when a claim or render comes back short).
+   */
+  const slots = yield* Semaphore.make(config.concurrency)
   const sends = yield* FiberSet.make<void, never>()
-  let inFlight = 0
-  let stopping = false
   const userAgent = `anchord/${VERSION}`
 
-  const send = (row: Claimed & { readonly body: string; readonly signature: string }, token: string) =>
-    Effect.gen(function*() {
-      const h = row.headers!
-      const startedMillis = yield* Clock.currentTimeMillis
-      const headers: Record<string, string> = {
-        "Content-Type": "application/json",
-        "User-Agent": userAgent,
-        "X-Service-Event": h.event,
-        "X-Service-Event-Id": h.eventId,
-        "X-Service-Timestamp": String(Math.floor(startedMillis / 1000)),
-        "X-Service-Hash": h.hash,
-        "X-Service-Package": h.packageMode,
-        "X-Service-Chain": h.chain,
-        "X-Service-Network": h.network,
-        "X-Service-Retry-Attempt": String(row.attempts),
-        "x-webhook-signature": row.signature
-      }
-      if (row.signatureNext !== null) headers["x-webhook-signature-next"] = row.signatureNext
-      const startedAt = new Date(startedMillis)
-      const outcome = yield* Effect.promise((signal) =>
-        attempt(
-          { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },
-          agents,
-          resolve,
-          signal
-        )
-      ).pipe(
-        // A bug in the sender must not leak the claim: it becomes a failed attempt like any other.
-        Effect.catchDefect((defect) =>
-          Effect.map(Clock.currentTimeMillis, (now) =>
-            ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}` }))
-        )
+  const send = Effect.fnUntraced(function*(row: Ready, token: string) {
+    const h = row.headers
+    const startedMillis = yield* Clock.currentTimeMillis
+    const headers: Record<string, string> = {
+      "Content-Type": "application/json",
+      "User-Agent": userAgent,
+      "X-Service-Event": h.event,
+      "X-Service-Event-Id": h.eventId,
+      "X-Service-Timestamp": String(Math.floor(startedMillis / 1000)),
+      "X-Service-Hash": h.hash,
+      "X-Service-Package": h.packageMode,
+      "X-Service-Chain": h.chain,
+      "X-Service-Network": h.network,
+      "X-Service-Retry-Attempt": String(row.attempts),
+      "x-webhook-signature": row.signature
+    }
+    if (row.signatureNext !== null) headers["x-webhook-signature-next"] = row.signatureNext
+    const outcome = yield* Effect.promise((signal) =>
+      attempt(
+        { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },
+        agents,
+        resolve,
+        signal
       )
-      yield* Queue.offer(results, {
+    ).pipe(
+      // A bug in the sender must not leak the claim: it becomes a failed attempt like any other.
+      Effect.catchDefect((defect) =>
+        Effect.map(Clock.currentTimeMillis, (now) =>
+          ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}` }))
+      )
+    )
+    yield* Queue.offer(results, {
+      seq: row.seq,
+      token,
+      round: row.round,
+      attempt: row.attempts,
+      startedAt: new Date(startedMillis),
+      statusCode: outcome.statusCode,
+      latencyMs: outcome.latencyMs,
+      error: outcome.error,
+      ok: outcome.ok,
+      retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale),
+      deliveryId: row.id,
+      eventId: h.eventId,
+      host: logHostOf(row.url)
+    })
+  })
+
+  /**
+   * Bodies and signatures for deliveries claimed for the first time, stored before anything is sent.
+   * A delivery that cannot be rendered (its event does not decode: no producer writes such a row) is
+   * not sent: it gets a failed attempt, on the ladder like any other, visible in the delivery log.
+   */
+  const renderMissing = Effect.fnUntraced(function*(rows: ReadonlyArray<Claimed>, token: string) {
+    const ready: Array<Ready> = []
+    const failed: Array<Outcome> = []
+    const missing = rows.filter((r) => !isReady(r))
+    if (missing.length === 0) return { ready: rows as ReadonlyArray<Ready>, failed }
+    const inputs = yield* claims.renderInputs(missing.map((r) => r.seq))
+    const renderings: Array<Rendering> = []
+    const unrendered = new Map<string, { readonly eventId: string; readonly error: string }>()
+    for (const input of inputs) {
+      try {
+        renderings.push({ seq: input.seq, ...render(input) })
+      } catch (error) {
+        unrendered.set(input.seq, { eventId: input.eventId, error: `internal error: ${error instanceof Error ? error.message : String(error)}` })
+      }
+    }
+    const saved = yield* claims.saveRendered(renderings)
+    const bySeq = new Map(saved.map((s) => [s.seq, s]))
+    const now = yield* Clock.currentTimeMillis
+    for (const row of rows) {
+      if (isReady(row)) {
+        ready.push(row)
+        continue
+      }
+      const s = bySeq.get(row.seq)
+      if (s !== undefined) {
+        ready.push({ ...row, body: s.body, signature: s.signature, signatureNext: s.signatureNext, headers: s.headers })
+        continue
+      }
+      const problem = unrendered.get(row.seq)
+      if (problem === undefined) continue
+      failed.push({
         seq: row.seq,
         token,
         round: row.round,
         attempt: row.attempts,
-        startedAt,
-        statusCode: outcome.statusCode,
-        latencyMs: outcome.latencyMs,
-        error: outcome.error,
-        ok: outcome.ok,
-        retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale),
+        startedAt: new Date(now),
+        statusCode: null,
+        latencyMs: 0,
+        error: problem.error,
+        ok: false,
+        retryInMillis: retryDelayMillis(row.attempts, config.retryScale),
         deliveryId: row.id,
-        eventId: h.eventId,
-        host: hostOf(row.url)
+        eventId: problem.eventId,
+        host: logHostOf(row.url)
       })
-    })
-
-  /** Bodies and signatures for deliveries claimed for the first time, stored before anything is sent. */
-  const renderMissing = (rows: ReadonlyArray<Claimed>) =>
-    Effect.gen(function*() {
-      const missing = rows.filter((r) => r.body === null || r.headers === null)
-      if (missing.length === 0) return rows
-      const inputs = yield* store.renderInputs(missing.map((r) => r.seq))
-      const saved = yield* store.saveRendered(inputs.map((input) => ({ seq: input.seq, ...render(input) })))
-      const bySeq = new Map(saved.map((s) => [s.seq, s]))
-      return rows.flatMap((row) => {
-        if (row.body !== null && row.headers !== null) return [row]
-        const s = bySeq.get(row.seq)
-        return s === undefined ? [] : [{ ...row, body: s.body, signature: s.signature, signatureNext: s.signatureNext, headers: s.headers }]
-      })
-    })
-
-  type Step = "more" | "idle" | "full"
-  const claimOnce: Effect.Effect<Step> = Effect.gen(function*() {
-    if (stopping) return "idle" as const
-    const free = config.concurrency - inFlight
-    if (free <= 0) return "full" as const
-    const want = Math.min(free, config.claimBatch)
-    const token = Crypto.randomUUID()
-    const claimed = yield* store.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
-    if (claimed.length === 0) return "idle" as const
-    const ready = yield* renderMissing(claimed)
-    for (const row of ready) {
-      inFlight++
-      yield* FiberSet.run(sends, send(row as Claimed & { body: string; signature: string }, token))
     }
-    return claimed.length === want ? "more" as const : "idle" as const
+    return { ready, failed }
   })
+
+  /** Claims, renders and starts up to `want` attempts (their permits taken); the number started. */
+  const claimAndStart = Effect.fnUntraced(function*(want: number) {
+    const token = Crypto.randomUUID()
+    const claimed = yield* claims.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
+    if (claimed.length === 0) return { claimed: 0, started: 0 }
+    const { failed, ready } = yield* renderMissing(claimed, token)
+    for (const row of ready) yield* FiberSet.run(sends, send(row, token))
+    // Not sent, but an outcome like any other: the writer records it and returns its permit.
+    if (failed.length > 0) yield* Queue.offerAll(results, failed)
+    return { claimed: claimed.length, started: ready.length + failed.length }
+  })
+
+  /**
+   * One claim: waits for a free slot, takes as many as are free (at most a claim batch), and gives
+   * back those the claim did not fill. Uninterruptible once the permits are taken, so shutdown never
+   * cuts a claim between the database and the sends (nor loses track of its permits).
+   */
+  const claimOnce = Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      yield* restore(slots.take(1))
+      // `release(0)` releases nothing and answers how many permits are free. Only this fiber takes
+      // permits while the dispatcher runs, so they are still free on the next line.
+      const more = Math.min(config.claimBatch - 1, yield* slots.release(0))
+      if (more > 0) yield* slots.take(more)
+      const want = 1 + more
+      const { claimed, started } = yield* claimAndStart(want).pipe(Effect.onError(() => slots.release(want)))
+      if (started < want) yield* slots.release(want - started)
+      return claimed === want ? "more" as const : "idle" as const
+    })
+  )
 
   const claimLoop = Effect.gen(function*() {
     while (true) {
-      const step = yield* claimOnce
-      if (step === "more") {
+      if ((yield* claimOnce) === "more") {
         yield* Effect.yieldNow
-      } else if (step === "full") {
-        yield* Queue.take(capacity)
+        continue
+      }
+      const due = yield* claims.nextDueMillis
+      if (due === 0) {
+        // Due now but not claimable: their receivers are at the in-flight cap (or another node
+        // holds them). Wait for outcomes to free a slot here, a wake-up, or another node's progress.
+        yield* Effect.raceFirst(
+          Effect.raceFirst(Queue.take(wake), Queue.take(freed)),
+          Effect.sleep(Math.min(config.pollMillis, 100))
+        )
       } else {
-        const due = yield* store.nextDueMillis
-        if (due === 0) {
-          // Due now but not claimable: their receivers are at the in-flight cap (or another node
-          // holds them). Wait for a slot to free up here, a wake-up, or another node's progress.
-          yield* Effect.raceFirst(
-            Effect.raceFirst(Queue.take(wake), Queue.take(capacity)),
-            Effect.sleep(Math.min(config.pollMillis, 100))
-          )
-        } else {
-          const wait = due === null ? config.pollMillis : Math.min(due, config.pollMillis)
-          yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(wait))
-        }
+        const wait = due === null ? config.pollMillis : Math.min(due, config.pollMillis)
+        yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(wait))
       }
     }
   })
@@ -167,15 +230,15 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const writeLoop = Effect.gen(function*() {
     while (true) {
       const batch = yield* Queue.takeBetween(results, 1, 500)
-      const written = yield* store.complete(batch, config.nodeId).pipe(
+      const written = yield* claims.complete(batch, config.nodeId).pipe(
         Effect.retry({ times: 3 }),
         Effect.catchCause((cause) =>
           // Unrecorded outcomes are not lost work: the leases expire and the deliveries are sent again.
           Effect.as(Effect.logError("webhook outcomes not recorded", { count: batch.length, cause: Cause.pretty(cause) }), [])
-        )
+        ),
+        // Whatever happened, these attempts are no longer in flight here.
+        Effect.ensuring(Effect.andThen(slots.release(batch.length), Queue.offer(freed, undefined)))
       )
-      inFlight -= batch.length
-      yield* Queue.offer(capacity, undefined)
       const next = new Map(written.map((w) => [w.seq, w]))
       let retries = false
       for (const o of batch) {
@@ -233,8 +296,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       yield* Effect.sleep(config.retentionSweepMillis)
       const before = new Date((yield* Clock.currentTimeMillis) - config.retentionMillis)
       let purged = 0
-      for (let n = RETENTION_BATCH; n === RETENTION_BATCH && !stopping;) {
-        n = yield* store.purgeFinished(before, RETENTION_BATCH)
+      for (let n = RETENTION_BATCH; n === RETENTION_BATCH;) {
+        n = yield* deliveryLog.purgeFinished(before, RETENTION_BATCH)
         purged += n
       }
       if (purged > 0) yield* Effect.logInfo("webhook deliveries purged", { deliveries: purged, before: before.toISOString() })
@@ -242,18 +305,19 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   })
 
   yield* supervised("listener", listenLoop)
-  if (config.retentionMillis > 0) yield* supervised("retention", retentionLoop)
+  const retention = config.retentionMillis > 0 ? yield* supervised("retention", retentionLoop) : undefined
   yield* supervised("writer", writeLoop)
-  yield* supervised("claimer", claimLoop)
+  const claimer = yield* supervised("claimer", claimLoop)
 
-  // Shutdown (runs before the loops are interrupted): claim nothing more, let the attempts in flight
-  // finish and their outcomes be written, for at most one attempt's timeout. Whatever is still open
-  // then is resent by another node (or this one, restarted) when its lease expires.
+  // Shutdown (runs before the loops are interrupted and the sends' FiberSet is closed): claim nothing
+  // more (a claim under way completes first), then wait until every permit is back, i.e. every attempt
+  // in flight has finished and its outcome is written, for at most one attempt's timeout. Whatever is
+  // still open then is resent by another node (or this one, restarted) when its lease expires.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
-      stopping = true
-      const until = (yield* Clock.currentTimeMillis) + Math.min(config.timeoutMillis + 1_000, 15_000)
-      while (inFlight > 0 && (yield* Clock.currentTimeMillis) < until) yield* Effect.sleep(20)
-    })
+      yield* Fiber.interrupt(claimer)
+      if (retention !== undefined) yield* Fiber.interrupt(retention)
+      yield* slots.take(config.concurrency)
+    }).pipe(Effect.timeoutOption(Math.min(config.timeoutMillis + 1_000, 15_000)))
   )
 }))

@@ -6,7 +6,7 @@ import * as Crypto from "node:crypto"
 import * as Os from "node:os"
 import { Config, Context, Effect, Layer } from "effect"
 
-export interface WebhookSettings {
+export interface DispatcherSettings {
   /** Run the dispatcher in this process (API-only nodes may turn it off). */
   readonly enabled: boolean
   /** Multiplies every retry delay (1 = the seed's 1 min, 5 min, 30 min, 2 h, 24 h). */
@@ -31,7 +31,7 @@ export interface WebhookSettings {
   readonly retentionSweepMillis: number
 }
 
-export class WebhookConfig extends Context.Service<WebhookConfig, WebhookSettings>()("anchord/webhooks/WebhookConfig") {
+export class WebhookConfig extends Context.Service<WebhookConfig, DispatcherSettings>()("anchord/webhooks/WebhookConfig") {
   static readonly config = Config.all({
     enabled: Config.Boolean("WEBHOOK_DISPATCHER").pipe(Config.withDefault(true)),
     retryScale: Config.Number("WEBHOOK_RETRY_SCALE").pipe(Config.withDefault(1)),

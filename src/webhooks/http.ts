@@ -6,8 +6,10 @@ import { Api } from "../api/Api.ts"
 import { atEdge } from "../db/errors.ts"
 import { cursorCodec } from "../http/pagination.ts"
 import { DeliveryNotFound, InvalidDeliveryQuery, InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
-import { checkWebhookUrl } from "./urlPolicy.ts"
-import { type AttemptRow, type DeliveryRow, WebhookStore, type WebhookSettingsRow } from "./WebhookStore.ts"
+import { checkWebhookUrl, WebhookResolver } from "./urlPolicy.ts"
+import { DeliveryLog } from "./DeliveryLog.ts"
+import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
+import type { AttemptRow, DeliveryRow, WebhookSettingsRow } from "./rows.ts"
 
 const settingsView = (row: WebhookSettingsRow) => ({
   url: row.url,
@@ -50,31 +52,33 @@ const cursors = cursorCodec("d:", /^\d{1,19}$/)
 
 export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
-    const store = yield* WebhookStore
+    const settingsStore = yield* WebhookSettingsStore
+    const deliveryLog = yield* DeliveryLog
+    const resolve = yield* WebhookResolver
 
     const withAttempts = (rows: ReadonlyArray<DeliveryRow>) =>
-      Effect.map(store.attemptsOf(rows.map((r) => r.seq)), (attempts) => rows.map((row) => deliveryView(row, attempts)))
+      Effect.map(deliveryLog.attemptsOf(rows.map((r) => r.seq)), (attempts) => rows.map((row) => deliveryView(row, attempts)))
 
     return handlers
       .handle("getSettings", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          return { success: true as const, data: settingsView(yield* store.settings(principal.accountId)) }
+          return { success: true as const, data: settingsView(yield* settingsStore.get(principal.accountId)) }
         }).pipe(atEdge))
       .handle("putSettings", ({ payload: patch }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           if (typeof patch.url === "string") {
-            const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, principal.environment))
-            if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason.replace(/^webhookUrl/, "url") })
+            const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, principal.environment, { field: "url", resolve }))
+            if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason })
           }
-          const current = yield* store.settings(principal.accountId)
+          const current = yield* settingsStore.get(principal.accountId)
           const url = patch.url === undefined ? current.url : patch.url
           const enabled = patch.enabled ?? current.enabled
           if (enabled && url === null) {
             return yield* new InvalidWebhookSettings({ reason: "url: required while the webhook is enabled" })
           }
-          const updated = yield* store.updateSettings(principal.accountId, {
+          const updated = yield* settingsStore.update(principal.accountId, {
             url: patch.url,
             events: patch.events === undefined ? undefined : [...new Set(patch.events)],
             payloadFormat: patch.payloadFormat,
@@ -86,7 +90,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("rotateSecret", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const row = yield* store.rotate(principal.accountId)
+          const row = yield* settingsStore.rotate(principal.accountId)
           const settings = settingsView(row)
           const now = new Date(yield* Clock.currentTimeMillis)
           return {
@@ -97,7 +101,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("confirmSecret", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          return { success: true as const, data: settingsView(yield* store.confirmRotation(principal.accountId)) }
+          return { success: true as const, data: settingsView(yield* settingsStore.confirmRotation(principal.accountId)) }
         }).pipe(atEdge))
       .handle("listDeliveries", ({ query }) =>
         Effect.gen(function*() {
@@ -105,7 +109,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
           const limit = query.limit ?? 50
           const before = cursors.parse(query.cursor)
           if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
-          const rows = yield* store.listDeliveries(principal, {
+          const rows = yield* deliveryLog.list(principal, {
             limit: limit + 1,
             before: before.key,
             state: query.status,
@@ -124,14 +128,14 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("getDelivery", ({ params }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const row = yield* store.getDelivery(principal, params.deliveryId)
+          const row = yield* deliveryLog.get(principal, params.deliveryId)
           if (row === undefined) return yield* new DeliveryNotFound({ deliveryId: params.deliveryId })
           return { success: true as const, data: (yield* withAttempts([row]))[0] }
         }).pipe(atEdge))
       .handle("redeliver", ({ params }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const row = yield* store.redeliver(principal, params.deliveryId)
+          const row = yield* deliveryLog.redeliver(principal, params.deliveryId)
           if (row === undefined) return yield* new DeliveryNotFound({ deliveryId: params.deliveryId })
           return { success: true as const, data: (yield* withAttempts([row]))[0] }
         }).pipe(atEdge))

@@ -1,14 +1,19 @@
 /**
- * Webhook bodies and signatures (SPEC 5.2 – 5.4), pure functions.
+ * Webhook bodies and signatures (SPEC 5.2 – 5.4), pure functions over the outbox's events.
+ *
+ * The stored event (kind + payload) is decoded with the outbox's one schema (src/outbox/events.ts,
+ * `decode` of src/outbox/Outbox.ts), the schema every producer writes through: the renderer reads the
+ * typed event and guesses at nothing. A row that does not decode was written by no producer; `render`
+ * throws `UndecodableEvent` for it and the dispatcher records a failed attempt (never a send).
  *
  * Form B (multi-chain) for `anchor.confirmed` with payloadFormat `multichain`; form A (event
  * envelope) for everything else. The body is the compact `JSON.stringify` serialization, signed
  * once per event: `sha256=` + lowercase hex HMAC-SHA-256 of the exact body bytes.
  */
 import * as Crypto from "node:crypto"
-
-export type EventKind = "anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted"
-export const EVENT_KINDS: ReadonlyArray<EventKind> = ["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"]
+import type { PayloadFormat } from "../api/webhookSchemas.ts"
+import type { AnchorConfirmed, EventKind, OutboxEvent } from "../outbox/events.ts"
+import { decode } from "../outbox/Outbox.ts"
 
 /** `X-Service-Event` per kind (SPEC 5.1). */
 export const SERVICE_EVENT: Record<EventKind, string> = {
@@ -25,10 +30,10 @@ export const sign = (secret: string, body: string): string =>
 export interface RenderInput {
   readonly eventId: string
   readonly kind: EventKind
-  /** The outbox payload written with the state change. */
+  /** The outbox payload as stored with the state change (the event without its `kind`), decoded here. */
   readonly payload: Record<string, unknown>
   readonly eventCreatedAt: Date
-  readonly format: "multichain" | "envelope"
+  readonly format: typeof PayloadFormat.Type
   /** Signs x-webhook-signature (and form A's inner signature). */
   readonly signingSecret: string
   /** During a rotation overlap: signs x-webhook-signature-next. */
@@ -42,7 +47,7 @@ export interface RenderInput {
     readonly metadata: Record<string, unknown> | null
     readonly status: string | null
   }
-  /** For record.updated / record.deleted: the record's latest anchor.confirmed payload before this event. */
+  /** For record.updated / record.deleted: the payload of the record's latest anchor.confirmed before this event. */
   readonly anchorPayload: Record<string, unknown> | null
 }
 
@@ -63,138 +68,141 @@ export interface Rendered {
   readonly headers: StableHeaders
 }
 
-const str = (v: unknown): string | null => typeof v === "string" ? v : null
-const int = (v: unknown): number | null =>
-  typeof v === "number" && Number.isFinite(v) ? v : typeof v === "string" && /^\d+$/.test(v) ? Number(v) : null
-const strings = (v: unknown): Array<string> => Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []
-const txHashOf = (p: Record<string, unknown> | null): string | null =>
-  p === null ? null : str(p.txHash) ?? str(p.transactionHash)
+/** A stored event that the outbox schema does not accept (no producer writes such a row). */
+export class UndecodableEvent extends Error {
+  readonly eventId: string
+  readonly kind: string
+  constructor(eventId: string, kind: string, cause: unknown) {
+    // The schema's first complaint only: enough to find the producer, short enough for the delivery log.
+    const detail = String(cause instanceof Error ? cause.message : cause).split("\n").slice(0, 2).join(" ")
+    super(`event ${eventId} (${kind}) does not match the outbox schema: ${detail}`.slice(0, 500))
+    this.name = "UndecodableEvent"
+    this.eventId = eventId
+    this.kind = kind
+  }
+}
+
+const decodeStored = (eventId: string, kind: string, payload: Record<string, unknown>): OutboxEvent => {
+  try {
+    return decode(kind, payload)
+  } catch (cause) {
+    throw new UndecodableEvent(eventId, kind, cause)
+  }
+}
+
+type Anchor = AnchorConfirmed["anchors"][number]
+
+/** The record's primary anchor (its `networkId`: the EVM one of a hybrid record), and a hybrid record's other one. */
+const anchorsOf = (event: AnchorConfirmed) => {
+  const primary = event.anchors.find((a) => a.networkId === event.networkId)
+  const secondary = event.anchors.find((a) => a.networkId !== event.networkId)
+  return { primary, secondary }
+}
 
 /** `batchId`: an integer on EVM (the contract's counter), a string on Fabric (seed). */
-const batchIdOf = (chainType: string, v: unknown): number | string | null => {
-  if (v === null || v === undefined) return null
-  if (chainType === "fabric") return String(v)
-  return int(v) ?? (typeof v === "string" ? v : null)
-}
+const batchIdOf = (a: Anchor): number | string => a.chainType === "fabric" ? String(a.batchId) : a.batchId
 
-/** One anchor in form B's shape (the top level of the primary, or `dualAnchor` for the secondary). */
-const anchorFields = (a: Record<string, unknown>) => {
-  const chainType = str(a.chainType) ?? "evm"
-  return {
-    chainType,
-    networkId: str(a.networkId) ?? "",
-    // Always null for Fabric records (seed).
-    blockNumber: chainType === "fabric" ? null : int(a.blockNumber),
-    transactionHash: txHashOf(a) ?? "",
-    batchId: batchIdOf(chainType, a.batchId),
-    anchoredAt: str(a.anchoredAt) ?? "",
-    merkleProof: strings(a.merkleProof)
-  }
-}
-
-/** The secondary anchor of a hybrid record, if the producer put one in the event. */
-const secondaryOf = (payload: Record<string, unknown>): Record<string, unknown> | null => {
-  const dual = payload.dualAnchor
-  if (typeof dual === "object" && dual !== null && !Array.isArray(dual)) return dual as Record<string, unknown>
-  if (Array.isArray(payload.anchors) && payload.anchors.length > 1) {
-    const primaryNetwork = str(payload.networkId)
-    const other = payload.anchors.find((x) =>
-      typeof x === "object" && x !== null && (x as Record<string, unknown>).networkId !== primaryNetwork)
-    if (other !== undefined) return other as Record<string, unknown>
-  }
-  return null
-}
+/** `blockNumber`: always null for Fabric (seed). */
+const blockNumberOf = (a: Anchor | undefined): number | null => a === undefined || a.chainType === "fabric" ? null : a.blockNumber
 
 /** Form B, exactly the seed's table and order. */
-const formB = (input: RenderInput) => {
-  const p = input.payload
-  const primary = anchorFields(p)
+const formB = (event: AnchorConfirmed, input: RenderInput) => {
+  const { primary, secondary } = anchorsOf(event)
   const body: Record<string, unknown> = {
-    type: SERVICE_EVENT[input.kind],
-    hash: str(p.hash) ?? input.record.hash ?? "",
-    recordId: str(p.recordId) ?? "",
-    chainType: primary.chainType,
-    networkId: primary.networkId,
-    blockNumber: primary.blockNumber,
-    transactionHash: primary.transactionHash,
-    batchId: primary.batchId,
-    anchoredAt: primary.anchoredAt,
-    merkleProof: primary.merkleProof,
+    type: SERVICE_EVENT[event.kind],
+    hash: event.hash,
+    recordId: event.recordId,
+    chainType: primary?.chainType ?? recordChainOf(input) ?? "evm",
+    networkId: event.networkId,
+    blockNumber: blockNumberOf(primary),
+    transactionHash: primary?.txHash ?? "",
+    batchId: primary === undefined ? null : batchIdOf(primary),
+    anchoredAt: primary?.anchoredAt ?? event.anchoredAt,
+    merkleProof: primary?.merkleProof ?? [],
     metadata: input.record.metadata ?? {}
   }
-  const secondary = secondaryOf(p)
-  if (secondary !== null) {
-    const s = anchorFields(secondary)
+  if (secondary !== undefined) {
     body.dualAnchor = {
-      chainType: s.chainType,
-      networkId: s.networkId,
-      batchId: s.batchId,
-      blockNumber: s.blockNumber,
-      transactionHash: s.transactionHash,
-      merkleProof: s.merkleProof,
-      anchoredAt: s.anchoredAt
+      chainType: secondary.chainType,
+      networkId: secondary.networkId,
+      batchId: batchIdOf(secondary),
+      blockNumber: blockNumberOf(secondary),
+      transactionHash: secondary.txHash,
+      merkleProof: secondary.merkleProof,
+      anchoredAt: secondary.anchoredAt ?? ""
     }
   }
   return body
 }
 
 /** Form A's `data`: the five common members plus the kind's own (SPEC 5.2). */
-const envelopeData = (input: RenderInput) => {
-  const p = input.payload
-  const anchored = input.kind === "anchor.confirmed" ? p : input.anchorPayload
-  const data: Record<string, unknown> = {
-    recordId: str(p.recordId) ?? "",
-    hash: str(p.hash) ?? input.record.hash ?? "",
-    txHash: txHashOf(anchored),
-    blockNumber: anchored === null || str(anchored.chainType) === "fabric" ? null : int(anchored.blockNumber),
-    status: input.kind === "anchor.confirmed"
-      ? "ANCHORED"
-      : input.kind === "anchor.failed"
-      ? "FAILED"
-      : input.kind === "record.deleted"
-      ? "DELETED"
-      : str(p.status) ?? input.record.status ?? ""
+const envelopeData = (event: OutboxEvent, prior: AnchorConfirmed | null) => {
+  // The anchor the event reports: its own (anchor.confirmed), the last one confirmed before it
+  // (record.updated / record.deleted of an anchored record), none for anchor.failed.
+  const anchored = event.kind === "anchor.confirmed" ? event : event.kind === "anchor.failed" ? null : prior
+  const primary = anchored === null ? undefined : anchorsOf(anchored).primary
+  const common = {
+    recordId: event.recordId,
+    hash: event.hash,
+    txHash: primary?.txHash ?? null,
+    blockNumber: blockNumberOf(primary)
   }
-  switch (input.kind) {
+  switch (event.kind) {
+    case "anchor.confirmed":
+      return { ...common, status: "ANCHORED" }
     case "anchor.failed":
-      data.reason = str(p.reason) ?? "anchoring failed"
-      data.errorCode = str(p.errorCode) ?? "ANCHOR_FAILED"
-      break
+      return { ...common, status: "FAILED", reason: event.reason, errorCode: event.errorCode }
     case "record.updated":
-      data.changes = typeof p.changes === "object" && p.changes !== null ? p.changes : {}
-      break
+      return { ...common, status: event.status, changes: event.changes }
     case "record.deleted":
-      data.mode = str(p.mode) ?? "soft"
-      break
+      return { ...common, status: "DELETED", mode: event.mode }
   }
-  return data
 }
 
-export const usesFormB = (kind: EventKind, format: "multichain" | "envelope") =>
+/** The record's chain for the headers: a hybrid record's primary anchor is its EVM one. */
+const recordChainOf = (input: RenderInput) => input.record.chainType === "hybrid" ? "evm" : input.record.chainType
+
+/** The chain and network an event is about (`X-Service-Chain`, `X-Service-Network`). */
+const targetOf = (event: OutboxEvent, input: RenderInput) => {
+  switch (event.kind) {
+    case "anchor.confirmed":
+      return { chain: anchorsOf(event).primary?.chainType ?? recordChainOf(input) ?? "", network: event.networkId }
+    case "anchor.failed":
+      return { chain: event.chainType, network: event.networkId }
+    default:
+      return { chain: recordChainOf(input) ?? "", network: input.record.networkId ?? "" }
+  }
+}
+
+export const usesFormB = (kind: EventKind, format: typeof PayloadFormat.Type) =>
   kind === "anchor.confirmed" && format === "multichain"
 
+/** The delivery's body, signatures and stable headers; throws `UndecodableEvent` for a row no producer wrote. */
 export const render = (input: RenderInput): Rendered => {
+  const event = decodeStored(input.eventId, input.kind, input.payload)
+  const prior = input.anchorPayload === null || event.kind === "anchor.confirmed" || event.kind === "anchor.failed"
+    ? null
+    : decodeStored(input.eventId, "anchor.confirmed", input.anchorPayload) as AnchorConfirmed
   let body: string
-  if (usesFormB(input.kind, input.format)) {
-    body = JSON.stringify(formB(input))
+  if (event.kind === "anchor.confirmed" && usesFormB(event.kind, input.format)) {
+    body = JSON.stringify(formB(event, input))
   } else {
-    const unsigned = { event: input.kind, timestamp: input.eventCreatedAt.toISOString(), data: envelopeData(input) }
+    const unsigned = { event: event.kind, timestamp: input.eventCreatedAt.toISOString(), data: envelopeData(event, prior) }
     // SPEC 5.4: the inner `signature` is the same construction over the payload without that member.
     body = JSON.stringify({ ...unsigned, signature: sign(input.signingSecret, JSON.stringify(unsigned)) })
   }
-  const p = input.payload
-  const recordChain = input.record.chainType === "hybrid" ? "evm" : input.record.chainType
+  const { chain, network } = targetOf(event, input)
   return {
     body,
     signature: sign(input.signingSecret, body),
     signatureNext: input.nextSecret === null ? null : sign(input.nextSecret, body),
     headers: {
-      event: SERVICE_EVENT[input.kind],
+      event: SERVICE_EVENT[event.kind],
       eventId: input.eventId,
-      hash: str(p.hash) ?? input.record.hash ?? "",
+      hash: event.hash,
       packageMode: input.record.packageMode ?? "",
-      chain: str(p.chainType) ?? recordChain ?? "",
-      network: str(p.networkId) ?? input.record.networkId ?? ""
+      chain,
+      network
     }
   }
 }

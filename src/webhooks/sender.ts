@@ -1,31 +1,16 @@
 /**
  * One HTTP POST attempt, with node:http directly: no redirects followed (a 3xx is a failure), one
- * deadline over connect + request + response, keep-alive pools, and for live deliveries the SSRF
- * rules of SPEC 5.6 applied to the address actually connected to: the `lookup` hook resolves the
- * name, refuses loopback / private / link-local / metadata addresses, and hands the checked address
- * to the socket, so a DNS answer that changes between check and connect (rebinding) cannot slip by.
+ * deadline over connect + request + response, keep-alive pools, and for live deliveries the URL policy
+ * (./urlPolicy.ts, SPEC 5.6) applied to the address actually connected to: the `lookup` hook resolves
+ * the name, refuses it when the policy does, and hands the checked address to the socket, so a DNS
+ * answer that changes between check and connect (rebinding) cannot slip by.
  */
-import * as Dns from "node:dns"
+import type * as Dns from "node:dns"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import * as Net from "node:net"
-import { Context } from "effect"
-import { isBlockedAddress, staticVerdict } from "./urlPolicy.ts"
-
-export interface ResolvedAddress {
-  readonly address: string
-  readonly family: number
-}
-
-/** Name resolution used by deliveries (a Reference so tests can stand in for DNS). */
-export type Resolve = (hostname: string) => Promise<ReadonlyArray<ResolvedAddress>>
-
-export const systemResolve: Resolve = (hostname) =>
-  Dns.promises.lookup(hostname, { all: true, verbatim: true })
-
-export const WebhookResolver = Context.Reference<Resolve>("anchord/webhooks/WebhookResolver", {
-  defaultValue: () => systemResolve
-})
+import type { Environment } from "../auth/apiKeys.ts"
+import { addressesVerdict, hostOf, literalVerdict, type Resolve, staticVerdict } from "./urlPolicy.ts"
 
 export interface AttemptOutcome {
   readonly ok: boolean
@@ -65,10 +50,8 @@ const lookupWith = (resolve: Resolve, live: boolean): Net.LookupFunction =>
         const addresses = family === 0 ? all : all.filter((a) => a.family === family)
         if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: "ENOTFOUND" }))
         if (live) {
-          const blocked = addresses.find((a) => isBlockedAddress(a.address))
-          if (blocked !== undefined) {
-            return callback(new Refused(`${hostname} resolves to a loopback, private, link-local or metadata address (${blocked.address})`))
-          }
+          const verdict = addressesVerdict(hostname, addresses.map((a) => a.address))
+          if (!verdict.ok) return callback(new Refused(verdict.reason))
         }
         if (options.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })))
         else callback(null, addresses[0].address, addresses[0].family)
@@ -79,7 +62,7 @@ const lookupWith = (resolve: Resolve, live: boolean): Net.LookupFunction =>
 
 export interface AttemptRequest {
   readonly url: string
-  readonly environment: "test" | "live"
+  readonly environment: Environment
   readonly body: string
   readonly headers: Record<string, string>
   readonly timeoutMillis: number
@@ -118,10 +101,11 @@ export const attempt = (
     const verdict = staticVerdict(request.url, request.environment)
     if (!verdict.ok) return finish(null, `refused: ${verdict.reason}`)
     const url = new URL(request.url)
-    const host = url.hostname.replace(/^\[|\]$/g, "")
+    const host = hostOf(url)
     // IP literals never reach `lookup`: check them here.
-    if (live && Net.isIP(host) !== 0 && isBlockedAddress(host)) {
-      return finish(null, `refused: ${host} is a loopback, private, link-local or metadata address`)
+    if (live && Net.isIP(host) !== 0) {
+      const literal = literalVerdict(host)
+      if (!literal.ok) return finish(null, `refused: ${literal.reason}`)
     }
     const secure = url.protocol === "https:"
     const pool = live ? agents.live : agents.test

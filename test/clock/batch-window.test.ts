@@ -29,7 +29,7 @@ const queued = (networkId: string, n: number, at: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const account = `acc_${hexId()}`
-    yield* sql`INSERT INTO accounts (id, name, plan, webhook_secret) VALUES (${account}, 'batch', 'ENTERPRISE', 'whsec_x')`
+    yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${account}, 'batch', 'ENTERPRISE')`
     for (let i = 0; i < n; i++) {
       yield* sql`
         INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source, created_at)

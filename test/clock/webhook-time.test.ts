@@ -9,7 +9,9 @@ import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { beforeAll } from "vitest"
 import { LAST_ATTEMPT, retryDelayMillis } from "../../src/webhooks/schedule.ts"
-import { type Claimed, WebhookStore } from "../../src/webhooks/WebhookStore.ts"
+import { type Claimed, DeliveryClaims } from "../../src/webhooks/DeliveryClaims.ts"
+import { WebhookStoresLayer } from "../../src/webhooks/stores.ts"
+import { WebhookSettingsStore } from "../../src/webhooks/WebhookSettingsStore.ts"
 import { hexId, startClockNearNow, withDatabaseServices } from "../support/clock.ts"
 import { freshDatabase } from "../support/db.ts"
 
@@ -18,14 +20,15 @@ beforeAll(async () => {
   url = await freshDatabase()
 })
 
-const withStore = withDatabaseServices(() => url, WebhookStore.layer)
+const withStore = withDatabaseServices(() => url, WebhookStoresLayer)
 
 /** An account, a record with its own webhook URL, and one event: the trigger makes one delivery. */
 const oneDelivery = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const id = hexId()
   const account = { id: `acc_${id}` }
-  yield* sql`INSERT INTO accounts (id, name, plan, webhook_secret) VALUES (${account.id}, 'clock', 'ENTERPRISE', ${`whsec_${id}`})`
+  // its webhook settings and secret come with it (the trigger of migration 0007)
+  yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${account.id}, 'clock', 'ENTERPRISE')`
   yield* sql`
     INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source, webhook_url)
     VALUES (${id}, ${account.id}, 'test', ${"ab".repeat(32)}, 'evm', 'evm-test', 'SEPARATED', 'hash', 'http://127.0.0.1:9/hook')`
@@ -36,12 +39,12 @@ const oneDelivery = Effect.gen(function*() {
 })
 
 const LEASE = 60_000
-const claim = (token: string) => Effect.flatMap(WebhookStore, (s) => s.claim(10, LEASE, "node-a", token, 100))
+const claim = (token: string) => Effect.flatMap(DeliveryClaims, (s) => s.claim(10, LEASE, "node-a", token, 100))
 
 /** Records a failed attempt of a claimed delivery, with the ladder's delay (scale 1: the seed's). */
 const fail = (row: Claimed, token: string) =>
   Effect.gen(function*() {
-    const store = yield* WebhookStore
+    const store = yield* DeliveryClaims
     const [done] = yield* store.complete([{
       seq: row.seq, token, round: row.round, attempt: row.attempts, startedAt: new Date(), statusCode: 500,
       latencyMs: 3, error: "HTTP 500", ok: false, retryInMillis: retryDelayMillis(row.attempts, 1)
@@ -62,7 +65,7 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
         assert.strictEqual(done.state, "PENDING")
         const delay = retryDelayMillis(attempt, 1)!
         assert.strictEqual(delay, [60_000, 300_000, 1_800_000, 7_200_000, 86_400_000][attempt])
-        assert.strictEqual((yield* (yield* WebhookStore).nextDueMillis), delay)
+        assert.strictEqual((yield* (yield* DeliveryClaims).nextDueMillis), delay)
         yield* TestClock.adjust(delay - 1)
         assert.strictEqual((yield* claim(`early${attempt}`)).length, 0, `attempt ${attempt + 1} claimable before its time`)
         yield* TestClock.adjust(1)
@@ -73,7 +76,7 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
       assert.deepStrictEqual([last.state, last.nextAttemptAt], ["FAILED", null])
       yield* TestClock.adjust("30 days")
       assert.strictEqual((yield* claim("after")).length, 0)
-      assert.isNull(yield* (yield* WebhookStore).nextDueMillis)
+      assert.isNull(yield* (yield* DeliveryClaims).nextDueMillis)
     }).pipe(withStore))
 
   it.effect("a claim is a lease: nobody else gets the delivery until it expires, then it comes back by itself", () =>
@@ -91,7 +94,7 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
       assert.strictEqual(again.length, 1)
       assert.strictEqual(again[0].seq, first[0].seq)
       // and the stale claim's outcome no longer counts (its token was replaced)
-      const store = yield* WebhookStore
+      const store = yield* DeliveryClaims
       const stale = yield* store.complete([{
         seq: first[0].seq, token: "node-a-token", round: 0, attempt: 0, startedAt: new Date(), statusCode: 200,
         latencyMs: 1, error: null, ok: true, retryInMillis: null
@@ -103,19 +106,20 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
     Effect.gen(function*() {
       const t0 = yield* startClockNearNow
       const accountId = yield* oneDelivery
-      const store = yield* WebhookStore
-      const before = yield* store.settings(accountId)
-      const rotated = yield* store.rotate(accountId)
+      const settings = yield* WebhookSettingsStore
+      const claims = yield* DeliveryClaims
+      const before = yield* settings.get(accountId)
+      const rotated = yield* settings.rotate(accountId)
       assert.notStrictEqual(rotated.secret, before.secret)
       assert.strictEqual(rotated.previousSecretExpiresAt?.getTime(), t0 + 86_400_000)
       const [claimed] = yield* claim("r")
-      const inputs = () => store.renderInputs([claimed.seq]).pipe(Effect.map((rows) => rows[0]))
+      const inputs = () => claims.renderInputs([claimed.seq]).pipe(Effect.map((rows) => rows[0]))
       let input = yield* inputs()
       assert.deepStrictEqual([input.signingSecret, input.nextSecret], [before.secret, rotated.secret])
 
       // rotating again inside the overlap replaces the pending secret and does not extend the overlap
       yield* TestClock.adjust("1 hour")
-      const again = yield* store.rotate(accountId)
+      const again = yield* settings.rotate(accountId)
       assert.strictEqual(again.previousSecretExpiresAt?.getTime(), t0 + 86_400_000)
       input = yield* inputs()
       assert.deepStrictEqual([input.signingSecret, input.nextSecret], [before.secret, again.secret])
@@ -125,7 +129,7 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
       yield* TestClock.adjust(1)
       input = yield* inputs()
       assert.deepStrictEqual([input.signingSecret, input.nextSecret], [again.secret, null])
-      const after = yield* store.settings(accountId)
+      const after = yield* settings.get(accountId)
       assert.deepStrictEqual([after.rotationStartedAt, after.previousSecretExpiresAt], [null, null])
     }).pipe(withStore))
 })

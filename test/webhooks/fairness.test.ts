@@ -54,7 +54,7 @@ describe("webhook fairness", () => {
       const events = (ids: Array<string>) => query(node!.databaseUrl, `
         INSERT INTO events (event_id, account_id, record_id, kind, payload)
         SELECT 'evt_' || substr(md5(id || random()::text), 1, 24), account_id, id, 'record.deleted',
-          jsonb_build_object('recordId', id, 'hash', hash, 'mode', 'soft')
+          jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')
         FROM records WHERE id = ANY($1) ORDER BY id`, [ids])
       await events(slowIds) // the backlog for the hanging receiver is committed first ...
       await events(fastIds) // ... and the other receiver's events right behind it

@@ -50,7 +50,7 @@ describe("webhook durability", () => {
       await waitFor("every delivery SUCCEEDED", async () =>
         Number((await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM webhook_deliveries WHERE state <> 'SUCCEEDED'"))[0].n) === 0, 30_000)
 
-      const secret = (await query<{ webhook_secret: string }>(databaseUrl, "SELECT webhook_secret FROM accounts WHERE id = $1", [account.id]))[0].webhook_secret
+      const secret = (await query<{ webhook_secret: string }>(databaseUrl, "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1", [account.id]))[0].webhook_secret
       const byEvent = new Map<string, Array<{ body: string; signature: string }>>()
       for (const r of receiver.received) {
         const id = String(r.headers["x-service-event-id"])
@@ -87,7 +87,7 @@ describe("webhook durability", () => {
       expect(r.status).toBe(202)
       await query(node.databaseUrl, `
         INSERT INTO events (event_id, account_id, record_id, kind, payload)
-        SELECT 'evt_' || substr(md5(id), 1, 24), account_id, id, 'record.deleted', jsonb_build_object('recordId', id, 'hash', hash, 'mode', 'soft')
+        SELECT 'evt_' || substr(md5(id), 1, 24), account_id, id, 'record.deleted', jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')
         FROM records`)
       await receiver.waitFor(4, 10_000)
       await node.stop()

@@ -101,7 +101,7 @@ describe("webhook secret rotation", () => {
 
     // without confirmation, the overlap ends by itself after 24 h
     const third = (await api("POST", "/v1/webhooks/secret/rotate", {})).json.data.secret
-    await query(node.databaseUrl, "UPDATE accounts SET webhook_secret_rotated_at = now() - interval '25 hours' WHERE id = $1", [account])
+    await query(node.databaseUrl, "UPDATE webhook_settings SET rotated_at = now() - interval '25 hours' WHERE account_id = $1", [account])
     expect((await api("GET", "/v1/webhooks")).json.data.rotation).toBeNull()
     const [late] = await fire(["/late"])
     expect(late.headers["x-webhook-signature"]).toBe(`sha256=${hmacHex(third, late.body)}`)

@@ -1,14 +1,14 @@
 /**
  * Webhook test kit: a real node:http receiver on loopback that records every request with its raw
  * body, independent signature checks with node:crypto, and an in-process node whose DNS the test
- * may stand in for (src/webhooks/sender.ts WebhookResolver).
+ * may stand in for (src/webhooks/urlPolicy.ts WebhookResolver).
  */
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import { expect } from "vitest"
 import { Layer } from "effect"
 import { NodeLayer } from "../../src/app/layers.ts"
-import { type Resolve, WebhookResolver } from "../../src/webhooks/sender.ts"
+import { type Resolve, WebhookResolver } from "../../src/webhooks/urlPolicy.ts"
 import { query } from "../support/db.ts"
 import { startNode } from "../support/node.ts"
 import { waitFor } from "../support/wait.ts"
@@ -166,12 +166,16 @@ export const startWebhookNode = async (options: { env?: Record<string, string>; 
     createAccount: () => node.createAccount({ name: "webhooks", ratePerSecond: 10_000 }),
     createKey: (accountId, environment = "test") => node.createKey(accountId, environment).then((k) => k.key),
     secretOf: async (accountId) =>
-      (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT webhook_secret FROM accounts WHERE id = $1", [accountId]))[0].webhook_secret,
+      (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1", [accountId]))[0].webhook_secret,
     stop: node.stop
   }
 }
 
-/** What the anchoring pipeline does when a record is confirmed: status + outbox event in one transaction. */
+/**
+ * What the anchoring pipeline does when a record is confirmed: status + outbox event in one transaction.
+ * The event is the outbox's `anchor.confirmed` (src/outbox/events.ts): the record's primary network and
+ * every anchor, the primary one built from `facts`, a hybrid record's other one from `dualAnchor`.
+ */
 export const confirmAnchor = (databaseUrl: string, recordId: string, facts: {
   txHash?: string
   blockNumber?: number
@@ -183,26 +187,31 @@ export const confirmAnchor = (databaseUrl: string, recordId: string, facts: {
 } = {}) => {
   const eventId = `evt_${Crypto.randomBytes(12).toString("hex")}`
   const anchoredAt = new Date().toISOString()
-  const payload = {
-    recordId,
-    status: "ANCHORED",
+  const merkleRoot = `0x${"cd".repeat(32)}`
+  const primary = {
     chainType: facts.chainType ?? "evm",
     networkId: facts.networkId ?? "hardhat-local",
+    batchId: facts.batchId ?? 7,
     txHash: facts.txHash ?? `0x${"ab".repeat(32)}`,
     blockNumber: facts.blockNumber ?? 42,
-    batchId: facts.batchId ?? 7,
-    merkleRoot: `0x${"cd".repeat(32)}`,
+    merkleRoot,
     merkleProof: facts.merkleProof ?? [`0x${"ef".repeat(32)}`],
+    anchoredAt
+  }
+  const payload = {
+    recordId,
+    networkId: primary.networkId,
     anchoredAt,
-    ...(facts.dualAnchor ? { dualAnchor: facts.dualAnchor } : {})
+    anchors: facts.dualAnchor ? [primary, { merkleRoot, ...facts.dualAnchor }] : [primary]
   }
   return query(databaseUrl, `
     WITH r AS (
       UPDATE records SET status = 'ANCHORED', anchored_at = $3::timestamptz, updated_at = now() WHERE id = $1
-      RETURNING id, account_id, hash
+      RETURNING id, account_id, hash, chain_type
     )
     INSERT INTO events (event_id, account_id, record_id, kind, payload)
-    SELECT $2, r.account_id, r.id, 'anchor.confirmed', $4::jsonb || jsonb_build_object('hash', r.hash) FROM r`,
+    SELECT $2, r.account_id, r.id, 'anchor.confirmed', $4::jsonb || jsonb_build_object('hash', r.hash, 'recordChainType', r.chain_type)
+    FROM r`,
     [recordId, eventId, anchoredAt, JSON.stringify(payload)]).then(() => ({ eventId, anchoredAt, payload }))
 }
 

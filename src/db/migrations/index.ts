@@ -4,6 +4,7 @@ import webhooks from "./0003_webhooks.ts"
 import fabric from "./0004_fabric.ts"
 import ingestChecks from "./0005_ingest_checks.ts"
 import failedAnchors from "./0006_failed_anchors.ts"
+import webhookSettings from "./0007_webhook_settings.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -12,5 +13,6 @@ export const migrations = {
   "0003_webhooks": webhooks,
   "0004_fabric": fabric,
   "0005_ingest_checks": ingestChecks,
-  "0006_failed_anchors": failedAnchors
+  "0006_failed_anchors": failedAnchors,
+  "0007_webhook_settings": webhookSettings
 }

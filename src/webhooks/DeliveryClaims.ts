@@ -1,0 +1,251 @@
+/**
+ * The dispatcher's side of `webhook_deliveries`: claiming due deliveries under a lease, reading what a
+ * first render needs and storing the rendered bodies, recording outcomes (attempt log + next state on
+ * the ladder), and when the next one is due.
+ *
+ * These statements run per claim batch on every node, so they stay as they were measured (docs/webhooks.md,
+ * "Performance"): batches, `FOR UPDATE SKIP LOCKED`, primary-key lookups, claims and outcomes committed
+ * asynchronously, rows read as typed without a decoding pass, and untraced (`Effect.fnUntraced`).
+ *
+ * Why a table of our own rather than `PersistedQueue`: deliveries are created by a trigger on the
+ * `events` outbox (same transaction as any producer's state change, producers need no code), and
+ * the delivery log the API serves (./DeliveryLog.ts) is the same row that carries the retry state.
+ *
+ * Leases, the retry ladder and the rotation overlap read time through Effect's Clock (passed to the
+ * statements), not PostgreSQL's now(): one clock for the node and its tests (TestClock). Nodes sharing
+ * a database must keep their clocks in sync (NTP): a skew shifts leases by as much.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import type { Environment } from "../auth/apiKeys.ts"
+import type { RenderInput, StableHeaders } from "./payload.ts"
+import { inOverlap } from "./rotation.ts"
+import type { DeliveryState, EventKind, PayloadFormat } from "./rows.ts"
+
+/** LISTEN/NOTIFY channel of the dispatchers (the deliveries trigger of migrations 0003/0007 notifies it too). */
+export const WEBHOOK_CHANNEL = "anchord_webhooks"
+
+/** A claimed delivery, ready to send once rendered. */
+export interface Claimed {
+  readonly seq: string
+  readonly id: string
+  readonly url: string
+  readonly environment: Environment
+  readonly attempts: number
+  readonly round: number
+  readonly body: string | null
+  readonly signature: string | null
+  readonly signatureNext: string | null
+  readonly headers: StableHeaders | null
+}
+
+export interface Rendering {
+  readonly seq: string
+  readonly body: string
+  readonly signature: string
+  readonly signatureNext: string | null
+  readonly headers: StableHeaders
+}
+
+export interface Completion {
+  readonly seq: string
+  readonly token: string
+  readonly round: number
+  readonly attempt: number
+  readonly startedAt: Date
+  readonly statusCode: number | null
+  readonly latencyMs: number
+  readonly error: string | null
+  readonly ok: boolean
+  /** Delay before the next attempt when this one failed and another remains. */
+  readonly retryInMillis: number | null
+}
+
+export interface CompletionResult {
+  readonly seq: string
+  readonly state: DeliveryState
+  readonly nextAttemptAt: Date | null
+}
+
+/**
+ * jsonb read as text and parsed here: the client's name transform would otherwise rewrite the keys of
+ * the client's own metadata (my_key → myKey). PostgreSQL's own output, so plain JSON.parse.
+ */
+const parseJson = (text: string | null): Record<string, unknown> | null => text === null ? null : JSON.parse(text)
+
+interface RenderRow {
+  readonly seq: string
+  readonly eventId: string
+  readonly kind: EventKind
+  readonly payloadText: string
+  readonly eventCreatedAt: Date
+  readonly format: PayloadFormat
+  readonly secret: string
+  readonly previous: string | null
+  readonly overlap: boolean
+  readonly hash: string | null
+  readonly packageMode: string | null
+  readonly chainType: string | null
+  readonly networkId: string | null
+  readonly metadataText: string | null
+  readonly status: string | null
+  readonly anchorPayloadText: string | null
+}
+
+export class DeliveryClaims extends Context.Service<DeliveryClaims, {
+  /**
+   * Claims up to `limit` due deliveries, skipping receivers (host:port) that already have `perHost`
+   * attempts in flight across all nodes (a soft cap: one claim may add up to `limit` more).
+   */
+  readonly claim: (limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) =>
+    Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
+  /** What the first render of these deliveries needs: the stored event, the record, the signing secrets now. */
+  readonly renderInputs: (seqs: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<RenderInput & { readonly seq: string }>, SqlError.SqlError>
+  /** Stores bodies rendered for the first time; returns what is stored (a concurrent render may have won). */
+  readonly saveRendered: (items: ReadonlyArray<Rendering>) => Effect.Effect<ReadonlyArray<Rendering>, SqlError.SqlError>
+  /** Records outcomes of claimed attempts (ignored when the claim was lost); the deliveries' next state. */
+  readonly complete: (items: ReadonlyArray<Completion>, nodeId: string) => Effect.Effect<ReadonlyArray<CompletionResult>, SqlError.SqlError>
+  /** Milliseconds until the earliest pending delivery is due (0 if one is due now), null if none. */
+  readonly nextDueMillis: Effect.Effect<number | null, SqlError.SqlError>
+}>()("anchord/webhooks/DeliveryClaims") {
+  static readonly layer = Layer.effect(
+    DeliveryClaims,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      /**
+       * Claims and outcomes commit without waiting for the WAL flush: a claim lost in a crash only
+       * delays an attempt until its lease would have expired anyway, and a lost outcome only means
+       * the delivery is sent again (at-least-once). Bodies and signatures (saveRendered) stay durable.
+       */
+      const asyncCommit = sql`SELECT set_config('synchronous_commit', 'off', true)`
+
+      const clockNow = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+      const seqArray = (items: ReadonlyArray<{ readonly seq: string }>) => `{${items.map((i) => i.seq).join(",")}}`
+
+      return DeliveryClaims.of({
+        claim: Effect.fnUntraced(function*(limit, leaseMillis, nodeId, token, perHost) {
+          const ms = yield* Clock.currentTimeMillis
+          const now = new Date(ms)
+          const until = new Date(ms + leaseMillis)
+          return yield* sql<Claimed>`
+            WITH async_commit AS (${asyncCommit}), busy AS (
+              -- receivers already at their in-flight cap (claims of every node count)
+              SELECT host FROM webhook_deliveries
+              WHERE locked_until IS NOT NULL AND locked_until > ${now} AND state = 'PENDING'
+              GROUP BY host HAVING count(*) >= ${perHost}
+            ), due AS (
+              SELECT seq FROM webhook_deliveries
+              WHERE state = 'PENDING' AND next_attempt_at <= ${now} AND host NOT IN (SELECT host FROM busy)
+              ORDER BY next_attempt_at
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            )
+            UPDATE webhook_deliveries d SET
+              next_attempt_at = ${until}, locked_until = ${until},
+              locked_by = ${nodeId}, claim_token = ${token}, updated_at = ${now}
+            FROM async_commit
+            -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table
+            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due))
+            RETURNING d.seq::text AS seq, d.id, d.url, d.environment, d.attempts, d.round, d.body, d.signature,
+              d.signature_next, d.headers`
+        }),
+
+        renderInputs: Effect.fnUntraced(function*(seqs) {
+          const now = yield* clockNow
+          const rows = yield* sql.unsafe<RenderRow>(`
+            SELECT d.seq::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
+              s.payload_format AS format, s.secret, s.previous_secret AS previous,
+              (${inOverlap("$2", "s.")}) AS overlap,
+              r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status,
+              prior.payload::text AS anchor_payload_text
+            FROM webhook_deliveries d
+            JOIN events e ON e.id = d.event_seq
+            JOIN webhook_settings s ON s.account_id = d.account_id
+            LEFT JOIN records r ON r.id = e.record_id
+            LEFT JOIN LATERAL (
+              SELECT p.payload FROM events p
+              WHERE p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
+              ORDER BY p.id DESC LIMIT 1
+            ) prior ON e.kind IN ('record.updated', 'record.deleted')
+            WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])`, [seqs.join(","), now])
+          return rows.map((row) => {
+            const useNext = row.overlap && row.previous !== null
+            return {
+              seq: row.seq,
+              eventId: row.eventId,
+              kind: row.kind,
+              payload: parseJson(row.payloadText) ?? {},
+              eventCreatedAt: row.eventCreatedAt,
+              format: row.format,
+              signingSecret: useNext ? row.previous! : row.secret,
+              nextSecret: useNext ? row.secret : null,
+              record: {
+                hash: row.hash,
+                packageMode: row.packageMode,
+                chainType: row.chainType,
+                networkId: row.networkId,
+                metadata: parseJson(row.metadataText),
+                status: row.status
+              },
+              anchorPayload: parseJson(row.anchorPayloadText)
+            }
+          })
+        }),
+
+        saveRendered: Effect.fnUntraced(function*(items) {
+          if (items.length === 0) return []
+          return yield* sql<Rendering>`
+            UPDATE webhook_deliveries d SET
+              body = COALESCE(d.body, v.body),
+              signature = CASE WHEN d.body IS NULL THEN v.signature ELSE d.signature END,
+              signature_next = CASE WHEN d.body IS NULL THEN v.signature_next ELSE d.signature_next END,
+              headers = COALESCE(d.headers, v.headers)
+            FROM jsonb_to_recordset(${JSON.stringify(items.map((i) => ({
+              seq: i.seq, body: i.body, signature: i.signature, signature_next: i.signatureNext, headers: i.headers
+            })))}::jsonb) AS v(seq bigint, body text, signature text, signature_next text, headers jsonb)
+            WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
+            RETURNING d.seq::text AS seq, d.body, d.signature, d.signature_next, d.headers`
+        }),
+
+        complete: Effect.fnUntraced(function*(items, nodeId) {
+          if (items.length === 0) return []
+          const now = yield* clockNow
+          return yield* sql<CompletionResult>`
+            WITH async_commit AS (${asyncCommit}), v AS (
+              SELECT v.* FROM async_commit, jsonb_to_recordset(${JSON.stringify(items.map((i) => ({
+                seq: i.seq, token: i.token, round: i.round, attempt: i.attempt, started_at: i.startedAt.toISOString(),
+                status_code: i.statusCode, latency_ms: i.latencyMs, error: i.error, ok: i.ok, retry_ms: i.retryInMillis
+              })))}::jsonb) AS v(seq bigint, token text, round int, attempt int, started_at timestamptz, status_code int,
+                latency_ms int, error text, ok boolean, retry_ms bigint)
+            ), logged AS (
+              INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
+              SELECT seq, round, attempt, started_at, status_code, latency_ms, error, CASE WHEN ok THEN NULL ELSE retry_ms END, ${nodeId} FROM v
+            )
+            UPDATE webhook_deliveries d SET
+              attempts = v.attempt + 1,
+              state = CASE WHEN v.ok THEN 'SUCCEEDED' WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END,
+              next_attempt_at = CASE WHEN v.ok OR v.retry_ms IS NULL THEN NULL
+                ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
+              last_status_code = v.status_code, last_error = v.error,
+              locked_until = NULL, locked_by = NULL, claim_token = NULL,
+              delivered_at = CASE WHEN v.ok THEN ${now}::timestamptz ELSE d.delivered_at END,
+              updated_at = ${now}
+            FROM v
+            WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
+              AND d.claim_token = v.token AND d.state = 'PENDING'
+            RETURNING d.seq::text AS seq, d.state, d.next_attempt_at`
+        }),
+
+        nextDueMillis: Effect.flatMap(clockNow, (now) => sql<{ wait: number | null }>`
+          -- GREATEST ignores NULL: without pending deliveries it would answer 0 ("due now") instead of null
+          SELECT CASE WHEN min(next_attempt_at) IS NOT NULL
+            THEN GREATEST(0, CEIL(EXTRACT(EPOCH FROM (min(next_attempt_at) - ${now}::timestamptz)) * 1000))::int END AS wait
+          FROM webhook_deliveries WHERE state = 'PENDING'`).pipe(
+          Effect.map((rows) => rows[0]?.wait ?? null)
+        )
+      })
+    })
+  )
+}

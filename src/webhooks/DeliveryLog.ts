@@ -1,0 +1,132 @@
+/**
+ * The delivery log the API serves (GET /v1/webhooks/deliveries…): deliveries with their attempts,
+ * scoped to an account and environment, manual redelivery, and the retention purge of finished ones.
+ * The rows are `webhook_deliveries` (one per event and target, created by the trigger on `events`)
+ * and `webhook_attempts`, the same rows the dispatcher claims (./DeliveryClaims.ts).
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import type { Environment } from "../auth/apiKeys.ts"
+import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { AttemptRow, decodeRows, DeliveryRow, type DeliveryState } from "./rows.ts"
+
+export interface Owner {
+  readonly accountId: string
+  readonly environment: Environment
+}
+
+export interface ListOptions {
+  readonly limit: number
+  /** Only deliveries older than this one (`seq`, the cursor). */
+  readonly before?: string | undefined
+  readonly state?: DeliveryState | undefined
+  readonly recordId?: string | undefined
+  readonly eventId?: string | undefined
+}
+
+const deliveryColumns = `
+  d.seq::text AS seq, d.id, d.event_id, e.kind, d.record_id, d.environment, d.target, d.url, d.state, d.round, d.attempts,
+  d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
+
+export class DeliveryLog extends Context.Service<DeliveryLog, {
+  /** Newest first. */
+  readonly list: (owner: Owner, options: ListOptions) => Effect.Effect<ReadonlyArray<DeliveryRow>, SqlError.SqlError>
+  readonly get: (owner: Owner, id: string) => Effect.Effect<DeliveryRow | undefined, SqlError.SqlError>
+  /** The attempts of these deliveries (by `seq`), in the order they were made. */
+  readonly attemptsOf: (seqs: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<AttemptRow>, SqlError.SqlError>
+  /** A new round of attempts (0..5) starting now, re-rendered with the account's current settings. */
+  readonly redeliver: (owner: Owner, id: string) => Effect.Effect<DeliveryRow | undefined, SqlError.SqlError>
+  /**
+   * Retention: deletes up to `limit` finished deliveries (SUCCEEDED / FAILED, not claimed) last changed
+   * before `before`, with their attempt logs, in one statement. The number deleted. Events stay: they
+   * are the records' history and later payloads are rendered from them.
+   */
+  readonly purgeFinished: (before: Date, limit: number) => Effect.Effect<number, SqlError.SqlError>
+}>()("anchord/webhooks/DeliveryLog") {
+  static readonly layer = Layer.effect(
+    DeliveryLog,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const pg = yield* PgClient.PgClient
+      const deliveries = decodeRows(DeliveryRow)
+      const attempts = decodeRows(AttemptRow)
+
+      const get = Effect.fn("DeliveryLog.get")(function*(owner: Owner, id: string) {
+        const rows = yield* sql.unsafe(
+          `SELECT ${deliveryColumns} FROM webhook_deliveries d JOIN events e ON e.id = d.event_seq
+           WHERE d.id = $1 AND d.account_id = $2 AND d.environment = $3`,
+          [id, owner.accountId, owner.environment]
+        )
+        return (yield* deliveries(rows))[0]
+      })
+
+      return DeliveryLog.of({
+        list: Effect.fn("DeliveryLog.list")(function*(owner, options) {
+          const params: Array<unknown> = [owner.accountId, owner.environment, options.limit]
+          const where: Array<string> = []
+          const add = (clause: (n: number) => string, value: unknown) => {
+            params.push(value)
+            where.push(clause(params.length))
+          }
+          if (options.before !== undefined) add((n) => `d.seq < $${n}::bigint`, options.before)
+          if (options.state !== undefined) add((n) => `d.state = $${n}`, options.state)
+          if (options.recordId !== undefined) add((n) => `d.record_id = $${n}`, options.recordId)
+          if (options.eventId !== undefined) add((n) => `d.event_id = $${n}`, options.eventId)
+          const rows = yield* sql.unsafe(
+            `SELECT ${deliveryColumns} FROM webhook_deliveries d JOIN events e ON e.id = d.event_seq
+             WHERE d.account_id = $1 AND d.environment = $2 ${where.map((w) => `AND ${w}`).join(" ")}
+             ORDER BY d.seq DESC LIMIT $3`,
+            params
+          )
+          return yield* deliveries(rows)
+        }),
+
+        get,
+
+        attemptsOf: Effect.fn("DeliveryLog.attemptsOf")(function*(seqs) {
+          if (seqs.length === 0) return []
+          const rows = yield* sql.unsafe(
+            `SELECT delivery_seq::text AS delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms::float8 AS retry_in_ms
+             FROM webhook_attempts WHERE delivery_seq = ANY(string_to_array($1, ',')::bigint[]) ORDER BY id`,
+            [seqs.join(",")]
+          )
+          return yield* attempts(rows)
+        }),
+
+        redeliver: Effect.fn("DeliveryLog.redeliver")(function*(owner, id) {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const rows = yield* sql`
+            UPDATE webhook_deliveries SET
+              state = 'PENDING', round = round + 1, attempts = 0, next_attempt_at = ${now},
+              locked_until = NULL, locked_by = NULL, claim_token = NULL,
+              body = NULL, signature = NULL, signature_next = NULL, headers = NULL, updated_at = ${now}
+            WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
+            RETURNING id`
+          if (rows.length === 0) return undefined
+          // The answer is the delivery as re-queued; read it before waking the dispatchers, which may
+          // otherwise have sent it already by the time we read.
+          const requeued = yield* get(owner, id)
+          yield* pg.notify(WEBHOOK_CHANNEL, "")
+          return requeued
+        }),
+
+        purgeFinished: Effect.fn("DeliveryLog.purgeFinished")(function*(before, limit) {
+          const rows = yield* sql<{ n: number }>`
+            WITH old AS (
+              SELECT seq FROM webhook_deliveries
+              WHERE state IN ('SUCCEEDED', 'FAILED') AND updated_at < ${before} AND locked_until IS NULL
+              ORDER BY seq LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            ), attempts AS (
+              DELETE FROM webhook_attempts WHERE delivery_seq IN (SELECT seq FROM old)
+            ), gone AS (
+              DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM old) RETURNING 1
+            )
+            SELECT count(*)::int AS n FROM gone`
+          return rows[0]?.n ?? 0
+        })
+      })
+    })
+  )
+}

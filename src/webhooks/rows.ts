@@ -1,0 +1,71 @@
+/**
+ * Rows the webhooks API serves, decoded with their schemas (off the dispatcher's hot path: the
+ * dispatcher's own statements read their few columns as typed). A row the schema refuses means the
+ * schema and the migrations disagree: a defect, not an error a caller could handle. SQL errors stay
+ * typed (`SqlError`) for the callers.
+ */
+import { Effect, Schema } from "effect"
+import { RecordView } from "../api/recordSchemas.ts"
+import { DeliveryState, DeliveryView, EventKind, PayloadFormat } from "../api/webhookSchemas.ts"
+
+/** `events` and `webhook_settings.events`, `payload_format`, delivery states and targets: the wire's literals. */
+export { DeliveryState, EventKind, PayloadFormat }
+export type DeliveryState = typeof DeliveryState.Type
+export type PayloadFormat = typeof PayloadFormat.Type
+export type EventKind = typeof EventKind.Type
+
+/** 'record' (the record's webhookUrl) or 'account' (the global webhook). */
+export const DeliveryTarget = DeliveryView.fields.target
+/** A delivery's environment: its record's (test / live). */
+export const Environment = RecordView.fields.environment
+
+export const decodeRows = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<S["Type"]>> => Effect.orDie(decode(rows))
+}
+
+/** `webhook_settings` as GET /v1/webhooks shows it, the rotation read at the Clock's time. */
+export const WebhookSettingsRow = Schema.Struct({
+  url: Schema.NullOr(Schema.String),
+  events: Schema.Array(EventKind),
+  payloadFormat: PayloadFormat,
+  enabled: Schema.Boolean,
+  secret: Schema.String,
+  rotationStartedAt: Schema.NullOr(Schema.Date),
+  previousSecretExpiresAt: Schema.NullOr(Schema.Date)
+})
+export type WebhookSettingsRow = typeof WebhookSettingsRow.Type
+
+/** A delivery of the log (`seq` is the table's key as text: the list's cursor). */
+export const DeliveryRow = Schema.Struct({
+  seq: Schema.String,
+  id: Schema.String,
+  eventId: Schema.String,
+  kind: EventKind,
+  recordId: Schema.String,
+  environment: Environment,
+  target: DeliveryTarget,
+  url: Schema.String,
+  state: DeliveryState,
+  round: Schema.Number,
+  attempts: Schema.Number,
+  nextAttemptAt: Schema.NullOr(Schema.Date),
+  lastStatusCode: Schema.NullOr(Schema.Number),
+  lastError: Schema.NullOr(Schema.String),
+  createdAt: Schema.Date,
+  deliveredAt: Schema.NullOr(Schema.Date)
+})
+export type DeliveryRow = typeof DeliveryRow.Type
+
+/** One attempt of the log. */
+export const AttemptRow = Schema.Struct({
+  deliverySeq: Schema.String,
+  round: Schema.Number,
+  attempt: Schema.Number,
+  startedAt: Schema.Date,
+  statusCode: Schema.NullOr(Schema.Number),
+  latencyMs: Schema.Number,
+  error: Schema.NullOr(Schema.String),
+  retryInMs: Schema.NullOr(Schema.Number)
+})
+export type AttemptRow = typeof AttemptRow.Type

@@ -1,0 +1,8 @@
+/** The webhooks capability's stores, as the node composes them (src/app/layers.ts). */
+import { Layer } from "effect"
+import { DeliveryClaims } from "./DeliveryClaims.ts"
+import { DeliveryLog } from "./DeliveryLog.ts"
+import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
+
+/** Settings and secrets, the delivery log the API serves, the dispatcher's claims: one PostgreSQL each way. */
+export const WebhookStoresLayer = Layer.mergeAll(WebhookSettingsStore.layer, DeliveryLog.layer, DeliveryClaims.layer)
