@@ -51,7 +51,7 @@ describe("anchor events through the outbox (real PostgreSQL)", () => {
       const batches = yield* BatchStore
       const evm = yield* EvmStore
       const fabric = yield* FabricStore
-      yield* sql`INSERT INTO accounts (id, name, plan, webhook_secret) VALUES ('acc_events', 'events', 'ENTERPRISE', 'whsec_x')`
+      yield* sql`INSERT INTO accounts (id, name, plan) VALUES ('acc_events', 'events', 'ENTERPRISE')`
       const record = (n: number, chainType: string, networkId: string) =>
         sql`INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source, created_at)
             VALUES (${id(n)}, 'acc_events', 'test', ${hash(n)}, ${chainType}, ${networkId}, 'SEPARATED', 'hash', ${at(0)})`
