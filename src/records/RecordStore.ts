@@ -4,6 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
 import { withAnchors } from "../batching/anchorViews.ts"
+import { canonicalize } from "./canonical/jcs.ts"
 import type { RecordRow } from "./model.ts"
 
 export interface Owner {
@@ -90,17 +91,25 @@ export class RecordStore extends Context.Service<RecordStore, {
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
             if (found._tag !== "Found") return found
+            // Only what differs from the stored value is a change (docs/api.md): a PATCH of `{}` or of the
+            // current values writes nothing, keeps updatedAt and emits no record.updated. Metadata is
+            // compared as JSON values (member order is not kept by jsonb anyway).
+            const diff: Record<string, unknown> = {}
+            if (changes.metadata !== undefined && canonicalize(changes.metadata) !== canonicalize(found.row.metadata)) {
+              diff.metadata = changes.metadata
+            }
+            if (changes.webhookUrl !== undefined && changes.webhookUrl !== found.row.webhookUrl) diff.webhookUrl = changes.webhookUrl
+            if (Object.keys(diff).length === 0) return { _tag: "Found", row: (yield* attachAnchors([found.row]))[0] } as Lookup
             const metadata = changes.metadata ?? found.row.metadata
             const webhookUrl = changes.webhookUrl === undefined ? found.row.webhookUrl : changes.webhookUrl
             const rows = yield* sql<RecordRow>`
               UPDATE records SET metadata = ${JSON.stringify(metadata)}, webhook_url = ${webhookUrl}, updated_at = now()
               WHERE id = ${id} RETURNING *`
-            const changed = Object.keys(changes).filter((k) => (changes as Record<string, unknown>)[k] !== undefined)
             yield* event(owner, rows[0], "record.updated", {
               recordId: id,
               hash: found.row.hash,
               status: found.row.status,
-              changes: Object.fromEntries(changed.map((k) => [k, (changes as Record<string, unknown>)[k]]))
+              changes: diff
             })
             return { _tag: "Found", row: (yield* attachAnchors(rows))[0] } as Lookup
           })).pipe(Effect.orDie),
