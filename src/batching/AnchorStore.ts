@@ -182,14 +182,15 @@ export class AnchorStore extends Context.Service<AnchorStore, {
                 EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric' AND f.confirmed)))
             RETURNING r.id, r.account_id, r.hash, r.network_id, r.chain_type, r.deleted_at, b.anchored_at
           ), ev AS (
-            -- Top level: the record's primary anchor (its network_id; the EVM one for hybrid records) with the
-            -- record's anchoredAt; a hybrid record's other anchor in dualAnchor; every anchor in anchors.
+            -- Top level: the record's primary anchor (its network_id; the EVM one for hybrid records), its
+            -- anchoredAt included (a hybrid record completed by its Fabric anchor became ANCHORED at the Fabric
+            -- time, which is dualAnchor's); a hybrid record's other anchor in dualAnchor; every anchor in anchors.
             INSERT INTO events (event_id, account_id, record_id, kind, payload)
             SELECT ${sql.unsafe(eventId("done.id"))}, done.account_id, done.id, 'anchor.confirmed',
               COALESCE(${sql.unsafe(anchorJson("pa", "pb"))}, jsonb_build_object('chainType', done.chain_type))
               || jsonb_build_object('recordId', done.id, 'hash', done.hash, 'status', 'ANCHORED', 'recordChainType', done.chain_type,
                 'networkId', done.network_id,
-                'anchoredAt', to_char(done.anchored_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'anchoredAt', to_char(COALESCE(pb.anchored_at, done.anchored_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                 'anchors', (SELECT jsonb_agg(${sql.unsafe(anchorJson("x", "y"))} ORDER BY x.chain_type)
                   FROM anchors x JOIN anchor_batches y ON y.id = x.batch_id WHERE x.record_id = done.id))
               || COALESCE((SELECT jsonb_build_object('dualAnchor', ${sql.unsafe(anchorJson("sx", "sy"))})
