@@ -9,6 +9,7 @@ import { AppConfig } from "../config.ts"
 import { type Environment, apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
 import { AccountNotActive, AccountNotFound, ApiKeyNotFound, type AuthFailureReason } from "./errors.ts"
 import { ENTERPRISE_DEFAULT_PER_SECOND, type PlanName, Plans } from "./plans.ts"
+import { newWebhookSecret } from "../webhooks/standard.ts"
 
 export interface Account {
   readonly id: string
@@ -50,7 +51,6 @@ export type AuthResult =
   | { readonly _tag: "Rejected"; readonly reason: AuthFailureReason }
 
 const newId = (prefix: string) => `${prefix}_${Crypto.randomBytes(8).toString("hex")}`
-const newWebhookSecret = () => `whsec_${Crypto.randomBytes(32).toString("base64url")}`
 
 export class Accounts extends Context.Service<Accounts, {
   readonly createAccount: (input: {

@@ -6,18 +6,18 @@
  * `events` outbox (same transaction as any producer's state change, producers need no code), and
  * the delivery log the API serves is the same row that carries the retry state.
  */
-import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { Environment } from "../auth/apiKeys.ts"
 import { parseStrictJson } from "../records/canonical/strictJson.ts"
 import type { EventKind, RenderInput, StableHeaders } from "./payload.ts"
+import { newWebhookSecret } from "./standard.ts"
 
 /** LISTEN/NOTIFY channel of the dispatcher (the deliveries trigger of migration 0003 notifies it too). */
 export const WEBHOOK_CHANNEL = "anchord_webhooks"
 
-export const newWebhookSecret = () => `whsec_${Crypto.randomBytes(32).toString("base64url")}`
+export { newWebhookSecret }
 
 /** The old secret keeps signing x-webhook-signature this long after a rotation, unless confirmed. */
 export const ROTATION_OVERLAP_SQL = "interval '24 hours'"
@@ -74,6 +74,12 @@ export interface Claimed {
   readonly signature: string | null
   readonly signatureNext: string | null
   readonly headers: StableHeaders | null
+  /**
+   * The account's secrets as of this claim, for the Standard Webhooks signature (made per attempt, over
+   * the attempt's timestamp): the newest, and the previous one during a rotation overlap.
+   */
+  readonly secret: string
+  readonly secretPrevious: string | null
 }
 
 export interface Rendering {
@@ -328,11 +334,14 @@ export class WebhookStore extends Context.Service<WebhookStore, {
             UPDATE webhook_deliveries d SET
               next_attempt_at = ${until}, locked_until = ${until},
               locked_by = ${nodeId}, claim_token = ${token}, updated_at = ${now}
-            FROM async_commit
+            FROM async_commit, accounts a
             -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table
-            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due))
+            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due)) AND a.id = d.account_id
             RETURNING d.seq::text AS seq, d.id, d.url, d.environment, d.attempts, d.round, d.body, d.signature,
-              d.signature_next, d.headers`
+              d.signature_next, d.headers, a.webhook_secret AS secret,
+              CASE WHEN a.webhook_secret_previous IS NOT NULL
+                AND a.webhook_secret_rotated_at > ${now}::timestamptz - ${sql.unsafe(ROTATION_OVERLAP_SQL)}
+                THEN a.webhook_secret_previous END AS secret_previous`
           }).pipe(Effect.orDie),
 
         renderInputs: (seqs) =>
