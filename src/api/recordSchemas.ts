@@ -68,11 +68,14 @@ export const BatchAnchorBody = Schema.Struct({
   records: Schema.Array(Schema.Unknown).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_BATCH_RECORDS))
 }).annotate({ identifier: "BatchAnchorRequest", description: "records: 1 to 100 AnchorRequest bodies" })
 
-/** The mutable fields. Any other member is accepted by the schema and answered 422 IMMUTABLE_FIELD. */
-export const PatchBody = Schema.StructWithRest(Schema.Struct({
+/** The mutable fields. */
+export const PatchFields = Schema.Struct({
   metadata: Schema.optionalKey(Metadata),
   webhookUrl: Schema.optionalKey(Schema.NullOr(Schema.String))
-}), [Schema.Record(Schema.String, Schema.Unknown)]).annotate({
+})
+
+/** The mutable fields; any other member is accepted by the schema and answered 422 IMMUTABLE_FIELD. */
+export const PatchBody = Schema.StructWithRest(PatchFields, [Schema.Record(Schema.String, Schema.Unknown)]).annotate({
   identifier: "RecordPatch",
   description: "Only the mutable fields: metadata, webhookUrl (any other member: 422 IMMUTABLE_FIELD)"
 })

@@ -1,9 +1,11 @@
 /** Reads and owner-side changes of records. Each change writes its outbox event in the same transaction. */
-import * as Crypto from "node:crypto"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
 import { withAnchors } from "../anchoring/anchorViews.ts"
+import { canonicalize } from "../canonical/jcs.ts"
+import { append } from "../outbox/Outbox.ts"
+import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
 import { RecordDeleted, RecordNotFound } from "./errors.ts"
 import type { RecordRow } from "./model.ts"
 
@@ -16,8 +18,6 @@ export type Lookup =
   | { readonly _tag: "Found"; readonly row: RecordRow }
   | { readonly _tag: "NotFound" }
   | { readonly _tag: "Deleted"; readonly row: RecordRow }
-
-const newEventId = () => `evt_${Crypto.randomBytes(12).toString("hex")}`
 
 /** The record of a lookup, or why there is none (404, 410). */
 export const requireFound = (lookup: Lookup, recordId: string): Effect.Effect<RecordRow, RecordNotFound | RecordDeleted> =>
@@ -67,10 +67,9 @@ export class RecordStore extends Context.Service<RecordStore, {
           ? { _tag: "Deleted", row }
           : { _tag: "Found", row }
 
-      const event = (owner: Owner, row: RecordRow, kind: string, payload: Record<string, unknown>) =>
-        sql`
-          INSERT INTO events (event_id, account_id, record_id, kind, payload)
-          VALUES (${newEventId()}, ${owner.accountId}, ${row.id}, ${kind}, ${JSON.stringify(payload)})`
+      /** The record's event, through the outbox's one schema, in the caller's transaction. */
+      const event = (owner: Owner, event: RecordUpdated | RecordDeletedEvent) => append(sql, [{ accountId: owner.accountId, event }])
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       return RecordStore.of({
         get: (owner, id, includeDeleted) =>
@@ -100,18 +99,21 @@ export class RecordStore extends Context.Service<RecordStore, {
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
             if (found._tag !== "Found") return found
+            // Only what differs from the stored value is a change (docs/api.md): a PATCH of `{}` or of the
+            // current values writes nothing, keeps updatedAt and emits no record.updated. Metadata is
+            // compared as JSON values (member order is not kept by jsonb anyway).
+            const diff: { metadata?: Record<string, unknown>; webhookUrl?: string | null } = {}
+            if (changes.metadata !== undefined && canonicalize(changes.metadata) !== canonicalize(found.row.metadata)) {
+              diff.metadata = changes.metadata
+            }
+            if (changes.webhookUrl !== undefined && changes.webhookUrl !== found.row.webhookUrl) diff.webhookUrl = changes.webhookUrl
+            if (Object.keys(diff).length === 0) return { _tag: "Found", row: (yield* attachAnchors([found.row]))[0] } as Lookup
             const metadata = changes.metadata ?? found.row.metadata
             const webhookUrl = changes.webhookUrl === undefined ? found.row.webhookUrl : changes.webhookUrl
             const rows = yield* sql<RecordRow>`
-              UPDATE records SET metadata = ${JSON.stringify(metadata)}, webhook_url = ${webhookUrl}, updated_at = now()
+              UPDATE records SET metadata = ${JSON.stringify(metadata)}, webhook_url = ${webhookUrl}, updated_at = ${yield* now}
               WHERE id = ${id} RETURNING *`
-            const changed = Object.keys(changes).filter((k) => (changes as Record<string, unknown>)[k] !== undefined)
-            yield* event(owner, rows[0], "record.updated", {
-              recordId: id,
-              hash: found.row.hash,
-              status: found.row.status,
-              changes: Object.fromEntries(changed.map((k) => [k, (changes as Record<string, unknown>)[k]]))
-            })
+            yield* event(owner, { kind: "record.updated", recordId: id, hash: found.row.hash, status: found.row.status, changes: diff })
             return { _tag: "Found", row: (yield* attachAnchors(rows))[0] } as Lookup
           })),
         remove: (owner, id, mode) =>
@@ -120,14 +122,15 @@ export class RecordStore extends Context.Service<RecordStore, {
             if (row === undefined) return { _tag: "NotFound" } as Lookup
             // A soft-deleted record may still be erased for good; an erased one is gone.
             if (row.hardDeleted || (row.deletedAt !== null && mode === "soft")) return { _tag: "Deleted", row } as Lookup
+            const at = yield* now
             const rows = mode === "soft"
               ? yield* sql<RecordRow>`
-                  UPDATE records SET deleted_at = now(), updated_at = now() WHERE id = ${id} RETURNING *`
+                  UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id} RETURNING *`
               : yield* sql<RecordRow>`
-                  UPDATE records SET deleted_at = COALESCE(deleted_at, now()), updated_at = now(), hard_deleted = true,
+                  UPDATE records SET deleted_at = COALESCE(deleted_at, ${at}), updated_at = ${at}, hard_deleted = true,
                     data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb
                   WHERE id = ${id} RETURNING *`
-            yield* event(owner, rows[0], "record.deleted", { recordId: id, hash: row.hash, status: row.status, mode })
+            yield* event(owner, { kind: "record.deleted", recordId: id, hash: row.hash, status: row.status, mode })
             return { _tag: "Found", row: rows[0] } as Lookup
           })),
         idempotent: (accountId, environment, key) =>

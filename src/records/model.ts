@@ -24,7 +24,7 @@ export interface RecordRow {
   readonly anchoredAt: Date | null
   readonly deletedAt: Date | null
   readonly hardDeleted: boolean
-  /** Attached by RecordStore (src/batching/anchorViews.ts); not a column. */
+  /** Attached by RecordStore (src/anchoring/anchorViews.ts); not a column. */
   readonly anchors?: ReadonlyArray<typeof Anchor.Type> | undefined
 }
 

@@ -19,7 +19,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
 import type { RenderInput, StableHeaders } from "./payload.ts"
-import { inOverlap } from "./rotation.ts"
+import { inOverlap, ROTATION_OVERLAP_SQL } from "./rotation.ts"
 import type { DeliveryState, EventKind, PayloadFormat } from "./rows.ts"
 
 /** LISTEN/NOTIFY channel of the dispatchers (the deliveries trigger of migrations 0003/0007 notifies it too). */
@@ -37,6 +37,12 @@ export interface Claimed {
   readonly signature: string | null
   readonly signatureNext: string | null
   readonly headers: StableHeaders | null
+  /**
+   * The account's secrets as of this claim, for the Standard Webhooks signature (made per attempt, over
+   * the attempt's timestamp): the newest, and the previous one during a rotation overlap.
+   */
+  readonly secret: string
+  readonly secretPrevious: string | null
 }
 
 export interface Rendering {
@@ -145,11 +151,14 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             UPDATE webhook_deliveries d SET
               next_attempt_at = ${until}, locked_until = ${until},
               locked_by = ${nodeId}, claim_token = ${token}, updated_at = ${now}
-            FROM async_commit
+            FROM async_commit, webhook_settings s
             -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table
-            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due))
+            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due)) AND s.account_id = d.account_id
             RETURNING d.seq::text AS seq, d.id, d.url, d.environment, d.attempts, d.round, d.body, d.signature,
-              d.signature_next, d.headers`
+              d.signature_next, d.headers, s.secret,
+              -- the rotation overlap rule of rotation.ts, on the Clock's time
+              CASE WHEN s.previous_secret IS NOT NULL AND s.rotated_at > ${now}::timestamptz - ${sql.unsafe(ROTATION_OVERLAP_SQL)}
+                THEN s.previous_secret END AS secret_previous`
         }),
 
         renderInputs: Effect.fnUntraced(function*(seqs) {

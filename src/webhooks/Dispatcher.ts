@@ -27,6 +27,7 @@ import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
 import { attempt, destroyAgents, makeAgents } from "./sender.ts"
+import { standardSignature } from "./standard.ts"
 import { WebhookResolver } from "./urlPolicy.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
@@ -76,12 +77,13 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const send = Effect.fnUntraced(function*(row: Ready, token: string) {
     const h = row.headers
     const startedMillis = yield* Clock.currentTimeMillis
+    const seconds = Math.floor(startedMillis / 1000)
     const headers: Record<string, string> = {
       "Content-Type": "application/json",
       "User-Agent": userAgent,
       "X-Service-Event": h.event,
       "X-Service-Event-Id": h.eventId,
-      "X-Service-Timestamp": String(Math.floor(startedMillis / 1000)),
+      "X-Service-Timestamp": String(seconds),
       "X-Service-Hash": h.hash,
       "X-Service-Package": h.packageMode,
       "X-Service-Chain": h.chain,
@@ -90,6 +92,13 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       "x-webhook-signature": row.signature
     }
     if (row.signatureNext !== null) headers["x-webhook-signature-next"] = row.signatureNext
+    // Standard Webhooks (SPEC 5.3): signed over this attempt's timestamp, so made per attempt (the seed's
+    // signature above is made once per event), with the account's secrets as of this claim.
+    headers["webhook-id"] = h.eventId
+    headers["webhook-timestamp"] = String(seconds)
+    headers["webhook-signature"] = standardSignature(
+      row.secretPrevious === null ? [row.secret] : [row.secretPrevious, row.secret], h.eventId, seconds, row.body
+    )
     const outcome = yield* Effect.promise((signal) =>
       attempt(
         { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },

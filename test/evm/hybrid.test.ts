@@ -69,6 +69,8 @@ describe("hybrid records", () => {
         chainType: "fabric", networkId: "fabric-hybrid", txHash: byChain.fabric.txHash, batchId: byChain.fabric.batchId, blockNumber: null
       })
       expect(p.anchors).toHaveLength(2)
+      // Every top-level anchor fact is the primary (EVM) anchor's, anchoredAt included.
+      expect(p.anchoredAt).toBe(byChain.evm.anchoredAt)
 
       // What the webhook engineer's renderer makes of it: form B, EVM on top, Fabric in dualAnchor.
       const rendered = render({
@@ -78,7 +80,9 @@ describe("hybrid records", () => {
         anchorPayload: null
       })
       const body = JSON.parse(rendered.body)
-      expect(body).toMatchObject({ type: "ANCHORED", chainType: "evm", networkId: "anvil-hybrid", transactionHash: byChain.evm.txHash })
+      expect(body).toMatchObject({
+        type: "ANCHORED", chainType: "evm", networkId: "anvil-hybrid", transactionHash: byChain.evm.txHash, anchoredAt: byChain.evm.anchoredAt
+      })
       expect(Number.isInteger(body.batchId)).toBe(true)
       expect(body.dualAnchor).toEqual({
         chainType: "fabric", networkId: "fabric-hybrid", batchId: byChain.fabric.batchId, blockNumber: null,
@@ -115,5 +119,13 @@ describe("hybrid records", () => {
     const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1", [id])
     expect(events).toHaveLength(1)
     expect(events[0]!.payload.dualAnchor.chainType).toBe("fabric")
+    // The Fabric anchor completed the record, well after the EVM one: the event's top level still
+    // carries the EVM anchor's time (as its other top-level members), the Fabric time is in dualAnchor,
+    // and the record's own anchoredAt is when it became ANCHORED (the Fabric anchor's time).
+    const rec = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
+    const byChain = Object.fromEntries(rec.anchors.map((a: any) => [a.chainType, a]))
+    expect(events[0]!.payload.anchoredAt).toBe(byChain.evm.anchoredAt)
+    expect(events[0]!.payload.dualAnchor.anchoredAt).toBe(byChain.fabric.anchoredAt)
+    expect(rec.anchoredAt).toBe(byChain.fabric.anchoredAt)
   }, 30_000)
 })

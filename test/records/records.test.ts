@@ -269,9 +269,30 @@ describe("records", () => {
     }
     expectError(await api("PATCH", `/v1/records/${created.recordId}`, { metadata: [1] }), 400, "VALIDATION_ERROR")
     const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM events WHERE record_id = $1", [created.recordId])
-    expect(events).toEqual([{ kind: "record.updated", payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: { tag: "x" }, webhookUrl: null } }) }])
+    // webhookUrl was null already: not a change, so not in `changes` (docs/api.md, "Update and delete")
+    expect(events).toEqual([{ kind: "record.updated", payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: { tag: "x" } } }) }])
     const unchanged = await query<{ data_jcs: string }>(node.databaseUrl, "SELECT data_jcs FROM records WHERE id = $1", [created.recordId])
     expect(unchanged[0].data_jcs).toBe('{"v":1}')
+  })
+
+  it("PATCH that changes nothing ({} or the current values): 200 with the record as it is, no event, updatedAt kept", async () => {
+    const created = (await api("POST", "/v1/anchor", { data: { noop: 1 }, metadata: { a: 1, b: { c: [1, 2] } }, webhookUrl: "http://127.0.0.1:9/hook" })).json.data
+    const eventsOf = () => query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1 ORDER BY id", [created.recordId])
+    for (const body of [{}, { metadata: { b: { c: [1, 2] }, a: 1 } }, { webhookUrl: "http://127.0.0.1:9/hook" }, { metadata: { a: 1, b: { c: [1, 2] } }, webhookUrl: "http://127.0.0.1:9/hook" }]) {
+      const r = await api("PATCH", `/v1/records/${created.recordId}`, body)
+      expect(r.status, JSON.stringify(body)).toBe(200)
+      expect(r.json.data).toEqual(created)
+    }
+    expect(await eventsOf()).toEqual([])
+    // one member changed, the other sent as it was: only the changed one is in `changes`
+    const r = await api("PATCH", `/v1/records/${created.recordId}`, { metadata: { a: 2 }, webhookUrl: "http://127.0.0.1:9/hook" })
+    expect(r.json.data).toMatchObject({ metadata: { a: 2 }, webhookUrl: "http://127.0.0.1:9/hook" })
+    expect(r.json.data.updatedAt >= created.updatedAt).toBe(true)
+    expect((await eventsOf()).map((e) => e.payload.changes)).toEqual([{ metadata: { a: 2 } }])
+    // clearing the URL is a change; clearing it again is not
+    await api("PATCH", `/v1/records/${created.recordId}`, { webhookUrl: null })
+    await api("PATCH", `/v1/records/${created.recordId}`, { webhookUrl: null })
+    expect((await eventsOf()).map((e) => e.payload.changes)).toEqual([{ metadata: { a: 2 } }, { webhookUrl: null }])
   })
 
   it("soft delete hides the record (410), hard delete erases data and keeps a tombstone", async () => {

@@ -23,10 +23,20 @@ export default Effect.gen(function*() {
   // UUIDs (366 bits from the server's strong random source, pg_strong_random): core PostgreSQL (13+), no
   // pgcrypto needed. The one generator of secrets: new accounts (trigger below) and rotations use it.
   yield* sql.unsafe(`
-    CREATE FUNCTION anchord_webhook_secret() RETURNS text LANGUAGE sql VOLATILE AS $$
-      SELECT 'whsec_' || rtrim(translate(encode(sha256(
-        uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())
-      ), 'base64'), '+/', '-_'), '=')
+    CREATE FUNCTION anchord_webhook_secret() RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+      body text;
+    BEGIN
+      -- Drawn again until it has no '+' or '/': then it is base64url and standard base64 at once, which the
+      -- Standard Webhooks libraries require (npm standardwebhooks refuses '-' and '_'). ~4 draws on average.
+      LOOP
+        body := rtrim(encode(sha256(
+          uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())
+        ), 'base64'), '=');
+        EXIT WHEN strpos(body, '+') = 0 AND strpos(body, '/') = 0;
+      END LOOP;
+      RETURN 'whsec_' || body;
+    END
     $$`)
   yield* sql`
     CREATE TABLE webhook_settings (
