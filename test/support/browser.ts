@@ -29,11 +29,12 @@ const CLOSE_MS = 10_000
 const EXTRACT_MS = 180_000
 
 /**
- * Flags of `chromium.args` that weaken the page's security model: tests must see what a user's
- * browser does (CORS towards the chain's RPC, the page's Content-Security-Policy), so they go.
- * `--headless=…` goes too: playwright sets headless itself.
+ * Flags of `chromium.args` left out. Those weakening the page's security model: tests must see what
+ * a visitor's browser does (CORS towards the chain's RPC, the page's Content-Security-Policy).
+ * `--single-process` (for AWS Lambda's sandbox): the browser exits when a test closes its page's
+ * context. `--headless=…`: playwright sets headless itself.
  */
-const WEAKENING = new Set(["--disable-web-security", "--allow-running-insecure-content"])
+const LEFT_OUT = new Set(["--disable-web-security", "--allow-running-insecure-content", "--single-process"])
 
 /** Without these, Chromium contacts Google services (component updates, sync, field trials) on a closed network. */
 const QUIET = [
@@ -108,7 +109,7 @@ const screenshotPath = (name: string): string => {
 }
 
 export const launchBrowser = async (): Promise<BrowserKit> => {
-  const args = chromium.args.filter((a) => !WEAKENING.has(a) && !a.startsWith("--headless"))
+  const args = chromium.args.filter((a) => !LEFT_OUT.has(a) && !a.startsWith("--headless"))
   const browser = await playwright.launch({
     executablePath: await executablePath(),
     args: [...args, ...QUIET],
