@@ -1,7 +1,8 @@
 // The public verify page (web/verify) in a real Chromium, served with its Content-Security-Policy,
 // checking real bundles of records a real node anchored on a real Anvil chain: the browser asks the
 // chain's JSON-RPC itself. Good bundles verify; tampered ones do not, with the reason shown; an
-// unreachable or refused RPC is "could not check"; a bundle in the URL fragment is checked on load.
+// unreachable or refused RPC is "could not check"; a bundle in the URL fragment is checked on load,
+// and so is the link in a certificate's QR code.
 //   npx vitest run test/web/verify-page.test.ts
 import { randomBytes } from "node:crypto"
 import { createServer } from "node:net"
@@ -9,11 +10,13 @@ import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { bundleLink } from "../../src/certificates/bundleUrl.ts"
+import { renderCertificate } from "../../src/certificates/certificate.ts"
 import { rpcClient } from "../../src/verify/evm.ts"
 import { readInput } from "../../src/verify/input.ts"
 import { verifyInput } from "../../src/verify/verify.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { useBrowser, WAIT_MS } from "../support/browser.ts"
+import { qrOfPdf } from "../support/pdf.ts"
 import { clone, startVerifyEnv, type Anchored, type VerifyEnv } from "../verify/support.ts"
 import { serveVerifyPage, type StaticServer } from "./support.ts"
 
@@ -202,7 +205,7 @@ describe("the public verify page", () => {
   it("checks a bundle carried in the URL fragment on load; a damaged one cannot be read", async () => {
     const [plain] = records
     const link = await bundleLink(server.verifyUrl, plain!.bundle)
-    expect(link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/verify#bundle=[A-Za-z0-9_-]+$/)
+    expect(link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/verify#bundle=[A-Z2-7]+$/)
     const page = await open(link)
     const r = await result(page)
     expect(r.outcome).toBe("verified")
@@ -213,6 +216,19 @@ describe("the public verify page", () => {
     const d = await result(damaged)
     expect(d.outcome).toBe("could-not-check")
     expect(d.text).toContain("The input cannot be read: the bundle in the link cannot be inflated")
+  })
+
+  it("opens the link of a certificate's QR code (decoded from the PDF's pixels): the record verifies", async () => {
+    const [plain] = records
+    const pdf = await renderCertificate(plain!.bundle, { verifyUrl: server.verifyUrl })
+    const found = await qrOfPdf(pdf)
+    expect(found, "a QR code on the certificate").toBeDefined()
+    expect(found!.text).toBe(await bundleLink(server.verifyUrl, plain!.bundle))
+    const page = await open(found!.text)
+    const r = await result(page)
+    expect(r.outcome).toBe("verified")
+    expect(r.text).toContain(plain!.bundle.hash)
+    expect(browser().errors()).toEqual([])
   })
 
   it("labels a Fabric anchor 'checked by the node' and still checks the EVM anchor in the browser", async () => {
