@@ -132,7 +132,7 @@ describe("the public verify page", () => {
     await page.context().close()
   })
 
-  it("verifies an IN_PLACE document chosen as a file; a changed field fails the hash, with the reason", async () => {
+  it("verifies an IN_PLACE document chosen as a file; a changed one dropped on the page fails the hash, with the reason", async () => {
     const [, inPlace] = records
     const doc = inPlace!.lookup.data.data
     const page = await open()
@@ -144,9 +144,20 @@ describe("the public verify page", () => {
     expect(good.text).toContain("IN_PLACE document")
     expect(good.status("hash")).toBe("pass")
 
+    // The changed document dropped on the page as a file.
     const changed = clone(doc)
     changed.amount = "21.00"
-    const bad = await verifyPasted(await open(), changed)
+    const dropPage = await open()
+    const dataTransfer = await dropPage.evaluateHandle((text: string) => {
+      const g = globalThis as any
+      const dt = new g.DataTransfer()
+      dt.items.add(new g.File([text], "changed.json", { type: "application/json" }))
+      return dt
+    }, JSON.stringify(changed))
+    await dropPage.dispatchEvent("#drop-zone", "drop", { dataTransfer })
+    await expect.poll(() => dropPage.getByLabel("Proof bundle, IN_PLACE document or record lookup (JSON)").inputValue(), { timeout: WAIT_MS }).toContain("21.00")
+    await dropPage.getByRole("button", { name: "Verify" }).click()
+    const bad = await result(dropPage)
     expect(bad.outcome).toBe("not-verified")
     expect(failed(bad.checks)).toEqual(["evm.contract-verify", "hash", "merkle-proof"])
     expect(bad.checks.find((c) => c.id === "hash")!.message).toContain("the data is not what was anchored")
