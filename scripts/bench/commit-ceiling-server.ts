@@ -53,7 +53,7 @@ const texts = (values: ReadonlyArray<string | null>) => Result.getOrThrow(PgType
 const commit = (group: ReadonlyArray<Waiting>) => {
   const rows = group.map((w) => w.row)
   return mode === "records"
-    ? insertRecords(sql, rows, currentMonth().month)
+    ? insertRecords(sql, rows, currentMonth(Date.now()).month)
     : sql`INSERT INTO ${sql(TABLE)} (id, hash, data_jcs) SELECT * FROM unnest(
         ${texts(rows.map((r) => r.id))}::text[], ${texts(rows.map((r) => r.hash))}::text[], ${texts(rows.map((r) => r.dataJcs))}::text[])`
 }

@@ -4,7 +4,7 @@
  * the wire contract's `AnchorChainType` (src/api/recordSchemas.ts), an environment (`test` | `live`)
  * the keys' (src/auth/apiKeys.ts); both re-exported here.
  */
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import { AnchorChainType } from "../api/recordSchemas.ts"
 import type { Environment } from "../auth/apiKeys.ts"
 import type { Hex } from "./merkle.ts"
@@ -58,21 +58,7 @@ export type BatchMeta =
   | { readonly chainType: "evm"; readonly chainId: number; readonly contractAddress: string }
   | { readonly chainType: "fabric"; readonly channel: string; readonly chaincode: string }
 
-/**
- * Decodes the rows of a query where they are read. A row that does not match its schema is a bug in
- * this code, not a condition to handle: a defect. (SqlError stays typed: the loops log it and retry.)
- */
-export const decodeRows = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<S["Type"]>> => Effect.orDie(decode(rows))
-}
-
-/** The first row decoded, or undefined. */
-export const decodeFirst = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
-  const decode = decodeRows(schema)
-  return (rows: ReadonlyArray<unknown>): Effect.Effect<S["Type"] | undefined> =>
-    Effect.map(decode(rows.slice(0, 1)), (decoded) => decoded[0])
-}
+export { decodeFirst, decodeRows } from "../db/rows.ts"
 
 /** `RETURNING id::text AS id` rows. */
 export const IdRow = Schema.Struct({ id: Schema.String })

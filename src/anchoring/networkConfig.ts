@@ -6,12 +6,12 @@
  * `<PREFIX>_<NETWORK_ID>` (id upper-cased, non-alphanumerics as `_`).
  */
 import { Effect, Schema } from "effect"
-import type { Environment } from "./model.ts"
+import { Environment } from "../api/recordSchemas.ts"
 
 export const PositiveInt = Schema.Number.check(Schema.isInt(), Schema.isGreaterThan(0))
 export const NonNegativeInt = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
 export const NetworkId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/))
-export const EnvironmentSchema: Schema.Codec<Environment> = Schema.Literals(["test", "live"])
+export const EnvironmentSchema: Schema.Codec<Environment> = Environment
 
 /** The members every network of either chain may give. */
 export const commonNetworkFields = {

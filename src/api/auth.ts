@@ -4,13 +4,14 @@
  */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import type { Environment } from "./recordSchemas.ts"
 import { ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized } from "./errors.ts"
 
 /** Who is calling: resolved from a valid bearer key. */
 export interface Principal {
   readonly accountId: string
   readonly keyId: string
-  readonly environment: "test" | "live"
+  readonly environment: Environment
   readonly plan: "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE"
   readonly perSecond: number
   /** null = unlimited */

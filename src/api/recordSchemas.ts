@@ -1,6 +1,10 @@
 /** Wire schemas of the records API (SPEC 3, 4). Shared by the server and the typed client. */
 import { Schema } from "effect"
 
+/** The environment of a key and of everything it creates (SPEC 1). */
+export const Environment = Schema.Literals(["test", "live"])
+export type Environment = typeof Environment.Type
+
 export const ChainType = Schema.Literals(["evm", "fabric", "hybrid"])
 export type ChainType = typeof ChainType.Type
 /** The chain of one anchor (a hybrid record has one of each). */
@@ -107,7 +111,7 @@ export const RecordView = Schema.Struct({
   recordId: Schema.String,
   hash: Schema.String,
   status: RecordStatus,
-  environment: Schema.Literals(["test", "live"]),
+  environment: Environment,
   chainType: ChainType,
   networkId: Schema.String,
   packageMode: PackageMode,
@@ -161,7 +165,7 @@ export const ProofLookup = Schema.Struct({
 export const Usage = Schema.Struct({
   accountId: Schema.String,
   plan: Schema.String,
-  environment: Schema.Literals(["test", "live"]),
+  environment: Environment,
   month: Schema.String,
   used: Schema.Number,
   quota: Schema.NullOr(Schema.Number),

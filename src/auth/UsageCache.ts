@@ -1,8 +1,10 @@
 /**
  * This month's usage per account for the X-Quota-* headers, read from PostgreSQL at most once a
  * second per account. Enforcement does not use it: the ingest transaction checks the quota itself.
+ * The headers are informational, so a database that cannot answer gives the last count known (or 0),
+ * never a failed response.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { currentMonth } from "./plans.ts"
 
@@ -14,24 +16,28 @@ export class UsageCache extends Context.Service<UsageCache, {
     UsageCache,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // Read without an effect step: this runs on every authenticated response.
+      const clock = yield* Clock.Clock
       const cache = new Map<string, { used: number; month: string; at: number }>()
       return UsageCache.of({
         get: (accountId) => {
-          const month = currentMonth().month
+          const now = clock.currentTimeMillisUnsafe()
+          const month = currentMonth(now).month
           const hit = cache.get(accountId)
-          if (hit && hit.month === month && Date.now() - hit.at < 1000) return Effect.succeed(hit.used)
+          if (hit && hit.month === month && now - hit.at < 1000) return Effect.succeed(hit.used)
           return sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
             Effect.map((rows) => {
               const used = rows.length === 0 ? 0 : Number(rows[0].used)
-              cache.set(accountId, { used, month, at: Date.now() })
+              cache.set(accountId, { used, month, at: now })
               return used
             }),
-            Effect.orDie
+            Effect.catch(() => Effect.succeed(hit?.month === month ? hit.used : 0))
           )
         },
         observe: (accountId, used) => {
           const hit = cache.get(accountId)
-          if (!hit || used > hit.used) cache.set(accountId, { used, month: currentMonth().month, at: hit?.at ?? Date.now() })
+          const now = clock.currentTimeMillisUnsafe()
+          if (!hit || used > hit.used) cache.set(accountId, { used, month: currentMonth(now).month, at: hit?.at ?? now })
         }
       })
     })

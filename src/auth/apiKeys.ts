@@ -4,7 +4,9 @@
  */
 import * as Crypto from "node:crypto"
 
-export type Environment = "test" | "live"
+import type { Environment } from "../api/recordSchemas.ts"
+
+export type { Environment }
 export const API_KEY_PATTERN = /^dcp_(live|test)_[A-Za-z0-9]{32}$/
 
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

@@ -30,7 +30,7 @@ let cached = { from: 0, until: 0, month: "", resetSeconds: "" }
  * The current month (as monthStart) and its reset instant in Unix seconds (for X-Quota-Reset),
  * recomputed only when the month turns: these are read several times per request.
  */
-export const currentMonth = (nowMs: number = Date.now()): { readonly month: string; readonly resetSeconds: string } => {
+export const currentMonth = (nowMs: number): { readonly month: string; readonly resetSeconds: string } => {
   if (nowMs >= cached.until || nowMs < cached.from) {
     const now = new Date(nowMs)
     const next = nextMonthStart(now).getTime()

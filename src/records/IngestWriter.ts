@@ -6,12 +6,13 @@
  * The monthly quota is enforced in the same transaction, against a row lock on the account's
  * usage row, so it holds across several nodes sharing the database.
  */
-import { Cause, Context, Effect, Layer, Queue, Result } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Queue, Result } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isConnectionFailure } from "../db/errors.ts"
 import { currentMonth } from "../auth/plans.ts"
+import type { Environment } from "../api/recordSchemas.ts"
 import type { RecordRow } from "./model.ts"
 
 /** A row as ingest writes it: what it is before anchoring, deletion or anchors exist. */
@@ -19,7 +20,7 @@ export type NewRecord = Omit<RecordRow, "status" | "anchoredAt" | "deletedAt" | 
 
 export interface Submission {
   readonly accountId: string
-  readonly environment: "test" | "live"
+  readonly environment: Environment
   /** null = unlimited */
   readonly monthlyQuota: number | null
   readonly rows: ReadonlyArray<NewRecord>
@@ -127,6 +128,8 @@ export class IngestWriter extends Context.Service<IngestWriter, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
+      // The month a commit counts against, on the node's Clock (read without an effect step).
+      const clock = yield* Clock.Clock
       const queue = yield* Queue.unbounded<Pending>()
 
       /**
@@ -136,7 +139,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const commitUnlimited = (group: ReadonlyArray<Pending>) =>
         Effect.gen(function*() {
           const rows = group.flatMap((p) => p.submission.rows)
-          const used = new Map((yield* insertRecords(sql, rows, currentMonth().month)).map((r) => [r.accountId, Number(r.used)]))
+          const used = new Map((yield* insertRecords(sql, rows, currentMonth(clock.currentTimeMillisUnsafe()).month)).map((r) => [r.accountId, Number(r.used)]))
           return new Map(group.map((p) => [p, { _tag: "Committed", usedAfter: used.get(p.submission.accountId) ?? 0 } as SubmitOutcome]))
         })
 
@@ -146,7 +149,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
        */
       const commitGroup = (group: ReadonlyArray<Pending>) =>
         sql.withTransaction(Effect.gen(function*() {
-          const month = currentMonth().month
+          const month = currentMonth(clock.currentTimeMillisUnsafe()).month
           const outcomes = new Map<Pending, SubmitOutcome>()
           const accepted: Array<NewRecord> = []
           const byAccount = new Map<string, Array<Pending>>()

@@ -1,5 +1,5 @@
 /** Reads and owner-side changes of records. Each change writes its outbox event in the same transaction. */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../auth/apiKeys.ts"
 import { withAnchors } from "../anchoring/anchorViews.ts"
@@ -7,7 +7,8 @@ import { canonicalize } from "../canonical/jcs.ts"
 import { append } from "../outbox/Outbox.ts"
 import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
 import { RecordDeleted, RecordNotFound } from "./errors.ts"
-import type { RecordRow } from "./model.ts"
+import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { RecordRow } from "./model.ts"
 
 export interface Owner {
   readonly accountId: string
@@ -55,10 +56,15 @@ export class RecordStore extends Context.Service<RecordStore, {
       const sql = yield* SqlClient.SqlClient
       const attachAnchors = withAnchors(sql)
 
+      const rows = decodeRows(RecordRow)
+      const first = decodeFirst(RecordRow)
+      const firstIdempotent = decodeFirst(Schema.Struct({ requestHash: Schema.String, status: Schema.Number, body: Schema.String }))
+      const firstUsage = decodeFirst(Schema.Struct({ used: Schema.String }))
+
       const fetch = (owner: Owner, id: string, lock: boolean) =>
-        sql<RecordRow>`
+        sql`
           SELECT * FROM records WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
-          ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.map((rows) => rows[0]))
+          ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.flatMap(first))
 
       const classify = (row: RecordRow | undefined, includeDeleted: boolean): Lookup =>
         row === undefined
@@ -72,13 +78,13 @@ export class RecordStore extends Context.Service<RecordStore, {
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       return RecordStore.of({
-        get: (owner, id, includeDeleted) =>
+        get: Effect.fn("RecordStore.get")((owner, id, includeDeleted) =>
           fetch(owner, id, false).pipe(
             Effect.flatMap((row) => row === undefined ? Effect.succeed(row) : Effect.map(attachAnchors([row]), (rows) => rows[0])),
             Effect.map((row) => classify(row, includeDeleted))
-          ),
-        list: (owner, options) =>
-          sql<RecordRow>`
+          )),
+        list: Effect.fn("RecordStore.list")((owner, options) =>
+          sql`
             SELECT * FROM records
             WHERE account_id = ${owner.accountId} AND environment = ${owner.environment}
               ${options.before !== undefined ? sql`AND id < ${options.before}` : sql``}
@@ -88,14 +94,14 @@ export class RecordStore extends Context.Service<RecordStore, {
                 : options.status !== undefined
                 ? sql`AND status = ${options.status}`
                 : sql``}
-            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(attachAnchors)),
-        byHash: (owner, hash) =>
-          sql<RecordRow>`
+            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
+        byHash: Effect.fn("RecordStore.byHash")((owner, hash) =>
+          sql`
             SELECT * FROM records
             WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND hash = ${hash}
               AND deleted_at IS NULL
-            ORDER BY id DESC LIMIT 100`.pipe(Effect.flatMap(attachAnchors)),
-        update: (owner, id, changes) =>
+            ORDER BY id DESC LIMIT 100`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
+        update: Effect.fn("RecordStore.update")((owner, id, changes) =>
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
             if (found._tag !== "Found") return found
@@ -110,38 +116,38 @@ export class RecordStore extends Context.Service<RecordStore, {
             if (Object.keys(diff).length === 0) return { _tag: "Found", row: (yield* attachAnchors([found.row]))[0] } as Lookup
             const metadata = changes.metadata ?? found.row.metadata
             const webhookUrl = changes.webhookUrl === undefined ? found.row.webhookUrl : changes.webhookUrl
-            const rows = yield* sql<RecordRow>`
+            const updated = yield* sql`
               UPDATE records SET metadata = ${JSON.stringify(metadata)}, webhook_url = ${webhookUrl}, updated_at = ${yield* now}
-              WHERE id = ${id} RETURNING *`
+              WHERE id = ${id} RETURNING *`.pipe(Effect.flatMap(rows))
             yield* event(owner, { kind: "record.updated", recordId: id, hash: found.row.hash, status: found.row.status, changes: diff })
-            return { _tag: "Found", row: (yield* attachAnchors(rows))[0] } as Lookup
-          })),
-        remove: (owner, id, mode) =>
+            return { _tag: "Found", row: (yield* attachAnchors(updated))[0] } as Lookup
+          }))),
+        remove: Effect.fn("RecordStore.remove")((owner, id, mode) =>
           sql.withTransaction(Effect.gen(function*() {
             const row = yield* fetch(owner, id, true)
             if (row === undefined) return { _tag: "NotFound" } as Lookup
             // A soft-deleted record may still be erased for good; an erased one is gone.
             if (row.hardDeleted || (row.deletedAt !== null && mode === "soft")) return { _tag: "Deleted", row } as Lookup
             const at = yield* now
-            const rows = mode === "soft"
-              ? yield* sql<RecordRow>`
-                  UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id} RETURNING *`
-              : yield* sql<RecordRow>`
+            const deleted = yield* (mode === "soft"
+              ? sql`UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id} RETURNING *`
+              : sql`
                   UPDATE records SET deleted_at = COALESCE(deleted_at, ${at}), updated_at = ${at}, hard_deleted = true,
                     data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb
-                  WHERE id = ${id} RETURNING *`
+                  WHERE id = ${id} RETURNING *`).pipe(Effect.flatMap(rows))
             yield* event(owner, { kind: "record.deleted", recordId: id, hash: row.hash, status: row.status, mode })
-            return { _tag: "Found", row: rows[0] } as Lookup
-          })),
-        idempotent: (accountId, environment, key) =>
-          sql<{ requestHash: string; status: number; body: string }>`
+            return { _tag: "Found", row: deleted[0] } as Lookup
+          }))),
+        idempotent: Effect.fn("RecordStore.idempotent")((accountId, environment, key) =>
+          Effect.flatMap(now, (at) => sql`
             SELECT request_hash, status, body FROM idempotency_keys
             WHERE account_id = ${accountId} AND environment = ${environment} AND key = ${key}
-              AND created_at > now() - interval '24 hours'`.pipe(Effect.map((rows) => rows[0])),
-        usage: (accountId, month) =>
-          sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
-            Effect.map((rows) => rows.length === 0 ? 0 : Number(rows[0].used))
-          )
+              AND created_at > ${at}::timestamptz - interval '24 hours'`).pipe(Effect.flatMap(firstIdempotent))),
+        usage: Effect.fn("RecordStore.usage")((accountId, month) =>
+          sql`SELECT used::text AS used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+            Effect.flatMap(firstUsage),
+            Effect.map((row) => row === undefined ? 0 : Number(row.used))
+          ))
       })
     })
   )

@@ -1,29 +1,33 @@
 /** Rows of the `records` table and their API representation (SPEC 4). */
 import { parseStrictJson } from "../canonical/strictJson.ts"
-import type { Environment } from "../auth/apiKeys.ts"
-import type { Anchor, ChainType, PackageMode, RecordView } from "../api/recordSchemas.ts"
+import { Schema } from "effect"
+import { type Anchor, ChainType, Environment, PackageMode, type RecordView } from "../api/recordSchemas.ts"
 
-export interface RecordRow {
-  readonly id: string
-  readonly accountId: string
-  readonly environment: Environment
-  readonly hash: string
-  readonly status: "QUEUED" | "BATCHING" | "ANCHORED" | "FAILED"
-  readonly chainType: ChainType
-  readonly networkId: string
-  readonly packageMode: PackageMode
-  readonly source: "data" | "encrypted" | "hash"
-  readonly dataJcs: string | null
-  readonly ciphertext: Uint8Array | null
-  readonly nonce: Uint8Array | null
-  readonly authTag: Uint8Array | null
-  readonly metadata: Record<string, unknown>
-  readonly webhookUrl: string | null
-  readonly createdAt: Date
-  readonly updatedAt: Date
-  readonly anchoredAt: Date | null
-  readonly deletedAt: Date | null
-  readonly hardDeleted: boolean
+/** A `records` row as the stores read it (decoded where it is read: lookups and lists, never ingest). */
+export const RecordRow = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  environment: Environment,
+  hash: Schema.String,
+  status: Schema.Literals(["QUEUED", "BATCHING", "ANCHORED", "FAILED"]),
+  chainType: ChainType,
+  networkId: Schema.String,
+  packageMode: PackageMode,
+  source: Schema.Literals(["data", "encrypted", "hash"]),
+  dataJcs: Schema.NullOr(Schema.String),
+  ciphertext: Schema.NullOr(Schema.Uint8Array),
+  nonce: Schema.NullOr(Schema.Uint8Array),
+  authTag: Schema.NullOr(Schema.Uint8Array),
+  metadata: Schema.Record(Schema.String, Schema.Unknown),
+  webhookUrl: Schema.NullOr(Schema.String),
+  createdAt: Schema.Date,
+  updatedAt: Schema.Date,
+  anchoredAt: Schema.NullOr(Schema.Date),
+  deletedAt: Schema.NullOr(Schema.Date),
+  hardDeleted: Schema.Boolean
+})
+
+export type RecordRow = typeof RecordRow.Type & {
   /** Attached by RecordStore (src/anchoring/anchorViews.ts); not a column. */
   readonly anchors?: ReadonlyArray<typeof Anchor.Type> | undefined
 }

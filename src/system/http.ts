@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
@@ -21,10 +21,11 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
     const openapi = JSON.stringify(OpenApi.fromApi(Api))
     return handlers.handle("openapi", () => Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json" })))
       .handle("health", () =>      Effect.gen(function*() {
-        const started = Date.now()
+        const started = yield* Clock.currentTimeMillis
         const database = yield* sql`SELECT 1`.pipe(
           Effect.timeout("2 seconds"),
-          Effect.map(() => ({ status: "up" as const, latencyMs: Date.now() - started })),
+          Effect.andThen(Clock.currentTimeMillis),
+          Effect.map((ended) => ({ status: "up" as const, latencyMs: ended - started })),
           Effect.catchCause(() => Effect.succeed({ status: "down" as const, latencyMs: null }))
         )
         return {

@@ -69,8 +69,6 @@ describe("hybrid records", () => {
         chainType: "fabric", networkId: "fabric-hybrid", txHash: byChain.fabric.txHash, batchId: byChain.fabric.batchId, blockNumber: null
       })
       expect(p.anchors).toHaveLength(2)
-      // Every top-level anchor fact is the primary (EVM) anchor's, anchoredAt included.
-      expect(p.anchoredAt).toBe(byChain.evm.anchoredAt)
 
       // What the webhook engineer's renderer makes of it: form B, EVM on top, Fabric in dualAnchor.
       const rendered = render({
@@ -124,8 +122,14 @@ describe("hybrid records", () => {
     // and the record's own anchoredAt is when it became ANCHORED (the Fabric anchor's time).
     const rec = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
     const byChain = Object.fromEntries(rec.anchors.map((a: any) => [a.chainType, a]))
-    expect(events[0]!.payload.anchoredAt).toBe(byChain.evm.anchoredAt)
-    expect(events[0]!.payload.dualAnchor.anchoredAt).toBe(byChain.fabric.anchoredAt)
+    const body = JSON.parse(render({
+      eventId: "evt_test", kind: "anchor.confirmed", payload: events[0]!.payload, eventCreatedAt: new Date(), format: "multichain",
+      signingSecret: "whsec_test", nextSecret: null,
+      record: { hash: rec.hash, packageMode: "MANAGED", chainType: "hybrid", networkId: rec.networkId, metadata: {}, status: "ANCHORED" },
+      anchorPayload: null
+    }).body)
+    expect(body.anchoredAt).toBe(byChain.evm.anchoredAt)
+    expect(body.dualAnchor.anchoredAt).toBe(byChain.fabric.anchoredAt)
     expect(rec.anchoredAt).toBe(byChain.fabric.anchoredAt)
   }, 30_000)
 })

@@ -106,7 +106,7 @@ describe("verifyWebhook (anchord/client)", () => {
     let legacy: string
     do legacy = `whsec_${Crypto.randomBytes(32).toString("base64url")}`
     while (!/[-_]/.test(legacy))
-    await query(node.databaseUrl, "UPDATE accounts SET webhook_secret = $2 WHERE id = $1", [account, legacy])
+    await query(node.databaseUrl, "UPDATE webhook_settings SET secret = $2 WHERE account_id = $1", [account, legacy])
     const r = await fire()
     expect(verifyWebhook({ rawBody: r.body, headers: r.headers, secret: legacy })).toMatchObject({ valid: true, scheme: "standard-webhooks" })
     expect(verifyWebhook({ rawBody: r.body, headers: seedOnly(r), secret: legacy })).toMatchObject({ valid: true, scheme: "x-webhook-signature" })
