@@ -14,38 +14,14 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { fill, PDFDocument, type PDFFont, type PDFPage, popGraphicsState, pushGraphicsState, rectangle, rgb, setFillingRgbColor, StandardFonts } from "pdf-lib"
 import QRCode from "qrcode"
+import type { ProofBundle, ProofBundleAnchor } from "../api/proofBundle.ts"
 import { bundleLink } from "./bundleUrl.ts"
 
-/** One anchor of a proof bundle, version 1 (docs/proof-format.md). */
-export interface CertificateAnchor {
-  readonly chainType: string
-  readonly networkId: string
-  readonly chainId?: number | null | undefined
-  readonly contractAddress?: string | null | undefined
-  readonly channel?: string | null | undefined
-  readonly chaincode?: string | null | undefined
-  readonly mspId?: string | null | undefined
-  readonly batchId: number | string
-  readonly merkleRoot: string
-  readonly merkleProof: ReadonlyArray<string>
-  readonly leafIndex?: number | undefined
-  readonly leafCount?: number | undefined
-  readonly txHash: string
-  readonly blockNumber: number | null
-  readonly blockHash?: string | null | undefined
-  readonly anchoredAt?: string | null | undefined
-}
+/** One anchor of a proof bundle, version 1 (docs/proof-format.md, the wire schema of src/api/proofBundle.ts). */
+export type CertificateAnchor = typeof ProofBundleAnchor.Type
 
 /** A proof bundle, version 1: what `GET /v1/records/{id}/proof` returns in `data`. */
-export interface CertificateBundle {
-  readonly version: number
-  readonly recordId?: string | undefined
-  readonly hash: string
-  readonly hashAlgorithm?: string | undefined
-  readonly canonicalization?: string | undefined
-  readonly leafEncoding?: string | undefined
-  readonly anchors: ReadonlyArray<CertificateAnchor>
-}
+export type CertificateBundle = typeof ProofBundle.Type
 
 export interface CertificateOptions {
   /** The public verify page, e.g. `https://anchord.example.com/verify` (any fragment is replaced). */

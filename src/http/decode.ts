@@ -3,8 +3,7 @@
  * field ("records[2].data: Expected object"). The ingest fast path decodes its bodies here (the same
  * schemas as the endpoints, with the same messages).
  */
-import { Effect, Exit, Schema } from "effect"
-import { badRequest, type BadRequest } from "../api/errors.ts"
+import { Exit, Schema } from "effect"
 import { describeIssue } from "./schemaMessages.ts"
 
 export type Decoded<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly message: string }
@@ -21,14 +20,4 @@ export const decodeWith = <S extends Schema.Top & { readonly DecodingServices: n
     ? describeIssue((failure.error as Schema.SchemaError).issue, where)
     : "Request body does not match the schema"
   return { ok: false, message }
-}
-
-/** decodeWith as an Effect failing with 400 VALIDATION_ERROR. */
-export const decodeBody = <S extends Schema.Top & { readonly DecodingServices: never }>(
-  schema: S,
-  value: unknown,
-  where = ""
-): Effect.Effect<S["Type"], BadRequest> => {
-  const decoded = decodeWith(schema, value, where)
-  return decoded.ok ? Effect.succeed(decoded.value) : Effect.fail(badRequest("VALIDATION_ERROR", decoded.message))
 }

@@ -2,14 +2,10 @@
  * Opaque list cursors: base64url of the last item's key, checked against the key's shape on the
  * way back in, so a cursor this API did not issue is a 400 naming the cursor.
  */
-import { Effect } from "effect"
-import { badRequest, type BadRequest } from "../api/errors.ts"
 
 export interface CursorCodec {
   readonly encode: (key: string) => string
-  /** The key after which the next page starts; undefined for the first page. */
-  readonly decode: (cursor: string | undefined) => Effect.Effect<string | undefined, BadRequest>
-  /** `decode` as a result: the key, or the message naming the cursor. */
+  /** The key after which the next page starts (undefined for the first page), or the message naming the cursor. */
   readonly parse: (cursor: string | undefined) => { readonly ok: true; readonly key: string | undefined } | { readonly ok: false; readonly message: string }
 }
 
@@ -22,10 +18,15 @@ export const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => 
   }
   return {
     encode: (key) => Buffer.from(prefix + key, "utf8").toString("base64url"),
-    parse,
-    decode: (cursor) => {
-      const parsed = parse(cursor)
-      return parsed.ok ? Effect.succeed(parsed.key) : Effect.fail(badRequest("VALIDATION_ERROR", parsed.message))
-    }
+    parse
   }
+}
+
+/**
+ * A page of a list read with one row more than the page holds (`limit + 1`): the page, and the cursor
+ * of the next one when that extra row was there.
+ */
+export const pageOf = <A>(rows: ReadonlyArray<A>, limit: number, codec: CursorCodec, keyOf: (a: A) => string) => {
+  const page = rows.slice(0, limit)
+  return { page, nextCursor: rows.length > limit ? codec.encode(keyOf(page[page.length - 1])) : null }
 }

@@ -13,7 +13,7 @@ import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
 import { atEdge } from "../db/errors.ts"
-import { cursorCodec } from "../http/pagination.ts"
+import { cursorCodec, pageOf } from "../http/pagination.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { type Accepted, type CreateEndpoint, RecordCreation } from "./creation.ts"
@@ -77,14 +77,8 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
             status: query.status,
             includeDeleted: query.includeDeleted === "true" || query.status === "DELETED"
           })
-          const page = rows.slice(0, limit)
-          return {
-            success: true as const,
-            data: {
-              records: page.map((row) => toView(row)),
-              nextCursor: rows.length > limit ? cursors.encode(page[page.length - 1].id) : null
-            }
-          }
+          const { page, nextCursor } = pageOf(rows, limit, cursors, (row) => row.id)
+          return { success: true as const, data: { records: page.map((row) => toView(row)), nextCursor } }
         }).pipe(atEdge))
       .handle("get", ({ params, headers, query }) =>
         Effect.gen(function*() {

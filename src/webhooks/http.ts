@@ -4,7 +4,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { Api } from "../api/Api.ts"
 import { atEdge } from "../db/errors.ts"
-import { cursorCodec } from "../http/pagination.ts"
+import { cursorCodec, pageOf } from "../http/pagination.ts"
 import { DeliveryNotFound, InvalidDeliveryQuery, InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
 import { checkWebhookUrl, WebhookResolver } from "./urlPolicy.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
@@ -116,14 +116,8 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
             recordId: query.recordId,
             eventId: query.eventId
           })
-          const page = rows.slice(0, limit)
-          return {
-            success: true as const,
-            data: {
-              deliveries: yield* withAttempts(page),
-              nextCursor: rows.length > limit ? cursors.encode(page[page.length - 1].seq) : null
-            }
-          }
+          const { page, nextCursor } = pageOf(rows, limit, cursors, (row) => row.seq)
+          return { success: true as const, data: { deliveries: yield* withAttempts(page), nextCursor } }
         }).pipe(atEdge))
       .handle("getDelivery", ({ params }) =>
         Effect.gen(function*() {

@@ -2,9 +2,8 @@
  * decodeSubmission checks the common case by hand before falling back to the request schemas: it
  * must decide every body exactly as the schema alone does (same acceptance, same 400 message).
  */
-import { Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
-import { decodeBody } from "../../src/http/decode.ts"
+import { decodeWith } from "../../src/http/decode.ts"
 import { decodeSubmission, type SubmissionKind } from "../../src/records/Ingest.ts"
 import { AnchorBody, EncryptedAnchorBody, HashAnchorBody } from "../../src/api/recordSchemas.ts"
 
@@ -29,11 +28,12 @@ const CANDIDATES: Record<string, ReadonlyArray<unknown>> = {
   ["__proto__"]: [{ polluted: true }] // computed: an own member, not the literal's prototype
 }
 
+/** The schema alone: the value, or the 400 it makes (VALIDATION_ERROR with the message naming the field). */
 const bySchema = (kind: SubmissionKind, body: unknown) => {
-  const exit = Effect.runSyncExit(decodeBody(SCHEMAS[kind] as typeof AnchorBody, body))
-  if (Exit.isSuccess(exit)) return { ok: true as const, value: exit.value }
-  const failure = exit.cause.reasons.find((r) => r._tag === "Fail")
-  return { ok: false as const, error: failure && "error" in failure ? failure.error : undefined }
+  const decoded = decodeWith(SCHEMAS[kind] as typeof AnchorBody, body)
+  return decoded.ok
+    ? { ok: true as const, value: decoded.value }
+    : { ok: false as const, error: { errorCode: "VALIDATION_ERROR", error: decoded.message } }
 }
 
 describe("decodeSubmission", () => {
