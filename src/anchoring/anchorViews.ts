@@ -97,8 +97,8 @@ export const toAnchor = (a: AnchorRow): typeof Anchor.Type => ({
 export const toEventAnchor = (a: AnchorRow): typeof Anchor.Type =>
   a.chainType === "fabric" ? { ...toAnchor(a), blockNumber: null } : toAnchor(a)
 
-/** Anchors of the given records, by record id (one query), for the HTTP read paths (a database failure is a defect there). */
-export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => Effect.orDie(anchorRows(sql, ids))
+/** Anchors of the given records, by record id (one query), for the read paths (SqlError typed: 503 at the edge). */
+export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => anchorRows(sql, ids)
 
 /** Attaches `anchors` to record rows (for toView). */
 export const withAnchors = (sql: SqlClient.SqlClient) => <Row extends { readonly id: string }>(rows: ReadonlyArray<Row>) =>

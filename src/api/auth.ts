@@ -4,7 +4,7 @@
  */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { Environment } from "./recordSchemas.ts"
+import type { ChainType, Environment, PlanName } from "./recordSchemas.ts"
 import { ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized } from "./errors.ts"
 
 /** Who is calling: resolved from a valid bearer key. */
@@ -12,11 +12,11 @@ export interface Principal {
   readonly accountId: string
   readonly keyId: string
   readonly environment: Environment
-  readonly plan: "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE"
+  readonly plan: PlanName
   readonly perSecond: number
   /** null = unlimited */
   readonly monthlyQuota: number | null
-  readonly defaultChain: "evm" | "fabric" | "hybrid"
+  readonly defaultChain: ChainType
 }
 
 export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("anchord/auth/CurrentPrincipal") {}

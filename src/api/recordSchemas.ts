@@ -5,6 +5,10 @@ import { Schema } from "effect"
 export const Environment = Schema.Literals(["test", "live"])
 export type Environment = typeof Environment.Type
 
+/** An account's plan (the seed's four). */
+export const PlanName = Schema.Literals(["FREE", "STARTUP", "SCALE", "ENTERPRISE"])
+export type PlanName = typeof PlanName.Type
+
 export const ChainType = Schema.Literals(["evm", "fabric", "hybrid"])
 export type ChainType = typeof ChainType.Type
 /** The chain of one anchor (a hybrid record has one of each). */
@@ -164,7 +168,7 @@ export const ProofLookup = Schema.Struct({
 
 export const Usage = Schema.Struct({
   accountId: Schema.String,
-  plan: Schema.String,
+  plan: PlanName,
   environment: Environment,
   month: Schema.String,
   used: Schema.Number,

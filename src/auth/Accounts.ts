@@ -3,39 +3,44 @@
  * (`authenticate`, with a short in-memory cache so the hot path does not query per request).
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import type { Principal } from "../api/auth.ts"
-import { type Environment, apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
+import { ChainType, Environment } from "../api/recordSchemas.ts"
+import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
 import { AccountNotActive, AccountNotFound, ApiKeyNotFound, type AuthFailureReason } from "./errors.ts"
-import { ENTERPRISE_DEFAULT_PER_SECOND, type PlanName, Plans } from "./plans.ts"
+import { ENTERPRISE_DEFAULT_PER_SECOND, PlanName, Plans } from "./plans.ts"
 
-export interface Account {
-  readonly id: string
-  readonly name: string
-  readonly email: string | null
-  readonly plan: PlanName
-  readonly status: "PENDING" | "ACTIVE" | "SUSPENDED"
-  readonly ratePerSecond: number | null
-  readonly defaultChain: "evm" | "fabric" | "hybrid"
-  readonly createdAt: Date
-  readonly activatedAt: Date | null
-}
+/** An `accounts` row (decoded where it is read). */
+export const AccountRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  plan: PlanName,
+  status: Schema.Literals(["PENDING", "ACTIVE", "SUSPENDED"]),
+  ratePerSecond: Schema.NullOr(Schema.Number),
+  defaultChain: ChainType,
+  createdAt: Schema.Date,
+  activatedAt: Schema.NullOr(Schema.Date)
+})
+export type Account = typeof AccountRow.Type
 
 export type { Principal }
 
-export interface ApiKeyInfo {
-  readonly id: string
-  readonly accountId: string
-  readonly environment: Environment
-  readonly display: string
-  readonly name: string | null
-  readonly createdAt: Date
-  readonly expiresAt: Date | null
-  readonly revokedAt: Date | null
-}
-
+/** An `api_keys` row as lists show it (never the digest). */
+export const ApiKeyRow = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  environment: Environment,
+  display: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  createdAt: Schema.Date,
+  expiresAt: Schema.NullOr(Schema.Date),
+  revokedAt: Schema.NullOr(Schema.Date)
+})
+export type ApiKeyInfo = typeof ApiKeyRow.Type
 
 export type AuthResult =
   | { readonly _tag: "Ok"; readonly principal: Principal }
@@ -43,33 +48,35 @@ export type AuthResult =
 
 const newId = (prefix: string) => `${prefix}_${Crypto.randomBytes(8).toString("hex")}`
 
+type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
+
 export class Accounts extends Context.Service<Accounts, {
   readonly createAccount: (input: {
     readonly name: string
     readonly email?: string | undefined
     readonly plan: PlanName
     readonly ratePerSecond?: number | undefined
-    readonly defaultChain?: "evm" | "fabric" | "hybrid" | undefined
-  }) => Effect.Effect<Account>
-  readonly activate: (accountId: string) => Effect.Effect<Account, AccountNotFound>
-  readonly get: (accountId: string) => Effect.Effect<Account, AccountNotFound>
-  readonly list: Effect.Effect<ReadonlyArray<Account>>
+    readonly defaultChain?: ChainType | undefined
+  }) => Sql<Account>
+  readonly activate: (accountId: string) => Sql<Account, AccountNotFound>
+  readonly get: (accountId: string) => Sql<Account, AccountNotFound>
+  readonly list: Sql<ReadonlyArray<Account>>
   readonly createKey: (input: {
     readonly accountId: string
     readonly environment: Environment
     readonly name?: string | undefined
     readonly expiresAt?: Date | undefined
-  }) => Effect.Effect<{ readonly key: string; readonly info: ApiKeyInfo }, AccountNotFound | AccountNotActive>
+  }) => Sql<{ readonly key: string; readonly info: ApiKeyInfo }, AccountNotFound | AccountNotActive>
   /** Registers a key the caller generated (the dev node keeps its own key across restarts). */
   readonly importKey: (input: {
     readonly accountId: string
     readonly key: string
     readonly name?: string | undefined
-  }) => Effect.Effect<ApiKeyInfo, AccountNotFound | AccountNotActive>
-  readonly listKeys: (accountId?: string) => Effect.Effect<ReadonlyArray<ApiKeyInfo>>
-  readonly revokeKey: (keyId: string) => Effect.Effect<ApiKeyInfo, ApiKeyNotFound>
+  }) => Sql<ApiKeyInfo, AccountNotFound | AccountNotActive>
+  readonly listKeys: (accountId?: string) => Sql<ReadonlyArray<ApiKeyInfo>>
+  readonly revokeKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
   /** Resolves `Authorization: Bearer <token>`; never logs or echoes the token. */
-  readonly authenticate: (token: string | undefined) => Effect.Effect<AuthResult, SqlError.SqlError>
+  readonly authenticate: (token: string | undefined) => Sql<AuthResult>
 }>()("anchord/auth/Accounts") {
   static readonly layer = Layer.effect(
     Accounts,
@@ -78,27 +85,32 @@ export class Accounts extends Context.Service<Accounts, {
       const config = yield* AppConfig
       // Key expiry and the auth cache on the node's Clock, read without an effect step (every request).
       const clock = yield* Clock.Clock
+      const clockDate = () => new Date(clock.currentTimeMillisUnsafe())
       const cache = new Map<string, { readonly result: AuthResult; readonly expires: number }>()
 
       const accountColumns = sql`id, name, email, plan, status, rate_per_second, default_chain, created_at, activated_at`
       const keyColumns = sql`id, account_id, environment, display, name, created_at, expires_at, revoked_at`
+      const accounts = decodeRows(AccountRow)
+      const firstAccount = decodeFirst(AccountRow)
+      const keys = decodeRows(ApiKeyRow)
+      const firstKey = decodeFirst(ApiKeyRow)
 
-      const get = (accountId: string) =>
-        sql<Account>`SELECT ${accountColumns} FROM accounts WHERE id = ${accountId}`.pipe(
-          Effect.orDie,
-          Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(new AccountNotFound({ accountId })) : Effect.succeed(rows[0]))
-        )
+      const get = Effect.fn("Accounts.get")(function*(accountId: string) {
+        const account = yield* sql`SELECT ${accountColumns} FROM accounts WHERE id = ${accountId}`.pipe(Effect.flatMap(firstAccount))
+        if (account === undefined) return yield* new AccountNotFound({ accountId })
+        return account
+      })
 
       const requireActive = (accountId: string) =>
         Effect.flatMap(get(accountId), (account) =>
           account.status === "ACTIVE" ? Effect.succeed(account) : Effect.fail(new AccountNotActive({ accountId })))
 
       const insertKey = (accountId: string, environment: Environment, key: string, name?: string, expiresAt?: Date) =>
-        sql<ApiKeyInfo>`
-          INSERT INTO api_keys (id, account_id, environment, digest, display, name, expires_at)
+        sql`
+          INSERT INTO api_keys (id, account_id, environment, digest, display, name, expires_at, created_at)
           VALUES (${newId("key")}, ${accountId}, ${environment}, ${apiKeyDigest(key)}, ${displayKey(key)},
-                  ${name ?? null}, ${expiresAt ?? null})
-          RETURNING ${keyColumns}`.pipe(Effect.orDie, Effect.map((rows) => rows[0]))
+                  ${name ?? null}, ${expiresAt ?? null}, ${clockDate()})
+          RETURNING ${keyColumns}`.pipe(Effect.flatMap(firstKey), Effect.map((row) => row!))
 
       const lookup = (token: string) =>
         Effect.gen(function*() {
@@ -143,49 +155,46 @@ export class Accounts extends Context.Service<Accounts, {
         })
 
       return Accounts.of({
-        createAccount: (input) =>
-          sql<Account>`
-            INSERT INTO accounts (id, name, email, plan, rate_per_second, default_chain)
+        createAccount: Effect.fn("Accounts.createAccount")((input) =>
+          sql`
+            INSERT INTO accounts (id, name, email, plan, rate_per_second, default_chain, created_at)
             VALUES (${newId("acct")}, ${input.name}, ${input.email ?? null}, ${input.plan},
-                    ${input.ratePerSecond ?? null}, ${input.defaultChain ?? "evm"})
-            RETURNING ${accountColumns}`.pipe(Effect.orDie, Effect.map((rows) => rows[0])),
-        activate: (accountId) =>
-          sql<Account>`
-            UPDATE accounts SET status = 'ACTIVE', activated_at = COALESCE(activated_at, now())
-            WHERE id = ${accountId} RETURNING ${accountColumns}`.pipe(
-            Effect.orDie,
-            Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(new AccountNotFound({ accountId })) : Effect.succeed(rows[0])),
-            Effect.tap(() => Effect.sync(() => cache.clear()))
-          ),
+                    ${input.ratePerSecond ?? null}, ${input.defaultChain ?? "evm"}, ${clockDate()})
+            RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount), Effect.map((row) => row!))),
+        activate: Effect.fn("Accounts.activate")(function*(accountId) {
+          const account = yield* sql`
+            UPDATE accounts SET status = 'ACTIVE', activated_at = COALESCE(activated_at, ${clockDate()})
+            WHERE id = ${accountId} RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount))
+          if (account === undefined) return yield* new AccountNotFound({ accountId })
+          cache.clear()
+          return account
+        }),
         get,
-        list: sql<Account>`SELECT ${accountColumns} FROM accounts ORDER BY created_at`.pipe(Effect.orDie),
-        createKey: (input) =>
-          Effect.gen(function*() {
-            yield* requireActive(input.accountId)
-            const key = generateApiKey(input.environment)
-            const info = yield* insertKey(input.accountId, input.environment, key, input.name, input.expiresAt)
-            return { key, info }
-          }),
-        importKey: (input) =>
-          Effect.gen(function*() {
-            yield* requireActive(input.accountId)
-            const parsed = parseApiKey(input.key)
-            if (!parsed) return yield* Effect.die(new Error("importKey: not an API key"))
-            return yield* insertKey(input.accountId, parsed.environment, input.key, input.name)
-          }),
-        listKeys: (accountId) =>
+        list: sql`SELECT ${accountColumns} FROM accounts ORDER BY created_at`.pipe(Effect.flatMap(accounts), Effect.withSpan("Accounts.list")),
+        createKey: Effect.fn("Accounts.createKey")(function*(input) {
+          yield* requireActive(input.accountId)
+          const key = generateApiKey(input.environment)
+          const info = yield* insertKey(input.accountId, input.environment, key, input.name, input.expiresAt)
+          return { key, info }
+        }),
+        importKey: Effect.fn("Accounts.importKey")(function*(input) {
+          yield* requireActive(input.accountId)
+          const parsed = parseApiKey(input.key)
+          if (!parsed) return yield* Effect.die(new Error("importKey: not an API key"))
+          return yield* insertKey(input.accountId, parsed.environment, input.key, input.name)
+        }),
+        listKeys: Effect.fn("Accounts.listKeys")((accountId) =>
           (accountId === undefined
-            ? sql<ApiKeyInfo>`SELECT ${keyColumns} FROM api_keys ORDER BY created_at`
-            : sql<ApiKeyInfo>`SELECT ${keyColumns} FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`)
-            .pipe(Effect.orDie),
-        revokeKey: (keyId) =>
-          sql<ApiKeyInfo>`
-            UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = ${keyId}
-            RETURNING ${keyColumns}`.pipe(
-            Effect.orDie,
-            Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(new ApiKeyNotFound({ keyId })) : Effect.succeed(rows[0])),
-            Effect.tap(() => Effect.sync(() => cache.clear()))
-          ),
+            ? sql`SELECT ${keyColumns} FROM api_keys ORDER BY created_at`
+            : sql`SELECT ${keyColumns} FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`).pipe(Effect.flatMap(keys))),
+        revokeKey: Effect.fn("Accounts.revokeKey")(function*(keyId) {
+          const info = yield* sql`
+            UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${clockDate()}) WHERE id = ${keyId}
+            RETURNING ${keyColumns}`.pipe(Effect.flatMap(firstKey))
+          if (info === undefined) return yield* new ApiKeyNotFound({ keyId })
+          cache.clear()
+          return info
+        }),
         authenticate: (token) => {
           if (token === undefined || token === "") return Effect.succeed({ _tag: "Rejected", reason: "missing" })
           if (!parseApiKey(token)) return Effect.succeed({ _tag: "Rejected", reason: "malformed" })

@@ -1,6 +1,8 @@
 /** Plans exactly as the seed lists them. ENTERPRISE: unlimited month, per-second limit set per account. */
-export type PlanName = "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE"
-export const PlanNames: ReadonlyArray<PlanName> = ["FREE", "STARTUP", "SCALE", "ENTERPRISE"]
+import { PlanName } from "../api/recordSchemas.ts"
+
+export { PlanName }
+export const PlanNames = PlanName.literals
 
 export interface Plan {
   readonly name: PlanName

@@ -64,7 +64,7 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
         } else {
           const hash = given ?? recordHash(data!.value)
           const rows = (yield* store.byHash(principal, hash)).filter((r) => r.status === "ANCHORED")
-          const facts = yield* loadAnchors(sql, rows.map((r) => r.id)).pipe(Effect.orDie)
+          const facts = yield* loadAnchors(sql, rows.map((r) => r.id))
           inputs = rows.map((row) => ({ kind: "bundle" as const, bundle: proofBundle(row, facts.get(row.id) ?? []), hasData: false }))
           if (inputs.length === 0) {
             extra = [{ id: "records", status: "fail", message: `no anchored record of this account (${principal.environment}) has hash ${hash}` }]
