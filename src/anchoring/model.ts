@@ -2,11 +2,11 @@
  * The vocabulary of anchoring, defined once: a batch's states, the row of a batch as the stores read
  * it, where a batch goes, and the decoding of SQL rows. The chain of an anchor (`evm` | `fabric`) is
  * the wire contract's `AnchorChainType` (src/api/recordSchemas.ts), an environment (`test` | `live`)
- * the keys' (src/auth/apiKeys.ts); both re-exported here.
+ * the keys' (src/api/recordSchemas.ts too); both re-exported here.
  */
 import { Schema } from "effect"
 import { AnchorChainType } from "../api/recordSchemas.ts"
-import type { Environment } from "../auth/apiKeys.ts"
+import type { Environment } from "../api/recordSchemas.ts"
 import type { Hex } from "./merkle.ts"
 
 export { AnchorChainType }

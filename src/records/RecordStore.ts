@@ -1,7 +1,7 @@
 /** Reads and owner-side changes of records. Each change writes its outbox event in the same transaction. */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import type { Environment } from "../auth/apiKeys.ts"
+import type { Environment } from "../api/recordSchemas.ts"
 import { withAnchors } from "../anchoring/anchorViews.ts"
 import { canonicalize } from "../canonical/jcs.ts"
 import { append } from "../outbox/Outbox.ts"

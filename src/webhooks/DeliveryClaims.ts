@@ -17,7 +17,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import type { Environment } from "../auth/apiKeys.ts"
+import type { Environment } from "../api/recordSchemas.ts"
 import type { RenderInput, StableHeaders } from "./payload.ts"
 import { inOverlap, ROTATION_OVERLAP_SQL } from "./rotation.ts"
 import type { DeliveryState, EventKind, PayloadFormat } from "./rows.ts"

@@ -7,7 +7,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import type { Environment } from "../auth/apiKeys.ts"
+import type { Environment } from "../api/recordSchemas.ts"
 import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { AttemptRow, decodeRows, DeliveryRow, type DeliveryState } from "./rows.ts"
 

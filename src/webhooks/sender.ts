@@ -9,7 +9,7 @@ import type * as Dns from "node:dns"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import * as Net from "node:net"
-import type { Environment } from "../auth/apiKeys.ts"
+import type { Environment } from "../api/recordSchemas.ts"
 import { addressesVerdict, hostOf, literalVerdict, type Resolve, staticVerdict } from "./urlPolicy.ts"
 
 export interface AttemptOutcome {

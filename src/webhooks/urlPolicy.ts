@@ -11,7 +11,7 @@
 import * as Dns from "node:dns"
 import * as Net from "node:net"
 import { Context } from "effect"
-import type { Environment } from "../auth/apiKeys.ts"
+import type { Environment } from "../api/recordSchemas.ts"
 
 export type UrlVerdict = { readonly ok: true } | { readonly ok: false; readonly reason: string }
 
