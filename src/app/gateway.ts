@@ -14,8 +14,8 @@
 import { Cause, Context, Effect, Exit } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Api } from "../api/Api.ts"
-import { toWire } from "../api/errors.ts"
-import { Admission, andThen, type Headers } from "../auth/Admission.ts"
+import { toWire, type WireError } from "../api/errors.ts"
+import { Admission, type Admitted, andThen, type Headers, type Refused } from "../auth/Admission.ts"
 import { parseStrictJson, StrictJsonError } from "../canonical/strictJson.ts"
 import { AppConfig } from "../config.ts"
 import { databaseUnavailable, isConnectionFailure } from "../db/errors.ts"
@@ -63,44 +63,50 @@ export const GatewayLayer = HttpRouter.middleware(
         : isConnectionFailure(e) ? wireResponse(databaseUnavailable())
         : undefined
 
-    const fast = (request: HttpServerRequest.HttpServerRequest, endpoint: CreateEndpoint) =>
-      Effect.matchEffect(admission.byKey(request), {
-        onFailure: (refused) =>
-          refused.principal === undefined
-            ? Exit.succeed(wireResponse(refused.error, refused.headers))
-            : Effect.map(admission.quotaHeaders(refused.principal), (quota) => wireResponse(refused.error, { ...refused.headers, ...quota })),
-        onSuccess: ({ principal, headers }) => {
-          const finish = (response: HttpServerResponse.HttpServerResponse) =>
-            andThen(admission.quotaHeaders(principal!), (quota) => Exit.succeed(withHeaders(response, { ...headers, ...quota })))
-          const created = Effect.flatMap(readJsonText(request, config.maxBodyBytes), (bodyText): Effect.Effect<HttpServerResponse.HttpServerResponse, CreateError> => {
-            let body: unknown
-            try {
-              body = parseStrictJson(bodyText)
-            } catch (error) {
-              if (!(error instanceof StrictJsonError)) throw error
-              return Exit.succeed(error.reason === "syntax"
-                ? errorResponse("INVALID_JSON", `Request body is not valid JSON: ${error.message}`)
-                : errorResponse("VALIDATION_ERROR", `Request body rejected: ${error.message}`))
-            }
-            return Effect.map(
-              creation.create(endpoint, principal!, body, {
-                idempotencyKey: request.headers["idempotency-key"],
-                bodyText,
-                path: pathOf(request.url),
-                parsedFromText: true
-              }),
-              acceptedResponse
-            )
-          })
-          return Effect.flatMap(
-            Effect.catch(created, (e) => {
-              const response = createFailed(e)
-              return response === undefined ? Effect.die(e) : Exit.succeed(response)
+    /** A refusal of admission as a response, with the headers earned. */
+    const refusedResponse = (refused: Refused<WireError>) =>
+      refused.principal === undefined
+        ? Exit.succeed(wireResponse(refused.error, refused.headers))
+        : Effect.map(admission.quotaHeaders(refused.principal), (quota) => wireResponse(refused.error, { ...refused.headers, ...quota }))
+
+    const admitted = (request: HttpServerRequest.HttpServerRequest, endpoint: CreateEndpoint, { principal, headers }: Admitted) => {
+      const finish = (response: HttpServerResponse.HttpServerResponse) =>
+        andThen(admission.quotaHeaders(principal!), (quota) => Exit.succeed(withHeaders(response, { ...headers, ...quota })))
+      const failed = (e: CreateError | FramingError) => {
+        const response = createFailed(e)
+        return response === undefined ? Effect.die(e) : finish(response)
+      }
+      return Effect.matchEffect(readJsonText(request, config.maxBodyBytes), {
+        onFailure: failed,
+        onSuccess: (bodyText) => {
+          let body: unknown
+          try {
+            body = parseStrictJson(bodyText)
+          } catch (error) {
+            if (!(error instanceof StrictJsonError)) throw error
+            return finish(error.reason === "syntax"
+              ? errorResponse("INVALID_JSON", `Request body is not valid JSON: ${error.message}`)
+              : errorResponse("VALIDATION_ERROR", `Request body rejected: ${error.message}`))
+          }
+          return Effect.matchEffect(
+            creation.create(endpoint, principal!, body, {
+              idempotencyKey: request.headers["idempotency-key"],
+              bodyText,
+              path: pathOf(request.url),
+              parsedFromText: true
             }),
-            finish
+            { onFailure: failed, onSuccess: (accepted) => finish(acceptedResponse(accepted)) }
           )
         }
       })
+    }
+
+    const fast = (request: HttpServerRequest.HttpServerRequest, endpoint: CreateEndpoint) => {
+      const admission_ = admission.byKey(request)
+      // A cached key in an in-memory window is known at once (an Exit): no effect step for it.
+      if (Exit.isExit(admission_) && Exit.isSuccess(admission_)) return admitted(request, endpoint, (admission_ as Exit.Success<Admitted>).value)
+      return Effect.matchEffect(admission_, { onFailure: refusedResponse, onSuccess: (a: Admitted) => admitted(request, endpoint, a) })
+    }
 
     return (app: App) =>
       Effect.withFiber((fiber) => {
