@@ -105,7 +105,7 @@ describe("verifyWebhook (anchord/client)", () => {
   it("a secret from before the standard-base64 change (with - or _) verifies as shown", async () => {
     let legacy: string
     do legacy = `whsec_${Crypto.randomBytes(32).toString("base64url")}`
-    while (!/[-_]/.test(legacy))
+    while (!/[-_]/.test(legacy.slice(6))) // the body: the prefix has its own "_"
     await query(node.databaseUrl, "UPDATE webhook_settings SET secret = $2 WHERE account_id = $1", [account, legacy])
     const r = await fire()
     expect(verifyWebhook({ rawBody: r.body, headers: r.headers, secret: legacy })).toMatchObject({ valid: true, scheme: "standard-webhooks" })
