@@ -47,12 +47,25 @@ export const Hash64 = Schema.String.check(Schema.isPattern(/^[0-9a-fA-F]{64}$/))
   description: "SHA-256 as 64 hex characters"
 })
 
+/** What a collection name may be: 1 to 128 characters, none of them a control character. */
+export const COLLECTION_PATTERN = /^[^\u0000-\u001f\u007f]{1,128}$/
+
+/**
+ * The seed service's grouping field (SPEC 3): a name the client chooses, not hashed, stored with the
+ * record, immutable; lists filter by it and events carry it.
+ */
+export const Collection = Schema.String.check(Schema.isPattern(COLLECTION_PATTERN, {
+  expected: "1 to 128 characters, no control characters",
+  toJsonSchema: () => ({ pattern: COLLECTION_PATTERN.source, minLength: 1, maxLength: 128 })
+})).annotate({ description: "A grouping name (1 to 128 characters, no control characters); not hashed, immutable" })
+
 const anchorFields = {
   data: JsonObject,
   webhookUrl: Schema.optionalKey(Schema.String),
   chain: Schema.optionalKey(ChainType),
   packageMode: Schema.optionalKey(PackageMode),
-  metadata: Schema.optionalKey(Metadata)
+  metadata: Schema.optionalKey(Metadata),
+  collection: Schema.optionalKey(Collection)
 }
 
 export const AnchorBody = Schema.Struct(anchorFields).annotate({ identifier: "AnchorRequest" })
@@ -67,7 +80,8 @@ export const HashAnchorBody = Schema.Struct({
   hash: Hash64,
   webhookUrl: Schema.optionalKey(Schema.String),
   chain: Schema.optionalKey(ChainType),
-  metadata: Schema.optionalKey(Metadata)
+  metadata: Schema.optionalKey(Metadata),
+  collection: Schema.optionalKey(Collection)
 }).annotate({ identifier: "HashAnchorRequest" })
 export type HashAnchorBody = typeof HashAnchorBody.Type
 
@@ -119,6 +133,7 @@ export const RecordView = Schema.Struct({
   chainType: ChainType,
   networkId: Schema.String,
   packageMode: PackageMode,
+  collection: Schema.NullOr(Schema.String),
   metadata: JsonObject,
   webhookUrl: Schema.NullOr(Schema.String),
   createdAt: Schema.String,
@@ -142,6 +157,8 @@ export const BatchItemResult = Schema.Union([
 export const BatchResult = Schema.Struct({
   accepted: Schema.Number,
   rejected: Schema.Number,
+  /** The seed service's names for the same two counts. */
+  summary: Schema.Struct({ successful: Schema.Number, failed: Schema.Number }),
   results: Schema.Array(BatchItemResult)
 })
 

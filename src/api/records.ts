@@ -7,7 +7,7 @@ import { JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import {
-  AnchorBody, BatchAnchorBody, BatchResult, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
+  AnchorBody, BatchAnchorBody, BatchResult, Collection, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
   ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
 } from "./recordSchemas.ts"
 
@@ -34,7 +34,10 @@ export class RecordsApi extends HttpApiGroup.make("records")
     HttpApiEndpoint.post("anchorBatch", "/anchor/batch", {
       ...creating,
       payload: JsonBody(BatchAnchorBody),
-      success: ok(BatchResult).annotate({ httpApiStatus: 202 })
+      success: [
+        ok(BatchResult).annotate({ httpApiStatus: 202, description: "Every item was accepted" }),
+        ok(BatchResult).annotate({ httpApiStatus: 207, description: "Some or all items were refused (each with its error); the others were accepted" })
+      ]
     })
       .middleware(JsonBodyFraming)
       .annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
@@ -43,6 +46,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
         limit: Schema.optionalKey(Limit),
         cursor: Schema.optionalKey(Schema.String),
         status: Schema.optionalKey(RecordStatus),
+        collection: Schema.optionalKey(Collection),
         includeDeleted: Schema.optionalKey(Schema.Literals(["true", "false"]))
       },
       success: ok(RecordList),

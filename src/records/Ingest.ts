@@ -17,7 +17,7 @@ import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
 import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
-import { AnchorBody, EncryptedAnchorBody, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
+import { AnchorBody, COLLECTION_PATTERN, EncryptedAnchorBody, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
 
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */
 export const sha256Hex = (text: string): string => Crypto.hash("sha256", text, "hex")
@@ -38,9 +38,9 @@ export type SubmissionKind = Kind["_tag"]
 
 const SCHEMAS = { data: AnchorBody, encrypted: EncryptedAnchorBody, hash: HashAnchorBody } as const
 const FIELDS: Record<SubmissionKind, ReadonlySet<string>> = {
-  data: new Set(["data", "webhookUrl", "chain", "packageMode", "metadata"]),
-  encrypted: new Set(["data", "webhookUrl", "chain", "packageMode", "metadata", "encryptionKey"]),
-  hash: new Set(["hash", "webhookUrl", "chain", "metadata"])
+  data: new Set(["data", "webhookUrl", "chain", "packageMode", "metadata", "collection"]),
+  encrypted: new Set(["data", "webhookUrl", "chain", "packageMode", "metadata", "collection", "encryptionKey"]),
+  hash: new Set(["hash", "webhookUrl", "chain", "metadata", "collection"])
 }
 const CHAINS: ReadonlySet<unknown> = new Set(["evm", "fabric", "hybrid"])
 const PACKAGE_MODES: ReadonlySet<unknown> = new Set(["SEPARATED", "IN_PLACE", "MANAGED"])
@@ -60,7 +60,8 @@ const plainlyValid = (kind: SubmissionKind, body: unknown): boolean => {
   return (body.webhookUrl === undefined || typeof body.webhookUrl === "string") &&
     (body.chain === undefined || CHAINS.has(body.chain)) &&
     (body.packageMode === undefined || PACKAGE_MODES.has(body.packageMode)) &&
-    (body.metadata === undefined || isPlainObject(body.metadata) && !holdsNul(body.metadata))
+    (body.metadata === undefined || isPlainObject(body.metadata) && !holdsNul(body.metadata)) &&
+    (body.collection === undefined || typeof body.collection === "string" && COLLECTION_PATTERN.test(body.collection))
 }
 
 /**
@@ -118,6 +119,7 @@ export class Ingest extends Context.Service<Ingest, {
           networkId: networks.choose(principal.environment, chain).networkId,
           metadata: body.metadata ?? {},
           webhookUrl: body.webhookUrl ?? null,
+          collection: body.collection ?? null,
           createdAt: now,
           updatedAt: now,
           ciphertext: null,

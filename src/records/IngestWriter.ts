@@ -53,7 +53,7 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
   const hash = new Array<string>(n), chainType = new Array<string>(n), networkId = new Array<string>(n)
   const packageMode = new Array<string>(n), source = new Array<string>(n), dataJcs = new Array<string | null>(n)
   const ciphertext = new Array<Uint8Array | null>(n), nonce = new Array<Uint8Array | null>(n), authTag = new Array<Uint8Array | null>(n)
-  const metadata = new Array<string>(n), webhookUrl = new Array<string | null>(n)
+  const metadata = new Array<string>(n), webhookUrl = new Array<string | null>(n), collection = new Array<string | null>(n)
   const createdAt = new Array<Date>(n), updatedAt = new Array<Date>(n)
   for (let i = 0; i < n; i++) {
     const r = rows[i]!
@@ -71,6 +71,7 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
     authTag[i] = r.authTag
     metadata[i] = JSON.stringify(r.metadata)
     webhookUrl[i] = r.webhookUrl
+    collection[i] = r.collection
     createdAt[i] = r.createdAt
     updatedAt[i] = r.updatedAt
   }
@@ -81,7 +82,7 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
     id: text(id), accountId: text(accountId), environment: text(environment), hash: text(hash),
     chainType: text(chainType), networkId: text(networkId), packageMode: text(packageMode), source: text(source),
     dataJcs: text(dataJcs), ciphertext: bytea(ciphertext), nonce: bytea(nonce), authTag: bytea(authTag),
-    metadata: text(metadata), webhookUrl: text(webhookUrl), createdAt: timestamptz(createdAt), updatedAt: timestamptz(updatedAt)
+    metadata: text(metadata), webhookUrl: text(webhookUrl), collection: text(collection), createdAt: timestamptz(createdAt), updatedAt: timestamptz(updatedAt)
   }
 }
 
@@ -96,15 +97,16 @@ export const insertRecords = (sql: SqlClient.SqlClient, rows: ReadonlyArray<NewR
   return sql<{ accountId: string; used: string | number }>`
     WITH ins AS (
       INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-                           data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
+                           data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at)
       SELECT id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-             data_jcs, ciphertext, nonce, auth_tag, metadata::jsonb, webhook_url, created_at, updated_at
+             data_jcs, ciphertext, nonce, auth_tag, metadata::jsonb, webhook_url, collection, created_at, updated_at
       FROM unnest(${c.id}::text[], ${c.accountId}::text[], ${c.environment}::text[], ${c.hash}::text[],
                   ${c.chainType}::text[], ${c.networkId}::text[], ${c.packageMode}::text[], ${c.source}::text[],
                   ${c.dataJcs}::text[], ${c.ciphertext}::bytea[], ${c.nonce}::bytea[], ${c.authTag}::bytea[],
-                  ${c.metadata}::text[], ${c.webhookUrl}::text[], ${c.createdAt}::timestamptz[], ${c.updatedAt}::timestamptz[])
+                  ${c.metadata}::text[], ${c.webhookUrl}::text[], ${c.collection}::text[],
+                  ${c.createdAt}::timestamptz[], ${c.updatedAt}::timestamptz[])
         AS u(id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-             data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, created_at, updated_at)
+             data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at)
       RETURNING account_id
     )
     INSERT INTO usage_monthly (account_id, month, used)

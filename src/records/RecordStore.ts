@@ -36,6 +36,7 @@ export class RecordStore extends Context.Service<RecordStore, {
     readonly limit: number
     readonly before?: string | undefined
     readonly status?: string | undefined
+    readonly collection?: string | undefined
     readonly includeDeleted: boolean
   }) => Sql<ReadonlyArray<RecordRow>>
   readonly byHash: (owner: Owner, hash: string) => Sql<ReadonlyArray<RecordRow>>
@@ -88,6 +89,7 @@ export class RecordStore extends Context.Service<RecordStore, {
             SELECT * FROM records
             WHERE account_id = ${owner.accountId} AND environment = ${owner.environment}
               ${options.before !== undefined ? sql`AND id < ${options.before}` : sql``}
+              ${options.collection !== undefined ? sql`AND collection = ${options.collection}` : sql``}
               ${options.includeDeleted ? sql`AND NOT hard_deleted` : sql`AND deleted_at IS NULL`}
               ${options.status === "DELETED"
                 ? sql`AND deleted_at IS NOT NULL`

@@ -41,7 +41,7 @@ export const acceptedView = (row: NewRecord): string => {
   const updated = row.updatedAt === row.createdAt ? created : row.updatedAt.toISOString()
   return `{"recordId":"${row.id}","hash":"${row.hash}","status":"QUEUED","environment":"${row.environment}",` +
     `"chainType":"${row.chainType}","networkId":${JSON.stringify(row.networkId)},"packageMode":"${row.packageMode}",` +
-    `"metadata":${JSON.stringify(row.metadata)},"webhookUrl":${JSON.stringify(row.webhookUrl)},` +
+    `"collection":${row.collection === null ? "null" : JSON.stringify(row.collection)},"metadata":${JSON.stringify(row.metadata)},"webhookUrl":${JSON.stringify(row.webhookUrl)},` +
     `"createdAt":"${created}","updatedAt":"${updated}","anchoredAt":null,"deletedAt":null,` +
     `"encrypted":${row.source === "encrypted"},"anchors":[],"data":${row.dataJcs ?? "null"}}`
 }
@@ -86,7 +86,6 @@ export interface CreateOptions {
 
 type Idempotency = { readonly key: string; readonly requestHash: string }
 
-const accepted = (body: string): Accepted => ({ status: 202, body, replayed: false })
 
 export class RecordCreation extends Context.Service<RecordCreation, {
   readonly create: (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions) => Effect.Effect<Accepted, CreateError>
@@ -97,11 +96,11 @@ export class RecordCreation extends Context.Service<RecordCreation, {
       const ingest = yield* Ingest
       const store = yield* RecordStore
 
-      /** Commits and answers 202 with `text`, or reports that another request took the Idempotency-Key. */
-      const commit = (principal: Principal, rows: ReadonlyArray<NewRecord>, text: string, idem: Idempotency | undefined) =>
+      /** Commits and answers `status` with `text`, or reports that another request took the Idempotency-Key. */
+      const commit = (principal: Principal, rows: ReadonlyArray<NewRecord>, text: string, idem: Idempotency | undefined, status = 202) =>
         Effect.map(
-          ingest.commit(principal, rows, idem && { ...idem, status: 202, body: text }),
-          (outcome) => outcome === "idempotency-key-taken" ? outcome : accepted(text)
+          ingest.commit(principal, rows, idem && { ...idem, status, body: text }),
+          (outcome) => outcome === "idempotency-key-taken" ? outcome : { status, body: text, replayed: false }
         )
 
       const single = (kind: SubmissionKind, principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) => {
@@ -137,10 +136,13 @@ export class RecordCreation extends Context.Service<RecordCreation, {
               results.push(JSON.stringify({ index, success: false, error, errorCode }))
             }
           }
-          const text = `{"success":true,"data":{"accepted":${rows.length},"rejected":${records.length - rows.length},` +
-            `"results":[${results.join(",")}]}}`
-          if (rows.length === 0) return accepted(text)
-          return yield* commit(principal, rows, text, idem)
+          const failed = records.length - rows.length
+          const text = `{"success":true,"data":{"accepted":${rows.length},"rejected":${failed},` +
+            `"summary":{"successful":${rows.length},"failed":${failed}},"results":[${results.join(",")}]}}`
+          // 202 when every item was accepted, 207 Multi-Status when some were refused (docs/api.md),
+          // also when all were: the per-item errors are the answer, and nothing was written.
+          if (rows.length === 0) return { status: 207, body: text, replayed: false } satisfies Accepted
+          return yield* commit(principal, rows, text, idem, failed === 0 ? 202 : 207)
         })
 
       const run = (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions, idem: Idempotency | undefined) => {

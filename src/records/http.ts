@@ -75,6 +75,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
             limit: limit + 1,
             before: before.key,
             status: query.status,
+            collection: query.collection,
             includeDeleted: query.includeDeleted === "true" || query.status === "DELETED"
           })
           const { page, nextCursor } = pageOf(rows, limit, cursors, (row) => row.id)

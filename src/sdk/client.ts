@@ -35,6 +35,8 @@ export interface AnchorOptions {
   readonly chain?: ChainType
   readonly packageMode?: PackageMode
   readonly metadata?: JsonObject
+  /** A grouping name (not hashed, immutable); `list({ collection })` filters by it. */
+  readonly collection?: string
   /** Sent as `Idempotency-Key`; one is generated for the call when absent. */
   readonly idempotencyKey?: string
 }
@@ -117,7 +119,10 @@ export class AnchordClient {
     return this.#create("/v1/anchor/hash", { hash, ...fields(options) }, options.idempotencyKey)
   }
 
-  /** Up to 100 records in one call, a result per item (invalid items are reported, valid ones accepted). */
+  /**
+   * Up to 100 records in one call, a result per item (invalid items are reported, valid ones accepted):
+   * resolves for HTTP 202 (all accepted) and 207 (some or all refused); `summary` counts both.
+   */
   anchorBatch(records: ReadonlyArray<AnchorRequest>, options: { readonly idempotencyKey?: string } = {}): Promise<BatchResult> {
     return this.#create("/v1/anchor/batch", { records }, options.idempotencyKey)
   }
@@ -139,6 +144,8 @@ export class AnchordClient {
    */
   async *list(options: {
     readonly status?: RecordStatus
+    /** Only the records submitted with this collection. */
+    readonly collection?: string
     readonly limit?: number
     readonly includeDeleted?: boolean
     readonly cursor?: string
@@ -151,6 +158,7 @@ export class AnchordClient {
         query: {
           limit: options.limit === undefined ? undefined : String(options.limit),
           status: options.status,
+          collection: options.collection,
           includeDeleted: options.includeDeleted === undefined ? undefined : String(options.includeDeleted),
           cursor
         },

@@ -45,6 +45,8 @@ export interface AnchordRecord {
   readonly chainType: ChainType
   readonly networkId: string
   readonly packageMode: PackageMode
+  /** The grouping name given at submission, or null. */
+  readonly collection: string | null
   readonly metadata: JsonObject
   readonly webhookUrl: string | null
   readonly createdAt: string
@@ -64,15 +66,20 @@ export interface AnchorRequest {
   readonly chain?: ChainType
   readonly packageMode?: PackageMode
   readonly metadata?: JsonObject
+  /** A grouping name (1 to 128 characters, no control characters): not hashed, immutable, filterable in `list`. */
+  readonly collection?: string
 }
 
 export type BatchItemResult =
   | { readonly index: number; readonly success: true; readonly data: AnchordRecord }
   | { readonly index: number; readonly success: false; readonly error: string; readonly errorCode: string }
 
+/** `POST /v1/anchor/batch`: HTTP 202 when every item was accepted, 207 when some (or all) were refused. */
 export interface BatchResult {
   readonly accepted: number
   readonly rejected: number
+  /** The same counts under the seed service's names. */
+  readonly summary: { readonly successful: number; readonly failed: number }
   readonly results: ReadonlyArray<BatchItemResult>
 }
 

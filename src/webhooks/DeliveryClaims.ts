@@ -95,6 +95,7 @@ interface RenderRow {
   readonly networkId: string | null
   readonly metadataText: string | null
   readonly status: string | null
+  readonly collection: string | null
   readonly anchorPayloadText: string | null
 }
 
@@ -167,7 +168,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             SELECT d.seq::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
               s.payload_format AS format, s.secret, s.previous_secret AS previous,
               (${inOverlap("$2", "s.")}) AS overlap,
-              r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status,
+              r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
               prior.payload::text AS anchor_payload_text
             FROM webhook_deliveries d
             JOIN events e ON e.id = d.event_seq
@@ -196,7 +197,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 chainType: row.chainType,
                 networkId: row.networkId,
                 metadata: parseJson(row.metadataText),
-                status: row.status
+                status: row.status,
+                collection: row.collection
               },
               anchorPayload: parseJson(row.anchorPayloadText)
             }

@@ -46,6 +46,8 @@ export interface RenderInput {
     readonly networkId: string | null
     readonly metadata: Record<string, unknown> | null
     readonly status: string | null
+    /** Immutable, so the record's value is the one it had when the event happened (docs/api.md). */
+    readonly collection?: string | null | undefined
   }
   /** For record.updated / record.deleted: the payload of the record's latest anchor.confirmed before this event. */
   readonly anchorPayload: Record<string, unknown> | null
@@ -121,6 +123,8 @@ const formB = (event: AnchorConfirmed, input: RenderInput) => {
     merkleProof: primary?.merkleProof ?? [],
     metadata: input.record.metadata ?? {}
   }
+  // Additive, only for records submitted with a collection: form B of every other record stays the seed's table.
+  if (typeof input.record.collection === "string") body.collection = input.record.collection
   if (secondary !== undefined) {
     body.dualAnchor = {
       chainType: secondary.chainType,
@@ -136,7 +140,10 @@ const formB = (event: AnchorConfirmed, input: RenderInput) => {
 }
 
 /** Form A's `data`: the five common members plus the kind's own (SPEC 5.2). */
-const envelopeData = (event: OutboxEvent, prior: AnchorConfirmed | null) => {
+const envelopeData = (event: OutboxEvent, prior: AnchorConfirmed | null, collection: string | null | undefined) =>
+  typeof collection === "string" ? { ...envelopeMembers(event, prior), collection } : envelopeMembers(event, prior)
+
+const envelopeMembers = (event: OutboxEvent, prior: AnchorConfirmed | null) => {
   // The anchor the event reports: its own (anchor.confirmed), the last one confirmed before it
   // (record.updated / record.deleted of an anchored record), none for anchor.failed.
   const anchored = event.kind === "anchor.confirmed" ? event : event.kind === "anchor.failed" ? null : prior
@@ -187,7 +194,7 @@ export const render = (input: RenderInput): Rendered => {
   if (event.kind === "anchor.confirmed" && usesFormB(event.kind, input.format)) {
     body = JSON.stringify(formB(event, input))
   } else {
-    const unsigned = { event: event.kind, timestamp: input.eventCreatedAt.toISOString(), data: envelopeData(event, prior) }
+    const unsigned = { event: event.kind, timestamp: input.eventCreatedAt.toISOString(), data: envelopeData(event, prior, input.record.collection) }
     // SPEC 5.4: the inner `signature` is the same construction over the payload without that member.
     body = JSON.stringify({ ...unsigned, signature: sign(input.signingSecret, JSON.stringify(unsigned)) })
   }

@@ -79,7 +79,8 @@ describe("records", () => {
     expect(await count()).toBe(before + 10)
 
     const batch = await api("POST", "/v1/anchor/batch", { records: [{ data: { b: 1 } }, { data: { b: 2 }, metadata: { x: "\u0000" } }] })
-    expect(batch.status).toBe(202)
+    // 207 Multi-Status: one item refused
+    expect(batch.status).toBe(207)
     expect(batch.json.data).toMatchObject({ accepted: 1, rejected: 1 })
     expect(batch.json.data.results[1]).toEqual({
       index: 1, success: false, errorCode: "VALIDATION_ERROR", error: "records[1].metadata: U+0000 is not allowed in member names or strings"
@@ -247,9 +248,11 @@ describe("records", () => {
     const r = await api("POST", "/v1/anchor/batch", {
       records: [{ data: { i: 0 } }, { data: "no" }, { data: { i: 2 }, encryptionKey: "x" }, { data: { i: 3 }, chain: "evm" }]
     })
-    expect(r.status).toBe(202)
+    // 207 Multi-Status: some items refused (202 only when all are accepted)
+    expect(r.status).toBe(207)
     expect(r.json.data.accepted).toBe(2)
     expect(r.json.data.rejected).toBe(2)
+    expect(r.json.data.summary).toEqual({ successful: 2, failed: 2 })
     expect(r.json.data.results[0]).toMatchObject({ index: 0, success: true, data: { status: "QUEUED" } })
     expect(r.json.data.results[1]).toMatchObject({ index: 1, success: false, errorCode: "VALIDATION_ERROR" })
     expect(r.json.data.results[1].error).toMatch(/records\[1\]\.data/)

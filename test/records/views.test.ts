@@ -11,7 +11,7 @@ const rng = (seed: number) => () => {
 }
 
 describe("acceptedView", () => {
-  it("equals the view through toView on 3,000 random rows (metadata, URLs and network ids that need escaping included)", () => {
+  it("equals the view through toView on 3,000 random rows (metadata, URLs, collections and network ids that need escaping included)", () => {
     const r = rng(0x5eed)
     const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(r() * xs.length)]!
     const hex = (n: number) => Array.from({ length: n }, () => "0123456789abcdef"[Math.floor(r() * 16)]).join("")
@@ -35,6 +35,7 @@ describe("acceptedView", () => {
         authTag: source === "encrypted" ? new Uint8Array(16) : null,
         metadata: r() < 0.5 ? {} : { [pick(strings)]: pick(strings), nested: { list: [1, pick(strings)] } },
         webhookUrl: r() < 0.5 ? null : `https://example.com/${pick(strings)}`,
+        collection: r() < 0.5 ? null : pick(["invoices", "é€😀", "quote \" and \\ backslash", "</script>", "\u2028"]),
         createdAt: created,
         updatedAt: r() < 0.8 ? created : new Date(created.getTime() + 1)
       }

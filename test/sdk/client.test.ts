@@ -61,7 +61,13 @@ describe("anchord/client against a node on anvil", () => {
     expect(byHash).toMatchObject({ hash: "93a23971a914e5eacbf0a8d25154cda309c3c1c72fbb9914d47c60f3cb681588", packageMode: "SEPARATED", data: null })
 
     const batch = await client.anchorBatch([{ data: { n: 1 } }, { data: "not an object" as never }, { data: { n: 3 }, packageMode: "SEPARATED" }])
-    expect(batch).toMatchObject({ accepted: 2, rejected: 1 })
+    // answered 207 (one item refused): resolved like a 202, the counts in `summary` too
+    expect(batch).toMatchObject({ accepted: 2, rejected: 1, summary: { successful: 2, failed: 1 } })
+    const grouped = await client.anchor({ g: 1 }, { collection: "sdk-group" })
+    expect(grouped.collection).toBe("sdk-group")
+    const pages = []
+    for await (const page of client.list({ collection: "sdk-group" })) pages.push(...page.records.map((r) => r.recordId))
+    expect(pages).toEqual([grouped.recordId])
     expect(batch.results.map((r) => r.success)).toEqual([true, false, true])
     const refused = batch.results[1]
     expect(refused.success === false && refused.errorCode).toBe("VALIDATION_ERROR")
