@@ -29,7 +29,27 @@ export interface AppConfigShape {
   readonly trustProxy: boolean
   /** After SIGTERM/SIGINT, exit anyway (code 1) if the graceful shutdown has not finished by then. */
   readonly shutdownTimeoutMillis: number
+  /**
+   * Origins whose browser pages may call /v1 (CORS): exact origins, or "*" for any. Empty (the
+   * default): none, the node's own pages (console, verify) being same-origin (docs/api.md).
+   */
+  readonly corsOrigins: ReadonlyArray<string>
 }
+
+/**
+ * CORS_ORIGINS: comma-separated origins (`https://app.example.com`), or `*`. Each is normalized as
+ * browsers send it in `Origin` (scheme://host[:port], lowercase, default port dropped); anything
+ * else is refused at start rather than silently never matching.
+ */
+export const parseOrigins = (text: string): ReadonlyArray<string> =>
+  text.split(",").map((s) => s.trim()).filter((s) => s !== "").map((s) => {
+    if (s === "*") return s
+    const url = new URL(s)
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== s.replace(/\/$/, "").toLowerCase()) {
+      throw new Error(`CORS_ORIGINS: ${JSON.stringify(s)} is not an origin (scheme://host[:port], no path)`)
+    }
+    return url.origin
+  })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anchord/AppConfig") {
   static readonly config = Config.all({
@@ -46,7 +66,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     ingestWriters: Config.Int("INGEST_WRITERS").pipe(Config.withDefault(1)),
     ingestFastPath: Config.Boolean("INGEST_FAST_PATH").pipe(Config.withDefault(true)),
     trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
-    shutdownTimeoutMillis: Config.Int("SHUTDOWN_TIMEOUT_MS").pipe(Config.withDefault(30_000))
+    shutdownTimeoutMillis: Config.Int("SHUTDOWN_TIMEOUT_MS").pipe(Config.withDefault(30_000)),
+    corsOrigins: Config.String("CORS_ORIGINS").pipe(Config.withDefault(""), Config.map(parseOrigins))
   })
 
   static readonly layer = Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of(c)))

@@ -1,5 +1,5 @@
 /** Wire schemas of the records API (SPEC 3, 4). Shared by the server and the typed client. */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 
 /** The environment of a key and of everything it creates (SPEC 1). */
 export const Environment = Schema.Literals(["test", "live"])
@@ -201,3 +201,12 @@ export const Health = Schema.Struct({
   database: Schema.Struct({ status: Schema.Literals(["up", "down"]), latencyMs: Schema.NullOr(Schema.Number) }),
   networks: Schema.Array(Schema.Struct({ networkId: Schema.String, chainType: Schema.String, status: Schema.String }))
 })
+
+/**
+ * `limit` of the paged lists: an integer from 1 to 100, written as such (`1e2`, `050`, `10.0` are
+ * refused). The query string carries text; the document shows the integer it stands for.
+ */
+export const Limit = Schema.String.check(Schema.isPattern(/^(100|[1-9][0-9]?)$/, {
+  expected: "an integer from 1 to 100",
+  toJsonSchema: () => ({ pattern: "^(100|[1-9][0-9]?)$" })
+})).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: (s: string) => Number(s), encode: (n: number) => String(n) })))

@@ -8,7 +8,7 @@ import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import {
   AnchorBody, BatchAnchorBody, BatchResult, Collection, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
-  ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
+  Limit, ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
 } from "./recordSchemas.ts"
 
 const created = ok(RecordView).annotate({ httpApiStatus: 202 })
@@ -17,8 +17,6 @@ const creating = {
   headers: { "idempotency-key": Schema.optionalKey(Schema.String) },
   error: [BadRequest, Conflict, TooManyRequestsSchema]
 } as const
-
-export const Limit = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
 
 export class RecordsApi extends HttpApiGroup.make("records")
   .add(

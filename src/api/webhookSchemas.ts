@@ -1,6 +1,16 @@
 /** Wire schemas of the webhooks API (SPEC 3, 5). Shared by the server and the typed client. */
 import { Schema } from "effect"
 
+/** `dlv_` + 32 lowercase hex: what the node issues (a malformed id is a 400 naming it, never a query). */
+export const DeliveryId = Schema.String.check(Schema.isPattern(/^dlv_[0-9a-f]{32}$/, {
+  toJsonSchema: () => ({ pattern: "^dlv_[0-9a-f]{32}$" })
+})).annotate({ description: "A delivery id: dlv_ and 32 lowercase hex characters" })
+
+/** `evt_` + 24 lowercase hex: the event id of X-Service-Event-Id and webhook-id. */
+export const EventId = Schema.String.check(Schema.isPattern(/^evt_[0-9a-f]{24}$/, {
+  toJsonSchema: () => ({ pattern: "^evt_[0-9a-f]{24}$" })
+})).annotate({ description: "An event id: evt_ and 24 lowercase hex characters (X-Service-Event-Id, webhook-id)" })
+
 export const EventKind = Schema.Literals(["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"])
 export const PayloadFormat = Schema.Literals(["multichain", "envelope"])
 export const DeliveryState = Schema.Literals(["PENDING", "SUCCEEDED", "FAILED"])

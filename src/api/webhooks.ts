@@ -5,9 +5,9 @@ import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest, NotFound } from "./errors.ts"
 import { JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
-import { ok } from "./recordSchemas.ts"
+import { Limit, ok, RecordId } from "./recordSchemas.ts"
 import {
-  DeliveryList, DeliveryState, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch, WebhookSettingsView
+  DeliveryId, DeliveryList, DeliveryState, EventId, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch, WebhookSettingsView
 } from "./webhookSchemas.ts"
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
@@ -34,22 +34,22 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery."),
     HttpApiEndpoint.get("listDeliveries", "/webhooks/deliveries", {
       query: {
-        limit: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
+        limit: Schema.optionalKey(Limit),
         cursor: Schema.optionalKey(Schema.String),
         status: Schema.optionalKey(DeliveryState),
-        recordId: Schema.optionalKey(Schema.String),
-        eventId: Schema.optionalKey(Schema.String)
+        recordId: Schema.optionalKey(RecordId),
+        eventId: Schema.optionalKey(EventId)
       },
       success: ok(DeliveryList),
       error: [BadRequest]
     }).annotate(OpenApi.Description, "Delivery log of this key's environment, newest first: every attempt with status code, latency and error."),
     HttpApiEndpoint.get("getDelivery", "/webhooks/deliveries/:deliveryId", {
-      params: { deliveryId: Schema.String },
+      params: { deliveryId: DeliveryId },
       success: ok(DeliveryView),
       error: [BadRequest, NotFound]
     }),
     HttpApiEndpoint.post("redeliver", "/webhooks/deliveries/:deliveryId/redeliver", {
-      params: { deliveryId: Schema.String },
+      params: { deliveryId: DeliveryId },
       payload: JsonBody(EmptyBody),
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]

@@ -19,11 +19,16 @@ import { Admission, type Admitted, andThen, type Headers, type Refused } from ".
 import { parseStrictJson, StrictJsonError } from "../canonical/strictJson.ts"
 import { AppConfig } from "../config.ts"
 import { databaseUnavailable, isConnectionFailure } from "../db/errors.ts"
+import { finish, makeCors, preflight } from "../http/edge.ts"
 import { errorResponse, wireResponse } from "../http/envelope.ts"
 import { type FramingError, readJsonText } from "../http/framing.ts"
 import { routeTable } from "../http/routes.ts"
 import { type CreateEndpoint, type CreateError, RecordCreation } from "../records/creation.ts"
 import { acceptedResponse, pathOf } from "../records/http.ts"
+
+/** A path or method as it may appear in a message: at most 200 characters, control characters escaped. */
+const printable = (text: string) =>
+  JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text).slice(1, -1)
 
 const CREATES: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])
 
@@ -50,7 +55,9 @@ export const GatewayLayer = HttpRouter.middleware(
       if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
       const error = cause.reasons.find(Cause.isFailReason)?.error
       if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound") {
-        return Effect.succeed(errorResponse("NOT_FOUND", "No such route"))
+        // A path the route table knows but the router cannot match (a malformed %-escape in it): no
+        // middleware ran, so it is counted by address here, like every other unknown route.
+        return byAddress(error.request, () => errorResponse("NOT_FOUND", "No such route"))
       }
       return Effect.as(Effect.logError("request failed", cause), errorResponse("INTERNAL_ERROR", "Internal error"))
     }
@@ -108,23 +115,35 @@ export const GatewayLayer = HttpRouter.middleware(
       return Effect.matchEffect(admission_, { onFailure: refusedResponse, onSuccess: (a: Admitted) => admitted(request, endpoint, a) })
     }
 
+    const cors = makeCors(config.corsOrigins)
+    const leave = finish(cors)
+
+    /** Every /v1 request: its answer, from an endpoint or from here. */
+    const answer = (app: App, request: HttpServerRequest.HttpServerRequest, path: string) => {
+      // CORS preflights (and any OPTIONS) on /v1, known path or not: see ALLOWED_METHODS.
+      if (request.method === "OPTIONS") return byAddress(request, () => preflight(cors, request))
+      const method = request.method === "HEAD" ? "GET" : request.method
+      const route = routes.find(path)
+      if (route === undefined) return byAddress(request, () => errorResponse("NOT_FOUND", `No route ${request.method} ${printable(path)}`))
+      const endpoint = route.endpoints.get(method)
+      if (endpoint === undefined) {
+        return byAddress(request, () =>
+          errorResponse("METHOD_NOT_ALLOWED", `Method ${printable(request.method)} is not allowed on ${printable(path)}`, {
+            allow: [...route.methods].join(", ")
+          }))
+      }
+      if (config.ingestFastPath && method === "POST" && CREATES.has(endpoint)) {
+        return Effect.suspend(() => fast(request, endpoint as CreateEndpoint)).pipe(Effect.catchCause(failure))
+      }
+      return app.pipe(Effect.catchCause(failure))
+    }
+
     return (app: App) =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const path = pathOf(request.url)
         if (!path.startsWith("/v1/") && path !== "/v1") return app.pipe(Effect.catchCause(failure))
-        const method = request.method === "HEAD" ? "GET" : request.method
-        const route = routes.find(path)
-        if (route === undefined) return byAddress(request, () => errorResponse("NOT_FOUND", `No route ${request.method} ${path}`))
-        const endpoint = route.endpoints.get(method)
-        if (endpoint === undefined) {
-          return byAddress(request, () =>
-            errorResponse("METHOD_NOT_ALLOWED", `Method ${request.method} is not allowed on ${path}`, { allow: [...route.methods].join(", ") }))
-        }
-        if (config.ingestFastPath && method === "POST" && CREATES.has(endpoint)) {
-          return Effect.suspend(() => fast(request, endpoint as CreateEndpoint)).pipe(Effect.catchCause(failure))
-        }
-        return app.pipe(Effect.catchCause(failure))
+        return leave(request, answer(app, request, path))
       })
   }),
   { global: true }

@@ -1,12 +1,17 @@
 /** The HTTP server: the API handlers behind the gateway, on a real socket. */
 import * as Http from "node:http"
-import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import type * as Net from "node:net"
+import { Cause, Effect, Layer, Option } from "effect"
+import { HttpRouter, type HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { AddressLimitLayer, ApiKeyAuthLayer } from "../auth/middleware.ts"
 import { ErrorEnvelopeLayer, JsonBodyFramingLayer } from "../http/middleware.ts"
 import { AppConfig } from "../config.ts"
+import type { ErrorCode } from "../api/errors.ts"
+import { Admission } from "../auth/Admission.ts"
+import { ALLOWED_METHODS } from "../http/edge.ts"
+import { answerAndClose, answerResponse, describeClientError, rawErrorResponse } from "../http/malformed.ts"
 import { RecordsHttpLayer } from "../records/http.ts"
 import { VerifyHttpLayer } from "../verify/http.ts"
 import { WebhooksHttpLayer } from "../webhooks/http.ts"
@@ -21,12 +26,62 @@ export const HttpAppLayer = HttpApiBuilder.layer(Api).pipe(
   Layer.provideMerge(GatewayLayer)
 )
 
+/**
+ * What node:http answers by itself unless told otherwise (a parse error, an unknown `Expect`,
+ * `CONNECT`): the error body with the X-RateLimit-* headers, counted by client address like any
+ * request without a key (src/http/malformed.ts).
+ */
+const answerMalformed = (server: Http.Server, admission: typeof Admission.Service) => {
+  /** The rate-limit headers of one more request from this address, then `answer` (a 429 past the limit). */
+  const counted = (
+    socket: Net.Socket,
+    headers: Http.IncomingHttpHeaders,
+    answer: (code: ErrorCode, message: string, headers: Readonly<Record<string, string>>) => void,
+    code: ErrorCode,
+    message: string
+  ) => {
+    const request = { headers, remoteAddress: Option.fromNullishOr(socket.remoteAddress) } as unknown as HttpServerRequest.HttpServerRequest
+    Effect.runCallback(Effect.exit(admission.byAddress(request)), {
+      onExit: (exit) => {
+        if (exit._tag === "Success" && exit.value._tag === "Success") return answer(code, message, exit.value.value.headers)
+        if (exit._tag === "Success" && exit.value._tag === "Failure") {
+          const refused = Cause.findErrorOption(exit.value.cause)
+          if (Option.isSome(refused)) {
+            return answer("RATE_LIMIT_EXCEEDED", refused.value.error.error, { ...refused.value.headers, "retry-after": String(refused.value.error.retryAfter) })
+          }
+        }
+        answer(code, message, {})
+      }
+    })
+  }
+  server.on("clientError", (error: Error & { code?: string }, socket: Net.Socket) => {
+    // A parse error while a response is under way (a broken chunked body): nothing sane can be written.
+    if ((socket as { _httpMessage?: unknown })._httpMessage != null || error.code === "ECONNRESET" || !socket.writable) {
+      return socket.destroy()
+    }
+    const { code, message } = describeClientError(error)
+    counted(socket, {}, (c, m, h) => answerAndClose(socket, rawErrorResponse(c, m, h)), code, message)
+  })
+  server.on("checkExpectation", (request: Http.IncomingMessage, response: Http.ServerResponse) => {
+    counted(request.socket, request.headers, (c, m, h) => answerResponse(response, c, m, h), "VALIDATION_ERROR",
+      "Unsupported Expect header: only 100-continue is understood")
+  })
+  server.on("connect", (request: Http.IncomingMessage, socket: Net.Socket) => {
+    counted(socket, request.headers, (c, m, h) => answerAndClose(socket, rawErrorResponse(c, m, { ...h, allow: ALLOWED_METHODS })),
+      "METHOD_NOT_ALLOWED", "Method CONNECT is not allowed")
+  })
+}
+
 /** Serves the API on HOST:PORT (PORT 0 picks a free port; HttpServer.address tells which). */
 export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
+  const admission = yield* Admission
+  const make = () => {
+    const server = Http.createServer({ keepAliveTimeout: 65_000 })
+    answerMalformed(server, admission)
+    return server
+  }
   return HttpRouter.serve(HttpAppLayer, { disableLogger: true, disableListenLog: true }).pipe(
-    Layer.provideMerge(
-      NodeHttpServer.layer(() => Http.createServer({ keepAliveTimeout: 65_000 }), { port: config.port, host: config.host })
-    )
+    Layer.provideMerge(NodeHttpServer.layer(make, { port: config.port, host: config.host }))
   )
 }))

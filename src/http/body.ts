@@ -23,6 +23,9 @@ export const readBody = (request: HttpServerRequest.HttpServerRequest, maxBytes:
     )
   }
   return Effect.callback<BodyRead>((resume) => {
+    // `Expect: 100-continue`: the client waits for this before sending the body. Sent only now that the
+    // body is wanted, so a request refused before (401, 415, 413 by Content-Length) never sends it.
+    if (source.headers.expect !== undefined) (request as { writeContinue?: () => void }).writeContinue?.()
     const chunks: Array<Buffer> = []
     let size = 0
     const done = (result: BodyRead) => {

@@ -1,10 +1,18 @@
+import * as Crypto from "node:crypto"
 import { Clock, Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import { VERSION } from "../version.ts"
 import { Api } from "../api/Api.ts"
+
+/** If-None-Match (a list of entity tags, weak ones compared weakly, or *) against our tag. */
+const matches = (header: string | undefined, etag: string) =>
+  header !== undefined && header.split(",").some((tag) => {
+    const t = tag.trim()
+    return t === "*" || t === etag || t === `W/${etag}`
+  })
 
 /** GET /v1/health (liveness plus the database and every configured network as this node sees it) and GET /v1/openapi.json. */
 export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
@@ -17,9 +25,16 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
       // leader: this node batches, sends and watches; follower: another node holds the network's lock
       status: !s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting"
     })))
-    // Generated once from the definition (the document does not change while the node runs).
+    // Generated once from the definition (the document does not change while the node runs), so its
+    // ETag is the hash of its text: a client that has it revalidates with If-None-Match and gets a 304.
     const openapi = JSON.stringify(OpenApi.fromApi(Api))
-    return handlers.handle("openapi", () => Effect.succeed(HttpServerResponse.text(openapi, { contentType: "application/json" })))
+    const etag = `"${Crypto.hash("sha256", openapi, "base64url").slice(0, 27)}"`
+    const cached = { etag, "cache-control": "no-cache" }
+    return handlers.handle("openapi", () =>
+      Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+        matches(request.headers["if-none-match"], etag)
+          ? HttpServerResponse.empty({ status: 304, headers: cached })
+          : HttpServerResponse.text(openapi, { contentType: "application/json", headers: cached })))
       .handle("health", () =>      Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
         const database = yield* sql`SELECT 1`.pipe(
