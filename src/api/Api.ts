@@ -2,6 +2,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ErrorEnvelope } from "./http.ts"
 import { jsonBodiesInOpenApi } from "./jsonBody.ts"
+import { wireInOpenApi } from "./openapiWire.ts"
 import { RecordsApi } from "./records.ts"
 import { SystemApi } from "./system.ts"
 import { VerifyApi } from "./verify.ts"
@@ -16,7 +17,15 @@ export class Api extends HttpApi.make("anchord")
   .annotateMerge(OpenApi.annotations({
     title: "anchord",
     version: "1",
-    description: "Record anchoring node: JSON records hashed with RFC 8785 JCS + SHA-256, anchored on EVM and Fabric."
+    description: "Record anchoring node: JSON records hashed with RFC 8785 JCS + SHA-256, anchored on EVM and Fabric. " +
+      "Every /v1 response carries X-RateLimit-*; authenticated ones X-Quota-*. A path that exists with another method " +
+      "answers 405 METHOD_NOT_ALLOWED with Allow; an unknown path 404 NOT_FOUND (docs/api.md).",
+    license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" },
+    // Relative: the node that serves this document (it is at /v1/openapi.json, the paths start with /v1).
+    servers: [
+      { url: "/", description: "This node" },
+      { url: "http://127.0.0.1:8080", description: "A node started with `npm start` (anchord dev)" }
+    ]
   }))
-  .annotate(OpenApi.Transform, jsonBodiesInOpenApi)
+  .annotate(OpenApi.Transform, (spec) => wireInOpenApi(jsonBodiesInOpenApi(spec)))
 {}

@@ -49,10 +49,16 @@ export const statusOf = (code: ErrorCode): ErrorStatus => STATUS.get(code)!
 /** The error body (SPEC 3: exactly these three members). */
 export const errorBody = <C extends ErrorCode>(errorCode: C, error: string) => ({ success: false as const, error, errorCode })
 
+const codesOf = <S extends ErrorStatus>(status: S) => {
+  const codes = ERROR_CODES[status] as unknown as [CodesOf<S>, ...Array<CodesOf<S>>]
+  // One code: a plain literal (a union of one is an `anyOf` of one in the OpenAPI document).
+  return (codes.length === 1 ? Schema.Literal(codes[0]) : Schema.Literals(codes)) as Schema.Literals<[CodesOf<S>, ...Array<CodesOf<S>>]>
+}
+
 const bodyFields = <S extends ErrorStatus>(status: S) => ({
   success: Schema.Literal(false),
   error: Schema.String,
-  errorCode: Schema.Literals(ERROR_CODES[status] as unknown as [CodesOf<S>, ...Array<CodesOf<S>>])
+  errorCode: codesOf(status)
 })
 
 const wire = <S extends ErrorStatus>(status: S, description: string) =>

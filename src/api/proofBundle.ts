@@ -1,31 +1,31 @@
 /** Wire schema of the proof bundle (SPEC 6, docs/proof-format.md). Definitions only: no server code. */
 import { Schema } from "effect"
-import { AnchorChainType } from "./recordSchemas.ts"
+import { AnchorChainType, Count, DateTimeString, HashHex, RecordId } from "./recordSchemas.ts"
 
 export const ProofBundleAnchor = Schema.Struct({
   chainType: AnchorChainType,
   networkId: Schema.String,
-  chainId: Schema.optionalKey(Schema.NullOr(Schema.Number)),
+  chainId: Schema.optionalKey(Schema.NullOr(Count)),
   contractAddress: Schema.optionalKey(Schema.NullOr(Schema.String)),
   channel: Schema.optionalKey(Schema.String),
   chaincode: Schema.optionalKey(Schema.String),
   /** Fabric: MSP id of the submitting identity (docs/proof-format.md). */
   mspId: Schema.optionalKey(Schema.String),
-  batchId: Schema.Union([Schema.Number, Schema.String]),
+  batchId: Schema.Union([Count, Schema.String]),
   merkleRoot: Schema.String,
   merkleProof: Schema.Array(Schema.String),
-  leafIndex: Schema.Number,
-  leafCount: Schema.Number,
+  leafIndex: Count,
+  leafCount: Count,
   txHash: Schema.String,
-  blockNumber: Schema.NullOr(Schema.Number),
+  blockNumber: Schema.NullOr(Count),
   blockHash: Schema.NullOr(Schema.String),
-  anchoredAt: Schema.NullOr(Schema.String)
+  anchoredAt: Schema.NullOr(DateTimeString)
 }).annotate({ identifier: "ProofBundleAnchor" })
 
 export const ProofBundle = Schema.Struct({
   version: Schema.Literal(1),
-  recordId: Schema.String,
-  hash: Schema.String,
+  recordId: RecordId,
+  hash: HashHex,
   hashAlgorithm: Schema.Literal("sha256"),
   canonicalization: Schema.Literal("RFC8785-JCS"),
   leafEncoding: Schema.Literal("openzeppelin-standard-merkle-tree:bytes32"),

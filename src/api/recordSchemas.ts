@@ -19,7 +19,36 @@ export type PackageMode = typeof PackageMode.Type
 export const RecordStatus = Schema.Literals(["QUEUED", "BATCHING", "ANCHORED", "FAILED", "DELETED"])
 export type RecordStatus = typeof RecordStatus.Type
 
-export const JsonObject = Schema.Record(Schema.String, Schema.Unknown).annotate({
+/**
+ * Schema pieces that also say, in the OpenAPI document, what the server enforces. `isPattern` alone
+ * leaves its RegExp out of JSON Schema (it cannot carry the flags), so patterns say theirs.
+ */
+export const patterned = (re: RegExp, annotations?: { readonly expected?: string }) =>
+  Schema.String.check(Schema.isPattern(re, { ...annotations, toJsonSchema: () => ({ pattern: re.source }) }))
+
+/**
+ * A rule the document states but this schema does not enforce, because the handler enforces it with
+ * its own error code or message (the encryption key: 400 INVALID_ENCRYPTION_KEY, SPEC 3.1; the
+ * Idempotency-Key: the same message on the ingest fast path). A filter that passes everything, with
+ * the JSON Schema keywords of the rule.
+ */
+export const documented = (keywords: Record<string, unknown>) => Schema.makeFilter(() => true, { toJsonSchema: () => keywords as never })
+
+/** ISO 8601 UTC with milliseconds (`Date.toISOString`). */
+export const DateTimeString = Schema.String.annotate({ format: "date-time" })
+
+/** A count or index: an integer, written as a plain JSON number. */
+export const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * Any JSON value. Declared `Any` (and typed as unknown) only so the OpenAPI document keeps
+ * `additionalProperties` on the objects that hold it: for `Unknown` the generator drops it, and
+ * openapi-typescript then types `{}` as an object that may hold nothing (`Record<string, never>`).
+ * Both accept every value alike.
+ */
+const AnyJson = Schema.Any.annotate({ description: "Any JSON value" }) as unknown as typeof Schema.Unknown
+
+export const JsonObject = Schema.Record(Schema.String, AnyJson).annotate({
   description: "A JSON object"
 })
 /** Whether a member name or string anywhere in the value holds U+0000. */
@@ -40,11 +69,19 @@ export const Metadata = JsonObject.check(
   Schema.makeFilter((value) => holdsNul(value) ? "U+0000 is not allowed in member names or strings" : true)
 ).annotate({ description: "A JSON object; no member name or string may contain U+0000" })
 
-export const RecordId = Schema.String.check(Schema.isPattern(/^[0-9a-f]{24}$/)).annotate({
+export const RecordId = patterned(/^[0-9a-f]{24}$/).annotate({
   description: "24 lowercase hex characters (ObjectId-shaped)"
 })
-export const Hash64 = Schema.String.check(Schema.isPattern(/^[0-9a-fA-F]{64}$/)).annotate({
+export const Hash64 = patterned(/^[0-9a-fA-F]{64}$/).annotate({
   description: "SHA-256 as 64 hex characters"
+})
+/** A hash as the node writes it: lowercase. */
+export const HashHex = patterned(/^[0-9a-f]{64}$/).annotate({ description: "SHA-256 as 64 lowercase hex characters" })
+
+/** `encryptionKey` (SPEC 3.1): checked by ingest, which answers 400 INVALID_ENCRYPTION_KEY. */
+export const EncryptionKey = Schema.String.check(documented({ pattern: "^[\\x20-\\x7E]{32}$", minLength: 32, maxLength: 32 })).annotate({
+  description: "Exactly 32 printable ASCII characters (their UTF-8 bytes are the AES-256-GCM key); otherwise 400 INVALID_ENCRYPTION_KEY",
+  writeOnly: true
 })
 
 /** What a collection name may be: 1 to 128 characters, none of them a control character. */
@@ -71,7 +108,7 @@ const anchorFields = {
 export const AnchorBody = Schema.Struct(anchorFields).annotate({ identifier: "AnchorRequest" })
 export type AnchorBody = typeof AnchorBody.Type
 
-export const EncryptedAnchorBody = Schema.Struct({ ...anchorFields, encryptionKey: Schema.String }).annotate({
+export const EncryptedAnchorBody = Schema.Struct({ ...anchorFields, encryptionKey: EncryptionKey }).annotate({
   identifier: "EncryptedAnchorRequest"
 })
 export type EncryptedAnchorBody = typeof EncryptedAnchorBody.Type
@@ -86,6 +123,11 @@ export const HashAnchorBody = Schema.Struct({
 export type HashAnchorBody = typeof HashAnchorBody.Type
 
 export const MAX_BATCH_RECORDS = 100
+/**
+ * Items are decoded one by one by the handler (a refused item is reported in place, the others are
+ * accepted), so this schema takes any items; the document shows each as an AnchorRequest
+ * (`openapiWire.ts`).
+ */
 export const BatchAnchorBody = Schema.Struct({
   records: Schema.Array(Schema.Unknown).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_BATCH_RECORDS))
 }).annotate({ identifier: "BatchAnchorRequest", description: "records: 1 to 100 AnchorRequest bodies" })
@@ -97,7 +139,7 @@ export const PatchFields = Schema.Struct({
 })
 
 /** The mutable fields; any other member is accepted by the schema and answered 422 IMMUTABLE_FIELD. */
-export const PatchBody = Schema.StructWithRest(PatchFields, [Schema.Record(Schema.String, Schema.Unknown)]).annotate({
+export const PatchBody = Schema.StructWithRest(PatchFields, [Schema.Record(Schema.String, AnyJson)]).annotate({
   identifier: "RecordPatch",
   description: "Only the mutable fields: metadata, webhookUrl (any other member: 422 IMMUTABLE_FIELD)"
 })
@@ -106,14 +148,15 @@ export type PatchBody = typeof PatchBody.Type
 export const Anchor = Schema.Struct({
   chainType: AnchorChainType,
   networkId: Schema.String,
-  batchId: Schema.Union([Schema.Number, Schema.String]),
+  /** EVM: the contract's batch counter (an integer); Fabric: a string. */
+  batchId: Schema.Union([Count, Schema.String]),
   txHash: Schema.String,
-  blockNumber: Schema.NullOr(Schema.Number),
+  blockNumber: Schema.NullOr(Count),
   merkleRoot: Schema.String,
   merkleProof: Schema.Array(Schema.String),
-  anchoredAt: Schema.NullOr(Schema.String),
+  anchoredAt: Schema.NullOr(DateTimeString),
   contractAddress: Schema.optionalKey(Schema.String),
-  chainId: Schema.optionalKey(Schema.Number),
+  chainId: Schema.optionalKey(Count),
   channel: Schema.optionalKey(Schema.String),
   chaincode: Schema.optionalKey(Schema.String)
 }).annotate({ identifier: "Anchor" })
@@ -126,8 +169,8 @@ export const EncryptedPayload = Schema.Struct({
 }).annotate({ identifier: "EncryptedPayload", description: "base64 fields" })
 
 export const RecordView = Schema.Struct({
-  recordId: Schema.String,
-  hash: Schema.String,
+  recordId: RecordId,
+  hash: HashHex,
   status: RecordStatus,
   environment: Environment,
   chainType: ChainType,
@@ -136,11 +179,12 @@ export const RecordView = Schema.Struct({
   collection: Schema.NullOr(Schema.String),
   metadata: JsonObject,
   webhookUrl: Schema.NullOr(Schema.String),
-  createdAt: Schema.String,
-  updatedAt: Schema.String,
-  anchoredAt: Schema.NullOr(Schema.String),
-  deletedAt: Schema.NullOr(Schema.String),
-  data: Schema.NullOr(Schema.Unknown),
+  createdAt: DateTimeString,
+  updatedAt: DateTimeString,
+  anchoredAt: Schema.NullOr(DateTimeString),
+  deletedAt: Schema.NullOr(DateTimeString),
+  /** Per package mode (SPEC 3.2); null when the node keeps no data or holds only ciphertext. */
+  data: Schema.NullOr(AnyJson),
   encrypted: Schema.Boolean,
   encryptedData: Schema.optionalKey(EncryptedPayload),
   anchors: Schema.Array(Anchor)
@@ -150,63 +194,64 @@ export type RecordView = typeof RecordView.Type
 export const ok = <S extends Schema.Top>(data: S) => Schema.Struct({ success: Schema.Literal(true), data })
 
 export const BatchItemResult = Schema.Union([
-  Schema.Struct({ index: Schema.Number, success: Schema.Literal(true), data: RecordView }),
-  Schema.Struct({ index: Schema.Number, success: Schema.Literal(false), error: Schema.String, errorCode: Schema.String })
+  Schema.Struct({ index: Count, success: Schema.Literal(true), data: RecordView }).annotate({ identifier: "BatchItemAccepted" }),
+  Schema.Struct({ index: Count, success: Schema.Literal(false), error: Schema.String, errorCode: Schema.String })
+    .annotate({ identifier: "BatchItemRefused", description: "errorCode: VALIDATION_ERROR, INVALID_ENCRYPTION_KEY or INVALID_WEBHOOK_URL" })
 ])
 
 export const BatchResult = Schema.Struct({
-  accepted: Schema.Number,
-  rejected: Schema.Number,
+  accepted: Count,
+  rejected: Count,
   /** The seed service's names for the same two counts. */
-  summary: Schema.Struct({ successful: Schema.Number, failed: Schema.Number }),
+  summary: Schema.Struct({ successful: Count, failed: Count }),
   results: Schema.Array(BatchItemResult)
-})
+}).annotate({ identifier: "BatchResult" })
 
 export const RecordList = Schema.Struct({
   records: Schema.Array(RecordView),
-  nextCursor: Schema.NullOr(Schema.String)
-})
+  nextCursor: Schema.NullOr(Schema.String).annotate({ description: "Opaque; null on the last page" })
+}).annotate({ identifier: "RecordList" })
 
 export const DeleteResult = Schema.Struct({
-  recordId: Schema.String,
+  recordId: RecordId,
   mode: Schema.Literals(["soft", "hard"]),
-  deletedAt: Schema.String
-})
+  deletedAt: DateTimeString
+}).annotate({ identifier: "DeleteResult" })
 
 export const ProofLookup = Schema.Struct({
-  hash: Schema.String,
+  hash: HashHex,
   records: Schema.Array(Schema.Struct({
-    recordId: Schema.String,
+    recordId: RecordId,
     status: RecordStatus,
-    createdAt: Schema.String,
+    createdAt: DateTimeString,
     anchors: Schema.Array(Anchor)
   }))
-})
+}).annotate({ identifier: "ProofLookup" })
 
 export const Usage = Schema.Struct({
   accountId: Schema.String,
   plan: PlanName,
   environment: Environment,
-  month: Schema.String,
-  used: Schema.Number,
-  quota: Schema.NullOr(Schema.Number),
-  remaining: Schema.NullOr(Schema.Number),
-  resetsAt: Schema.String,
-  perSecond: Schema.Number
-})
+  month: patterned(/^\d{4}-\d{2}$/).annotate({ description: "The calendar month counted (UTC), YYYY-MM" }),
+  used: Count,
+  quota: Schema.NullOr(Count).annotate({ description: "Records per month; null = unlimited (ENTERPRISE)" }),
+  remaining: Schema.NullOr(Count),
+  resetsAt: DateTimeString,
+  perSecond: Count
+}).annotate({ identifier: "Usage" })
+
+/** A network as /v1/health reports it (docs/api.md "Health"). */
+export const NetworkState = Schema.Literals(["up", "unreachable", "starting", "follower"])
 
 export const Health = Schema.Struct({
   status: Schema.Literals(["ok", "degraded"]),
   version: Schema.String,
-  database: Schema.Struct({ status: Schema.Literals(["up", "down"]), latencyMs: Schema.NullOr(Schema.Number) }),
-  networks: Schema.Array(Schema.Struct({ networkId: Schema.String, chainType: Schema.String, status: Schema.String }))
-})
+  database: Schema.Struct({ status: Schema.Literals(["up", "down"]), latencyMs: Schema.NullOr(Schema.Finite) }),
+  networks: Schema.Array(Schema.Struct({ networkId: Schema.String, chainType: AnchorChainType, status: NetworkState }))
+}).annotate({ identifier: "Health" })
 
 /**
  * `limit` of the paged lists: an integer from 1 to 100, written as such (`1e2`, `050`, `10.0` are
  * refused). The query string carries text; the document shows the integer it stands for.
  */
-export const Limit = Schema.String.check(Schema.isPattern(/^(100|[1-9][0-9]?)$/, {
-  expected: "an integer from 1 to 100",
-  toJsonSchema: () => ({ pattern: "^(100|[1-9][0-9]?)$" })
-})).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: (s: string) => Number(s), encode: (n: number) => String(n) })))
+export const Limit = patterned(/^(100|[1-9][0-9]?)$/, { expected: "an integer from 1 to 100" }).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: (s: string) => Number(s), encode: (n: number) => String(n) })))

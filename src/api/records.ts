@@ -7,14 +7,23 @@ import { JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import {
-  AnchorBody, BatchAnchorBody, BatchResult, Collection, DeleteResult, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody,
-  Limit, ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
+  AnchorBody, BatchAnchorBody, BatchResult, Collection, DeleteResult, documented, EncryptedAnchorBody, Hash64, HashAnchorBody, ok,
+  PatchBody, Limit, ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
 } from "./recordSchemas.ts"
 
-const created = ok(RecordView).annotate({ httpApiStatus: 202 })
+const created = ok(RecordView).annotate({ httpApiStatus: 202, description: "Accepted: the record, status QUEUED" })
+
+/**
+ * `Idempotency-Key`: 1 to 255 characters. Checked by RecordCreation (the fast path answers the same
+ * message), so the document states the rule and the schema leaves it to that check.
+ */
+export const IdempotencyKey = Schema.String.check(documented({ minLength: 1, maxLength: 255 })).annotate({
+  description: "The same key with the same body within 24 h returns the first response (Idempotent-Replayed: true); with another body 409 IDEMPOTENCY_CONFLICT"
+})
+
 /** What every record-creating POST shares: Idempotency-Key, and its errors (429: the monthly quota). */
 const creating = {
-  headers: { "idempotency-key": Schema.optionalKey(Schema.String) },
+  headers: { "idempotency-key": Schema.optionalKey(IdempotencyKey) },
   error: [BadRequest, Conflict, TooManyRequestsSchema]
 } as const
 
@@ -22,12 +31,15 @@ export class RecordsApi extends HttpApiGroup.make("records")
   .add(
     HttpApiEndpoint.post("anchor", "/anchor", { ...creating, payload: JsonBody(AnchorBody), success: created })
       .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Summary, "Submit a record")
       .annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
     HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", { ...creating, payload: JsonBody(EncryptedAnchorBody), success: created })
       .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Summary, "Submit an encrypted record")
       .annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
     HttpApiEndpoint.post("anchorHash", "/anchor/hash", { ...creating, payload: JsonBody(HashAnchorBody), success: created })
       .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Summary, "Anchor a hash")
       .annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
     HttpApiEndpoint.post("anchorBatch", "/anchor/batch", {
       ...creating,
@@ -38,7 +50,8 @@ export class RecordsApi extends HttpApiGroup.make("records")
       ]
     })
       .middleware(JsonBodyFraming)
-      .annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
+      .annotate(OpenApi.Summary, "Submit up to 100 records")
+      .annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item: 202 when all are accepted, 207 when some or all are refused (nothing is written for those)."),
     HttpApiEndpoint.get("list", "/records", {
       query: {
         limit: Schema.optionalKey(Limit),
@@ -49,14 +62,19 @@ export class RecordsApi extends HttpApiGroup.make("records")
       },
       success: ok(RecordList),
       error: [BadRequest]
-    }).annotate(OpenApi.Description, "Records of this key's environment, newest first, with cursor pagination."),
+    }).annotate(OpenApi.Summary, "List records")
+      .annotate(OpenApi.Description, "Records of this key's environment, newest first, with cursor pagination; filter by status or collection."),
     HttpApiEndpoint.get("get", "/records/:recordId", {
       params: { recordId: RecordId },
-      headers: { "x-encryption-key": Schema.optionalKey(Schema.String) },
+      headers: {
+        "x-encryption-key": Schema.optionalKey(Schema.String.check(documented({ minLength: 32, maxLength: 32 })).annotate({
+          description: "The record's encryption key: the lookup shows the decrypted data (a wrong key: 400 INVALID_ENCRYPTION_KEY)"
+        }))
+      },
       query: { includeDeleted: Schema.optionalKey(Schema.Literals(["true", "false"])) },
       success: ok(RecordView),
       error: [BadRequest, NotFound, Gone]
-    }),
+    }).annotate(OpenApi.Summary, "Get a record"),
     HttpApiEndpoint.patch("update", "/records/:recordId", {
       params: { recordId: RecordId },
       payload: JsonBody(PatchBody),
@@ -64,25 +82,29 @@ export class RecordsApi extends HttpApiGroup.make("records")
       error: [BadRequest, NotFound, Gone, Unprocessable]
     })
       .middleware(JsonBodyFraming)
+      .annotate(OpenApi.Summary, "Update a record's metadata or webhookUrl")
       .annotate(OpenApi.Description, "Update the mutable fields (metadata, webhookUrl); any other field is 422 IMMUTABLE_FIELD."),
     HttpApiEndpoint.delete("remove", "/records/:recordId", {
       params: { recordId: RecordId },
       query: { mode: Schema.optionalKey(Schema.Literals(["soft", "hard"])) },
       success: ok(DeleteResult),
       error: [BadRequest, NotFound, Gone]
-    }).annotate(OpenApi.Description, "Soft delete (default) hides the record; hard delete erases data and metadata and keeps a tombstone."),
+    }).annotate(OpenApi.Summary, "Delete a record")
+      .annotate(OpenApi.Description, "Soft delete (default) hides the record; hard delete erases data and metadata and keeps a tombstone."),
     HttpApiEndpoint.get("recordProof", "/records/:recordId/proof", {
       params: { recordId: RecordId },
       success: ok(ProofBundle),
       error: [BadRequest, NotFound, Gone, Conflict]
-    }).annotate(OpenApi.Description, "The self-contained proof bundle (version 1) of an anchored record; 409 NOT_ANCHORED before."),
+    }).annotate(OpenApi.Summary, "Get a record's proof bundle")
+      .annotate(OpenApi.Description, "The self-contained proof bundle (version 1) of an anchored record; 409 NOT_ANCHORED before."),
     HttpApiEndpoint.get("proofByHash", "/proof/:hash", {
       params: { hash: Hash64 },
       success: ok(ProofLookup),
       error: [BadRequest, NotFound]
-    }),
-    HttpApiEndpoint.get("usage", "/usage", { success: ok(Usage) })
+    }).annotate(OpenApi.Summary, "Find records and proofs by hash"),
+    HttpApiEndpoint.get("usage", "/usage", { success: ok(Usage) }).annotate(OpenApi.Summary, "This month's usage against the plan")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1")
+  .annotate(OpenApi.Description, "Records: submit, look up, list, update, delete, proofs, usage (SPEC 3, 4)")
 {}

@@ -5,7 +5,7 @@ import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest } from "./errors.ts"
 import { JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
-import { Hash64, JsonObject, ok } from "./recordSchemas.ts"
+import { DateTimeString, Hash64, HashHex, JsonObject, ok } from "./recordSchemas.ts"
 
 export const VerifyBody = Schema.Struct({
   data: Schema.optionalKey(JsonObject),
@@ -38,12 +38,12 @@ export const VerifyRecordResult = Schema.Struct({
 export const VerifyResult = Schema.Struct({
   outcome: Outcome,
   verified: Schema.Boolean,
-  hash: Schema.String,
+  hash: HashHex,
   hashSource: Schema.Literals(["data", "hash", "bundle"]),
   /** "request": the bundle in the request; "records": the caller's anchored records with this hash. */
   bundleSource: Schema.Literals(["request", "records"]),
   verifiedBy: Schema.String,
-  checkedAt: Schema.String,
+  checkedAt: DateTimeString,
   results: Schema.Array(VerifyRecordResult)
 }).annotate({ identifier: "VerifyResult" })
 
@@ -53,7 +53,7 @@ export class VerifyApi extends HttpApiGroup.make("verify")
       payload: JsonBody(VerifyBody),
       success: ok(VerifyResult),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Verify data or a hash against the chains").annotate(
       OpenApi.Description,
       "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
         "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead."
@@ -61,4 +61,5 @@ export class VerifyApi extends HttpApiGroup.make("verify")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1")
+  .annotate(OpenApi.Description, "Verification by this node against the chains")
 {}

@@ -1,5 +1,6 @@
 /** Wire schemas of the webhooks API (SPEC 3, 5). Shared by the server and the typed client. */
 import { Schema } from "effect"
+import { Count, DateTimeString, RecordId } from "./recordSchemas.ts"
 
 /** `dlv_` + 32 lowercase hex: what the node issues (a malformed id is a 400 naming it, never a query). */
 export const DeliveryId = Schema.String.check(Schema.isPattern(/^dlv_[0-9a-f]{32}$/, {
@@ -24,8 +25,8 @@ export const WebhookSettingsView = Schema.Struct({
     description: "The newest secret (whsec_…). During a rotation the previous one still signs x-webhook-signature and this one signs x-webhook-signature-next."
   }),
   rotation: Schema.NullOr(Schema.Struct({
-    startedAt: Schema.String,
-    previousSecretExpiresAt: Schema.String
+    startedAt: DateTimeString,
+    previousSecretExpiresAt: DateTimeString
   }))
 }).annotate({ identifier: "WebhookSettings" })
 
@@ -38,7 +39,7 @@ export const WebhookSettingsPatch = Schema.Struct({
 
 export const RotationResult = Schema.Struct({
   secret: Schema.String,
-  previousSecretExpiresAt: Schema.String,
+  previousSecretExpiresAt: DateTimeString,
   settings: WebhookSettingsView
 }).annotate({ identifier: "WebhookSecretRotation" })
 
@@ -46,35 +47,35 @@ export const RotationResult = Schema.Struct({
 export const EmptyBody = Schema.Struct({}).check(Schema.makeFilter((body) => {
   const keys = Object.keys(body)
   return keys.length === 0 || `Unknown field${keys.length > 1 ? "s" : ""} ${keys.join(", ")}: this endpoint takes {}`
-})).annotate({ identifier: "Empty", description: "{}" })
+}, { toJsonSchema: () => ({ type: "object", maxProperties: 0 }) })).annotate({ identifier: "Empty", description: "{}" })
 
 export const AttemptView = Schema.Struct({
-  attempt: Schema.Number,
-  round: Schema.Number,
-  startedAt: Schema.String,
-  statusCode: Schema.NullOr(Schema.Number),
-  latencyMs: Schema.Number,
+  attempt: Count,
+  round: Count,
+  startedAt: DateTimeString,
+  statusCode: Schema.NullOr(Count),
+  latencyMs: Count,
   error: Schema.NullOr(Schema.String),
-  retryInMs: Schema.NullOr(Schema.Number).annotate({
+  retryInMs: Schema.NullOr(Count).annotate({
     description: "Delay scheduled before the next attempt after this one failed; null when it succeeded or was the last"
   })
 }).annotate({ identifier: "WebhookAttempt" })
 
 export const DeliveryView = Schema.Struct({
-  id: Schema.String,
-  eventId: Schema.String,
+  id: DeliveryId,
+  eventId: EventId,
   event: EventKind,
-  recordId: Schema.String,
+  recordId: RecordId,
   target: Schema.Literals(["record", "account"]),
   url: Schema.String,
   status: DeliveryState,
-  round: Schema.Number,
-  nextAttempt: Schema.NullOr(Schema.Number),
-  nextAttemptAt: Schema.NullOr(Schema.String),
-  lastStatusCode: Schema.NullOr(Schema.Number),
+  round: Count,
+  nextAttempt: Schema.NullOr(Count),
+  nextAttemptAt: Schema.NullOr(DateTimeString),
+  lastStatusCode: Schema.NullOr(Count),
   lastError: Schema.NullOr(Schema.String),
-  createdAt: Schema.String,
-  deliveredAt: Schema.NullOr(Schema.String),
+  createdAt: DateTimeString,
+  deliveredAt: Schema.NullOr(DateTimeString),
   attempts: Schema.Array(AttemptView)
 }).annotate({ identifier: "WebhookDelivery" })
 

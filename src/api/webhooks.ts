@@ -13,17 +13,19 @@ import {
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("getSettings", "/webhooks", { success: ok(WebhookSettingsView) })
+      .annotate(OpenApi.Summary, "Get the global webhook")
       .annotate(OpenApi.Description, "The account's global webhook: url, subscribed events, payloadFormat, enabled, secret."),
     HttpApiEndpoint.put("putSettings", "/webhooks", {
       payload: JsonBody(WebhookSettingsPatch),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "Change the global webhook; members left out keep their value."),
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Change the global webhook")
+      .annotate(OpenApi.Description, "Change the global webhook; members left out keep their value."),
     HttpApiEndpoint.post("rotateSecret", "/webhooks/secret/rotate", {
       payload: JsonBody(EmptyBody),
       success: ok(RotationResult),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Rotate the webhook secret").annotate(
       OpenApi.Description,
       "New secret. For 24 h, or until confirmed, x-webhook-signature stays signed with the previous secret and x-webhook-signature-next carries the new one."
     ),
@@ -31,7 +33,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       payload: JsonBody(EmptyBody),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery."),
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Confirm the secret rotation")
+      .annotate(OpenApi.Description, "End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery."),
     HttpApiEndpoint.get("listDeliveries", "/webhooks/deliveries", {
       query: {
         limit: Schema.optionalKey(Limit),
@@ -42,19 +45,22 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       },
       success: ok(DeliveryList),
       error: [BadRequest]
-    }).annotate(OpenApi.Description, "Delivery log of this key's environment, newest first: every attempt with status code, latency and error."),
+    }).annotate(OpenApi.Summary, "List webhook deliveries")
+      .annotate(OpenApi.Description, "Delivery log of this key's environment, newest first: every attempt with status code, latency and error."),
     HttpApiEndpoint.get("getDelivery", "/webhooks/deliveries/:deliveryId", {
       params: { deliveryId: DeliveryId },
       success: ok(DeliveryView),
       error: [BadRequest, NotFound]
-    }),
+    }).annotate(OpenApi.Summary, "Get a webhook delivery"),
     HttpApiEndpoint.post("redeliver", "/webhooks/deliveries/:deliveryId/redeliver", {
       params: { deliveryId: DeliveryId },
       payload: JsonBody(EmptyBody),
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the account's current secret and format.")
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Redeliver a webhook")
+      .annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the account's current secret and format.")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1")
+  .annotate(OpenApi.Description, "The account's global webhook, its secret and the delivery log (SPEC 5)")
 {}

@@ -1,11 +1,12 @@
 import * as Crypto from "node:crypto"
 import { Clock, Effect } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import { VERSION } from "../version.ts"
 import { Api } from "../api/Api.ts"
+import type { NetworkState } from "../api/recordSchemas.ts"
 
 /** If-None-Match (a list of entity tags, weak ones compared weakly, or *) against our tag. */
 const matches = (header: string | undefined, etag: string) =>
@@ -23,18 +24,19 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
       networkId: s.networkId,
       chainType: s.chainType,
       // leader: this node batches, sends and watches; follower: another node holds the network's lock
-      status: !s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting"
+      status: (!s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting") as typeof NetworkState.Type
     })))
     // Generated once from the definition (the document does not change while the node runs), so its
     // ETag is the hash of its text: a client that has it revalidates with If-None-Match and gets a 304.
     const openapi = JSON.stringify(OpenApi.fromApi(Api))
     const etag = `"${Crypto.hash("sha256", openapi, "base64url").slice(0, 27)}"`
     const cached = { etag, "cache-control": "no-cache" }
-    return handlers.handle("openapi", () =>
-      Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-        matches(request.headers["if-none-match"], etag)
+    return handlers.handle("openapi", ({ headers }) =>
+      Effect.succeed(
+        matches(headers["if-none-match"], etag)
           ? HttpServerResponse.empty({ status: 304, headers: cached })
-          : HttpServerResponse.text(openapi, { contentType: "application/json", headers: cached })))
+          : HttpServerResponse.text(openapi, { contentType: "application/json", headers: cached })
+      ))
       .handle("health", () =>      Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
         const database = yield* sql`SELECT 1`.pipe(
