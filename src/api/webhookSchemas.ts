@@ -2,15 +2,22 @@
 import { Schema } from "effect"
 import { Count, DateTimeString, RecordId } from "./recordSchemas.ts"
 
-/** `dlv_` + 32 lowercase hex: what the node issues (a malformed id is a 400 naming it, never a query). */
-export const DeliveryId = Schema.String.check(Schema.isPattern(/^dlv_[0-9a-f]{32}$/, {
-  toJsonSchema: () => ({ pattern: "^dlv_[0-9a-f]{32}$" })
-})).annotate({ description: "A delivery id: dlv_ and 32 lowercase hex characters" })
+/**
+ * A delivery id: `dlv_` + 32 lowercase hex as the node issues them. Any other `dlv_` + letters, digits,
+ * `_` or `-` is simply not found (404); anything else is a 400 naming it, and never reaches a query.
+ */
+export const DeliveryId = Schema.String.check(Schema.isPattern(/^dlv_[0-9A-Za-z_-]{1,64}$/, {
+  toJsonSchema: () => ({ pattern: "^dlv_[0-9A-Za-z_-]{1,64}$" })
+})).annotate({ description: "A delivery id: dlv_ and 32 lowercase hex characters as this node issues them" })
 
-/** `evt_` + 24 lowercase hex: the event id of X-Service-Event-Id and webhook-id. */
-export const EventId = Schema.String.check(Schema.isPattern(/^evt_[0-9a-f]{24}$/, {
-  toJsonSchema: () => ({ pattern: "^evt_[0-9a-f]{24}$" })
-})).annotate({ description: "An event id: evt_ and 24 lowercase hex characters (X-Service-Event-Id, webhook-id)" })
+/**
+ * The event id of X-Service-Event-Id and webhook-id: `evt_` + 24 lowercase hex as the node makes them
+ * (Outbox.newEventId); letters, digits, `_` and `-` are accepted, so ids written by other means stay
+ * readable, and nothing else (no %00 reaches a query).
+ */
+export const EventId = Schema.String.check(Schema.isPattern(/^evt_[0-9A-Za-z_-]{1,64}$/, {
+  toJsonSchema: () => ({ pattern: "^evt_[0-9A-Za-z_-]{1,64}$" })
+})).annotate({ description: "An event id (X-Service-Event-Id, webhook-id): evt_ and 24 lowercase hex characters as this node makes them" })
 
 export const EventKind = Schema.Literals(["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"])
 export const PayloadFormat = Schema.Literals(["multichain", "envelope"])

@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
-import { BadRequest, errorBody } from "../api/errors.ts"
+import { BadRequest, errorBody, InternalError } from "../api/errors.ts"
 import { ErrorEnvelope, JsonBodyFraming } from "../api/http.ts"
 import { isJsonSyntaxIssue } from "../api/jsonBody.ts"
 import { AppConfig } from "../config.ts"
@@ -22,6 +22,13 @@ export const JsonBodyFramingLayer = Layer.effect(
 /** A request that does not match the endpoint's schemas: 400 naming the field (INVALID_JSON when not JSON at all). */
 export const ErrorEnvelopeLayer = HttpApiMiddleware.layerSchemaErrorTransform(ErrorEnvelope, (error) => {
   const issue = error.cause.issue
+  // The response did not match its own schema: the node's fault, not the request's (500, logged).
+  if (error.kind === "Body" || error.kind === "ResponseHeaders") {
+    return Effect.andThen(
+      Effect.logError("response does not match its schema", { kind: error.kind, issue: describeIssue(issue) }),
+      Effect.fail(new InternalError(errorBody("INTERNAL_ERROR", "Internal error")))
+    )
+  }
   if (error.kind === "Payload") {
     return Effect.fail(new BadRequest(errorBody(isJsonSyntaxIssue(issue) ? "INVALID_JSON" : "VALIDATION_ERROR", describeIssue(issue))))
   }
