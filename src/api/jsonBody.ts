@@ -38,6 +38,18 @@ const targets = new Map<string, Schema.Top>()
  * that takes any member (PATCH: a rest record, answered 422 IMMUTABLE_FIELD by its handler) keeps them.
  */
 export const JsonBody = <S extends Schema.Top & { readonly DecodingServices: never; readonly EncodingServices: never }>(schema: S) => {
+  // One text schema per target: endpoints sharing a body (`{}`) share its component in the document,
+  // instead of `EmptyJsonText_1`, `_2`… that the transform below would not recognize.
+  const known = made.get(schema)
+  if (known !== undefined) return known as ReturnType<typeof makeJsonBody<S>>
+  const body = makeJsonBody(schema)
+  made.set(schema, body)
+  return body
+}
+
+const made = new WeakMap<Schema.Top, unknown>()
+
+const makeJsonBody = <S extends Schema.Top & { readonly DecodingServices: never; readonly EncodingServices: never }>(schema: S) => {
   // A schema with checks keeps its annotations on the last check.
   const ast = schema.ast as { readonly annotations?: { readonly identifier?: unknown }; readonly checks?: ReadonlyArray<{ readonly annotations?: { readonly identifier?: unknown } }> }
   const identifier = ast.checks?.at(-1)?.annotations?.identifier ?? ast.annotations?.identifier
