@@ -5,7 +5,7 @@ import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest } from "./errors.ts"
 import { JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
-import { DateTimeString, Hash64, HashHex, JsonObject, ok } from "./recordSchemas.ts"
+import { DateTimeString, Hash64, JsonObject, ok } from "./recordSchemas.ts"
 
 export const VerifyBody = Schema.Struct({
   data: Schema.optionalKey(JsonObject),
@@ -38,7 +38,8 @@ export const VerifyRecordResult = Schema.Struct({
 export const VerifyResult = Schema.Struct({
   outcome: Outcome,
   verified: Schema.Boolean,
-  hash: HashHex,
+  /** The hash checked: as given or computed, whatever the request held (not necessarily 64 hex). */
+  hash: Schema.String,
   hashSource: Schema.Literals(["data", "hash", "bundle"]),
   /** "request": the bundle in the request; "records": the caller's anchored records with this hash. */
   bundleSource: Schema.Literals(["request", "records"]),

@@ -11,6 +11,7 @@ import { AppConfig } from "../config.ts"
 import type { ErrorCode } from "../api/errors.ts"
 import { Admission } from "../auth/Admission.ts"
 import { ALLOWED_METHODS } from "../http/edge.ts"
+import { breakBody } from "../http/body.ts"
 import { answerAndClose, answerResponse, describeClientError, rawErrorResponse } from "../http/malformed.ts"
 import { RecordsHttpLayer } from "../records/http.ts"
 import { VerifyHttpLayer } from "../verify/http.ts"
@@ -55,9 +56,14 @@ const answerMalformed = (server: Http.Server, admission: typeof Admission.Servic
     })
   }
   server.on("clientError", (error: Error & { code?: string }, socket: Net.Socket) => {
-    // A parse error while a response is under way (a broken chunked body): nothing sane can be written.
-    if ((socket as { _httpMessage?: unknown })._httpMessage != null || error.code === "ECONNRESET" || !socket.writable) {
-      return socket.destroy()
+    if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
+    // A parse error in the body of a request being handled (a broken chunk): the handler owns the
+    // response. A body read in progress is told, and answers 400 "not received in full" (with
+    // Connection: close, the request being incomplete); otherwise the handler answers as it would.
+    const inFlight = (socket as { _httpMessage?: Http.ServerResponse | null })._httpMessage
+    if (inFlight != null) {
+      if (inFlight.headersSent) return socket.destroy()
+      return breakBody(inFlight.req, error)
     }
     const { code, message } = describeClientError(error)
     counted(socket, {}, (c, m, h) => answerAndClose(socket, rawErrorResponse(c, m, h)), code, message)

@@ -13,6 +13,19 @@ export type BodyRead =
   | { readonly _tag: "TooLarge" }
   | { readonly _tag: "Aborted" }
 
+/**
+ * Set on a request whose body node:http could not parse (a broken chunk, the connection half-closed
+ * before the Content-Length was reached: `clientError`, src/app/server.ts). No more of it will ever
+ * arrive, so a read answers `Aborted` at once instead of waiting for the request timeout.
+ */
+const broken = Symbol.for("anchord/http/bodyBroken")
+
+/** Marks the request's body as broken and tells a read in progress. */
+export const breakBody = (source: Http.IncomingMessage, error: Error) => {
+  ;(source as { [broken]?: Error })[broken] = error
+  if (source.listenerCount("error") > 0) source.emit("error", error)
+}
+
 export const readBody = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<BodyRead> => {
   const source = request.source
   if (!(source instanceof Http.IncomingMessage)) {
@@ -22,6 +35,7 @@ export const readBody = (request: HttpServerRequest.HttpServerRequest, maxBytes:
       Effect.catch(() => Effect.succeed<BodyRead>({ _tag: "TooLarge" }))
     )
   }
+  if ((source as { [broken]?: Error })[broken] !== undefined) return Effect.succeed({ _tag: "Aborted" })
   return Effect.callback<BodyRead>((resume) => {
     // `Expect: 100-continue`: the client waits for this before sending the body. Sent only now that the
     // body is wanted, so a request refused before (401, 415, 413 by Content-Length) never sends it.
