@@ -53,10 +53,15 @@ const header = (name: string, required: boolean): Json =>
 export const wireInOpenApi = (spec: Json): Json => {
   const paths: Json = {}
   for (const [path, item] of Object.entries<Json>(spec.paths)) {
+    // What Admission and the gateway add applies to /v1 (other paths, if any, answer as they declare).
+    if (!path.startsWith("/v1/")) {
+      paths[path] = item
+      continue
+    }
     const out: Json = { ...item }
     for (const [method, op] of Object.entries<Json>(item)) {
       if (typeof op !== "object" || op === null || !("responses" in op)) continue
-      const secured = Array.isArray(op.security) && op.security.some((r: Json) => Object.keys(r).length > 0)
+      const secured = Array.isArray(op.security) && op.security.some((r: Json) => "bearer" in r)
       const responses: Json = {}
       for (const [status, response] of Object.entries<Json>(op.responses)) {
         const code = Number(status)

@@ -419,7 +419,6 @@ export interface components {
             /** @enum {string} */
             outcome: "verified" | "not-verified" | "could-not-check";
             verified: boolean;
-            /** @description SHA-256 as 64 lowercase hex characters */
             hash: string;
             /** @enum {string} */
             hashSource: "data" | "hash" | "bundle";
