@@ -26,6 +26,10 @@ export const breakBody = (source: Http.IncomingMessage, error: Error) => {
   if (source.listenerCount("error") > 0) source.emit("error", error)
 }
 
+/** Whether node:http gave up on this request's body (`breakBody`). */
+export const bodyBroken = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  (request.source as { [broken]?: Error } | undefined)?.[broken] !== undefined
+
 export const readBody = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<BodyRead> => {
   const source = request.source
   if (!(source instanceof Http.IncomingMessage)) {

@@ -9,6 +9,7 @@
 import * as Zlib from "node:zlib"
 import { Effect, Exit } from "effect"
 import { HttpBody, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { bodyBroken } from "./body.ts"
 
 /** The headers a browser page may read (SPEC 3: the rate, quota, retry and idempotency headers). */
 export const EXPOSED_HEADERS = [
@@ -105,6 +106,8 @@ export const finish = (cors: Cors) => {
     mapNow(response, (res) => {
       const headers: Record<string, string> = {}
       if (res.headers["cache-control"] === undefined) headers["cache-control"] = "no-store"
+      // The connection's byte stream is broken past this request: no other may follow on it.
+      if (bodyBroken(request)) headers["connection"] = "close"
       if (cors.enabled) {
         const allowed = cors.allow(request.headers["origin"])
         if (cors.varies) headers["vary"] = res.headers["vary"] === undefined ? "Origin" : `${res.headers["vary"]}, Origin`

@@ -208,7 +208,10 @@ describe("HTTP behaviour", () => {
       ["headers too large", `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 413, "PAYLOAD_TOO_LARGE"],
       ["not HTTP", "HELLO\r\n\r\n", 400, "VALIDATION_ERROR"],
       ["unknown Expect", "GET /v1/health HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 400, "VALIDATION_ERROR"],
-      ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 405, "METHOD_NOT_ALLOWED"]
+      ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 405, "METHOD_NOT_ALLOWED"],
+      // A broken chunk in a body being read: the handler's own answer, the connection closed after it.
+      ["a broken chunk", `POST /v1/anchor HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+        "Transfer-Encoding: chunked\r\n\r\n2\r\n{\"\r\nzz\r\n", 400, "INVALID_JSON"]
     ]
     for (const [name, request, status, code] of cases) {
       const c = raw(port)
