@@ -31,8 +31,12 @@ export const acceptedResponse = (a: Accepted) =>
   HttpServerResponse.text(a.body, {
     status: a.status,
     contentType: "application/json",
-    ...(a.replayed ? { headers: { "idempotent-replayed": "true" } } : {})
+    // Set here rather than by the edge (src/http/edge.ts), which then has nothing to add to a 202.
+    headers: a.replayed ? REPLAYED : ACCEPTED
   })
+
+const ACCEPTED = { "cache-control": "no-store" }
+const REPLAYED = { "cache-control": "no-store", "idempotent-replayed": "true" }
 
 export const pathOf = (url: string) => {
   const query = url.indexOf("?")
