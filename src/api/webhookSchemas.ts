@@ -2,6 +2,11 @@
 import { Schema } from "effect"
 
 export const EventKind = Schema.Literals(["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"])
+/**
+ * What a delivery carries: an event kind, or `webhook.test`, the test event the console sends to the
+ * account's webhook URL (it belongs to no record: its delivery's `recordId` is ""). Not subscribable.
+ */
+export const DeliveryEventKind = Schema.Literals([...EventKind.literals, "webhook.test"])
 export const PayloadFormat = Schema.Literals(["multichain", "envelope"])
 export const DeliveryState = Schema.Literals(["PENDING", "SUCCEEDED", "FAILED"])
 
@@ -53,8 +58,8 @@ export const AttemptView = Schema.Struct({
 export const DeliveryView = Schema.Struct({
   id: Schema.String,
   eventId: Schema.String,
-  event: EventKind,
-  recordId: Schema.String,
+  event: DeliveryEventKind,
+  recordId: Schema.String.annotate({ description: "The event's record; \"\" for a webhook.test event" }),
   target: Schema.Literals(["record", "account"]),
   url: Schema.String,
   status: DeliveryState,
