@@ -12,7 +12,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { bundleLink } from "../../src/certificates/bundleUrl.ts"
 import { useBrowser, WAIT_MS } from "../support/browser.ts"
 import { call } from "../support/node.ts"
-import { qrOfPdf } from "../support/pdf.ts"
 import { waitFor } from "../support/wait.ts"
 import { clone } from "../verify/support.ts"
 import { allAnchored } from "../evm/support.ts"
@@ -531,22 +530,3 @@ describe("the console", () => {
     await page.context().close()
   })
 })
-
-describe("certificates from the API", () => {
-  it("GET /v1/records/{id}/certificate: a PDF whose QR code opens the node's verify page with the record's bundle; 409 before anchoring", async () => {
-    const r = await fetch(`${base}/v1/records/${evmIds[2]}/certificate`, { headers: { authorization: `Bearer ${apiKey}` } })
-    expect(r.status).toBe(200)
-    expect(r.headers.get("content-type")).toBe("application/pdf")
-    expect(r.headers.get("cache-control")).toBe("no-store")
-    const pdf = new Uint8Array(await r.arrayBuffer())
-    const bundle = (await call(base, "GET", `/v1/records/${evmIds[2]}/proof`, { key: apiKey })).json.data
-    const found = await qrOfPdf(pdf)
-    expect(found?.text).toBe(await bundleLink(`${base}/verify`, bundle))
-    // The same by hash; and a record that is not anchored yet.
-    const byHash = await fetch(`${base}/v1/certificate/${bundle.hash}`, { headers: { authorization: `Bearer ${apiKey}` } })
-    expect(Buffer.from(await byHash.arrayBuffer()).equals(Buffer.from(pdf))).toBe(true)
-    const queued = await call(base, "GET", `/v1/records/${fabricId}/certificate`, { key: apiKey })
-    expect([queued.status, queued.json.errorCode]).toEqual([409, "NOT_ANCHORED"])
-  })
-})
-
