@@ -79,9 +79,23 @@ const keyView = (k: ApiKeyInfo, now: number) => ({
 /** The secret's first characters only: enough to tell two apart, nothing to sign with. */
 const secretPreview = (secret: string) => `${secret.slice(0, 10)}…`
 
-const webhookView = (row: WebhookSettingsRow) => {
+/**
+ * A webhook URL as a viewer sees it: its origin only. Receivers' URLs often carry a credential in their
+ * path or query (a token, a signed path), and viewers see no secret.
+ */
+export const redactUrl = <U extends string | null>(url: U): U => {
+  if (url === null) return url
+  try {
+    const u = new URL(url)
+    return (u.pathname === "/" && u.search === "" && u.username === "" ? u.origin : `${u.origin}/…`) as U
+  } catch {
+    return "…" as U
+  }
+}
+
+const webhookView = (row: WebhookSettingsRow, hideSecrets: boolean) => {
   const { secret, ...view } = settingsView(row)
-  return { ...view, secretPreview: secretPreview(secret) }
+  return { ...view, url: hideSecrets ? redactUrl(view.url) : view.url, secretPreview: hideSecrets ? "whsec_…" : secretPreview(secret) }
 }
 
 const recordCursors = cursorCodec("", /^[0-9a-f]{24}$/)
@@ -207,8 +221,22 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
 
     const owner = (accountId: string, environment: Environment) => ({ accountId, environment })
 
+    /** Viewers see no secret: webhook URLs (which may carry one) are shown by their origin. */
+    const hidesSecrets = Effect.map(CurrentSession, ({ user }) => !user.operator && user.role !== "admin")
+    const recordView = (row: Parameters<typeof toView>[0], hide: boolean) => {
+      const view = toView(row)
+      return hide ? { ...view, webhookUrl: redactUrl(view.webhookUrl) } : view
+    }
+
     const withAttempts = (rows: ReadonlyArray<DeliveryRow>) =>
-      Effect.map(deliveryLog.attemptsOf(rows.map((r) => r.seq)), (attempts) => rows.map((row) => deliveryView(row, attempts)))
+      Effect.gen(function*() {
+        const hide = yield* hidesSecrets
+        const attempts = yield* deliveryLog.attemptsOf(rows.map((r) => r.seq))
+        return rows.map((row) => {
+          const view = deliveryView(row, attempts)
+          return hide ? { ...view, url: redactUrl(view.url) } : view
+        })
+      })
 
     const networkEntries: ReadonlyArray<{ networkId: string; chainType: "evm" | "fabric"; environment: Environment; explorerUrl: string | null }> = [
       ...evm.map((n) => ({ networkId: n.networkId, chainType: "evm" as const, environment: n.environment, explorerUrl: n.explorerUrl ?? null })),
@@ -325,6 +353,7 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
       .handle("overview", ({ params, query }) =>
         Effect.gen(function*() {
           const account = yield* access(params.accountId, "read")
+          const hide = yield* hidesSecrets
           const at = new Date(yield* now)
           const month = monthStart(at)
           const used = yield* records.usage(account.id, month)
@@ -355,7 +384,7 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             recentFailures: {
               records: failedRecords.map((r) => ({ recordId: r.id, hash: r.hash, networkId: r.networkId, updatedAt: r.updatedAt.toISOString() })),
               deliveries: failedDeliveries.map((d) => ({
-                id: d.id, event: d.kind, url: d.url, lastStatusCode: d.lastStatusCode, lastError: d.lastError, createdAt: d.createdAt.toISOString()
+                id: d.id, event: d.kind, url: hide ? redactUrl(d.url) : d.url, lastStatusCode: d.lastStatusCode, lastError: d.lastError, createdAt: d.createdAt.toISOString()
               }))
             }
           })
@@ -400,12 +429,12 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
       .handle("getWebhook", ({ params }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "read")
-          return ok(webhookView(yield* webhookSettings.get(params.accountId)))
+          return ok(webhookView(yield* webhookSettings.get(params.accountId), yield* hidesSecrets))
         }).pipe(atEdge))
       .handle("putWebhook", ({ params, query, payload }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "change")
-          return ok(webhookView(yield* updateSettings(webhookSettings, resolve, params.accountId, query.environment, payload)))
+          return ok(webhookView(yield* updateSettings(webhookSettings, resolve, params.accountId, query.environment, payload), false))
         }).pipe(atEdge))
       .handle("revealSecret", ({ params }) =>
         Effect.gen(function*() {
@@ -423,7 +452,7 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
       .handle("confirmSecret", ({ params }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "change")
-          return ok(webhookView(yield* webhookSettings.confirmRotation(params.accountId)))
+          return ok(webhookView(yield* webhookSettings.confirmRotation(params.accountId), false))
         }).pipe(atEdge))
       .handle("testWebhook", ({ params, payload }) =>
         Effect.gen(function*() {
@@ -468,6 +497,7 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
       .handle("listRecords", ({ params, query }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "read")
+          const hide = yield* hidesSecrets
           const by = owner(params.accountId, query.environment)
           if (query.collection !== undefined) {
             // Records have no `collection` on this node yet (ConsoleConfig.recordFilters says so to the page).
@@ -478,9 +508,9 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             // A search is by id or hash: the record(s) found, other filters ignored.
             if (/^[0-9a-f]{24}$/.test(q)) {
               const found = yield* records.get(by, q, true)
-              return ok({ records: found._tag === "Found" ? [toView(found.row)] : [], nextCursor: null })
+              return ok({ records: found._tag === "Found" ? [recordView(found.row, hide)] : [], nextCursor: null })
             }
-            if (/^[0-9a-f]{64}$/.test(q)) return ok({ records: (yield* records.byHash(by, q)).map((r) => toView(r)), nextCursor: null })
+            if (/^[0-9a-f]{64}$/.test(q)) return ok({ records: (yield* records.byHash(by, q)).map((r) => recordView(r, hide)), nextCursor: null })
             return yield* new InvalidConsoleInput({ reason: "search: a record id (24 hex characters) or a hash (64 hex characters)" })
           }
           const limit = query.limit ?? 25
@@ -497,13 +527,13 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             createdBefore: to
           })
           const { page, nextCursor } = pageOf(rows, limit, recordCursors, (row) => row.id)
-          return ok({ records: page.map((row) => toView(row)), nextCursor })
+          return ok({ records: page.map((row) => recordView(row, hide)), nextCursor })
         }).pipe(atEdge))
       .handle("getRecord", ({ params, query }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "read")
           const row = yield* requireFound(yield* records.get(owner(params.accountId, query.environment), params.recordId, true), params.recordId)
-          return ok(toView(row))
+          return ok(recordView(row, yield* hidesSecrets))
         }).pipe(atEdge))
       .handle("recordProof", ({ params, query }) =>
         Effect.gen(function*() {

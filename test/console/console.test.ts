@@ -299,7 +299,15 @@ describe("the console", () => {
     await page.getByRole("button", { name: "Confirm the switch" }).click()
     await page.getByRole("dialog").getByRole("button", { name: "Confirm the switch" }).click()
     await notice.waitFor({ state: "detached", timeout: WAIT_MS })
-    await page.context().close()
+
+    // A viewer sees where events go (the URL's origin) but not the URL itself, which may carry a credential.
+    const viewer = await signedInAs(VIEWER)
+    await go(viewer, acct("webhooks"), "Webhooks")
+    expect(await viewer.getByLabel("URL", { exact: true }).inputValue()).toBe(`${receiver.url}/…`)
+    expect(await viewer.locator("#secret-preview").textContent()).toBe("whsec_…")
+    const deliveries = await pageFetch(viewer, `/console/api/accounts/${accountId}/deliveries?environment=test`, { method: "GET" })
+    expect(deliveries.json.data.deliveries.map((d: { url: string }) => d.url)).toEqual(deliveries.json.data.deliveries.map(() => `${receiver.url}/…`))
+    await Promise.all([page.context().close(), viewer.context().close()])
   })
 
   it("records: browses, filters by status, chain and date, searches by id and hash; a record's anchors, proof, certificate and verify link", async () => {
@@ -507,8 +515,11 @@ describe("the console", () => {
     }
     expect(path.at(-1)).toBe("Skip to content")
     expect(path).toEqual(expect.arrayContaining(["Sign out everywhere", "Sign out", "Members", "API keys", "Overview", "anchord console"]))
+    const route = page.url()
     await page.keyboard.press("Enter")
     expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("main")
+    expect(page.url()).toBe(route) // the skip link is not a route
+    await heading(page, "Overview — Acme Records")
     await page.context().close()
 
     const wide = await signedInAs(ADMIN)

@@ -195,5 +195,11 @@ const render = async () => {
   }
 }
 
+// The skip link moves the focus to the content; following its "#main" would be a route here.
+$<HTMLAnchorElement>("a.skip").addEventListener("click", (e) => {
+  e.preventDefault()
+  main().focus()
+})
+
 window.addEventListener("hashchange", () => void render())
 void render()
