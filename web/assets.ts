@@ -27,6 +27,43 @@ export const verifyPageAssets: ReadonlyArray<WebAsset> = [
   asset("/verify/verify.css", "verify/verify.css", "text/css; charset=utf-8")
 ]
 
+/**
+ * The console's files (`/console`, same origin as the API): its page, its script (built from
+ * web/console/src by web/build.ts and committed, like the verify page's) and its style sheet.
+ */
+export const consolePageAssets: ReadonlyArray<WebAsset> = [
+  asset("/console", "console/index.html", "text/html; charset=utf-8"),
+  asset("/console/", "console/index.html", "text/html; charset=utf-8"),
+  asset("/console/console.js", "console/console.js", "text/javascript; charset=utf-8"),
+  asset("/console/console.css", "console/console.css", "text/css; charset=utf-8")
+]
+
+/**
+ * The console's Content-Security-Policy: its own script and style only, network access to its own
+ * origin only (its API), no frames, no plugins, no base or form targets elsewhere. Stricter than the
+ * verify page's: the console handles sessions and secrets, so it talks to nothing but this node.
+ */
+export const consolePageCsp = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'"
+].join("; ")
+
+/** Other headers the console carries. */
+export const consolePageHeaders = {
+  // Invitation and sign-in tokens travel in the URL's fragment, which no Referer carries; nothing else should either.
+  "referrer-policy": "no-referrer",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "cross-origin-opener-policy": "same-origin"
+} as const
+
 /** Where the page reads its networks (web/verify/src/config.ts has the shape). */
 export const VERIFY_CONFIG_PATH = "/verify/config.json"
 

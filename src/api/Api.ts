@@ -1,5 +1,7 @@
 /** The whole HTTP API definition: imported by the server and by the typed client alike. */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { CertificatesApi } from "./certificates.ts"
+import { ConsoleApi, ConsoleAuthApi } from "./console.ts"
 import { ErrorEnvelope } from "./http.ts"
 import { jsonBodiesInOpenApi } from "./jsonBody.ts"
 import { wireInOpenApi } from "./openapiWire.ts"
@@ -13,6 +15,9 @@ export class Api extends HttpApi.make("anchord")
   .add(SystemApi)
   .add(WebhooksApi)
   .add(VerifyApi)
+  .add(CertificatesApi)
+  .add(ConsoleAuthApi)
+  .add(ConsoleApi)
   .middleware(ErrorEnvelope)
   .annotateMerge(OpenApi.annotations({
     title: "anchord",

@@ -30,6 +30,23 @@ export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides
   }
 ) {}
 
+/** Who is calling an endpoint open to anonymous callers: the key's principal, or none (counted by address). */
+export class CurrentCaller extends Context.Service<CurrentCaller, { readonly principal: Principal | undefined }>()("anchord/auth/CurrentCaller") {}
+
+/**
+ * An API key when one is sent (then exactly as ApiKeyAuth: 401 for a bad one, the key's limits), else
+ * anonymous, counted against the client address's per-second limit. `POST /v1/verify` (the public
+ * verify page asks it about Fabric anchors, SPEC 9).
+ */
+export class KeyOrAddress extends HttpApiMiddleware.Service<KeyOrAddress, { provides: CurrentCaller; requires: never }>()(
+  "anchord/auth/KeyOrAddress",
+  {
+    requiredForClient: true,
+    security: { bearer: HttpApiSecurity.bearer },
+    error: [Unauthorized, TooManyRequestsSchema, ServiceUnavailableSchema]
+  }
+) {}
+
 /**
  * Public endpoints: counted against the client address's per-second limit (requests without a valid
  * key are limited per address, SPEC 7).

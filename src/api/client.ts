@@ -8,11 +8,14 @@
 import { Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
-import { ApiKeyAuth } from "./auth.ts"
+import { ApiKeyAuth, KeyOrAddress } from "./auth.ts"
 import { Api } from "./Api.ts"
 
 export const bearerLayer = (apiKey: string) =>
-  HttpApiMiddleware.layerClient(ApiKeyAuth, ({ next, request }) => next(HttpClientRequest.bearerToken(request, apiKey)))
+  Layer.merge(
+    HttpApiMiddleware.layerClient(ApiKeyAuth, ({ next, request }) => next(HttpClientRequest.bearerToken(request, apiKey))),
+    HttpApiMiddleware.layerClient(KeyOrAddress, ({ next, request }) => next(HttpClientRequest.bearerToken(request, apiKey)))
+  )
 
 export const makeClient = (options: { readonly baseUrl: string; readonly apiKey: string }) =>
   HttpApiClient.make(Api, { baseUrl: options.baseUrl }).pipe(

@@ -13,16 +13,18 @@ import { HttpApiSchema } from "effect/http-api"
 
 /** Every error code by status (SPEC 7). The status of a code is fixed: `statusOf` reads it here. */
 export const ERROR_CODES = {
-  400: ["INVALID_JSON", "VALIDATION_ERROR", "INVALID_ENCRYPTION_KEY", "INVALID_WEBHOOK_URL"],
-  401: ["MISSING_API_KEY", "INVALID_API_KEY", "EXPIRED_API_KEY"],
+  400: ["INVALID_JSON", "VALIDATION_ERROR", "INVALID_ENCRYPTION_KEY", "INVALID_WEBHOOK_URL", "INVALID_LINK"],
+  401: ["MISSING_API_KEY", "INVALID_API_KEY", "EXPIRED_API_KEY", "INVALID_CREDENTIALS", "NOT_SIGNED_IN", "SESSION_EXPIRED"],
+  // The console (SPEC 9): a role that may not do this, a state change without its CSRF token.
+  403: ["FORBIDDEN", "CSRF_TOKEN_INVALID"],
   404: ["RECORD_NOT_FOUND", "NOT_FOUND"],
   405: ["METHOD_NOT_ALLOWED"],
-  409: ["IDEMPOTENCY_CONFLICT", "NOT_ANCHORED"],
+  409: ["IDEMPOTENCY_CONFLICT", "NOT_ANCHORED", "ACCOUNT_NOT_ACTIVE", "EMAIL_TAKEN"],
   410: ["RECORD_DELETED"],
   413: ["PAYLOAD_TOO_LARGE"],
   415: ["UNSUPPORTED_MEDIA_TYPE"],
-  422: ["IMMUTABLE_FIELD"],
-  429: ["RATE_LIMIT_EXCEEDED", "QUOTA_EXCEEDED"],
+  422: ["IMMUTABLE_FIELD", "CERTIFICATE_TOO_LARGE"],
+  429: ["RATE_LIMIT_EXCEEDED", "QUOTA_EXCEEDED", "SIGN_IN_THROTTLED"],
   500: ["INTERNAL_ERROR"],
   503: ["SERVICE_UNAVAILABLE"]
 } as const
@@ -65,14 +67,15 @@ const wire = <S extends ErrorStatus>(status: S, description: string) =>
   [bodyFields(status), { httpApiStatus: status, description }] as const
 
 export class BadRequest extends Schema.Error<BadRequest>("BadRequest")(...wire(400, "The request is malformed or does not match the schema")) {}
-export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(...wire(401, "No valid API key")) {}
+export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(...wire(401, "No valid API key (the API), or not signed in (the console)")) {}
+export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(...wire(403, "Signed in, but this user's role may not do this, or a state change came without its CSRF token")) {}
 export class NotFound extends Schema.Error<NotFound>("NotFound")(...wire(404, "No such record, resource or route")) {}
 export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("MethodNotAllowed")(...wire(405, "The path exists, the method does not (see Allow)")) {}
-export class Conflict extends Schema.Error<Conflict>("Conflict")(...wire(409, "Idempotency-Key reused with another body, or the record is not anchored yet")) {}
+export class Conflict extends Schema.Error<Conflict>("Conflict")(...wire(409, "Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it")) {}
 export class Gone extends Schema.Error<Gone>("Gone")(...wire(410, "The record was deleted")) {}
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(...wire(413, "The request body is larger than the limit")) {}
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(...wire(415, "The body must be application/json")) {}
-export class Unprocessable extends Schema.Error<Unprocessable>("Unprocessable")(...wire(422, "The request changes an immutable field")) {}
+export class Unprocessable extends Schema.Error<Unprocessable>("Unprocessable")(...wire(422, "The request changes an immutable field, or the certificate's QR code cannot hold the proof")) {}
 export class InternalError extends Schema.Error<InternalError>("InternalError")(...wire(500, "An unexpected error; the message never carries internals")) {}
 
 /** 429 and 503 say when to come back: `Retry-After` (seconds), carried by the error as `retryAfter`. */
@@ -88,7 +91,7 @@ const withRetryAfter = <S extends 429 | 503>(status: S, identifier: string, desc
   return { Value, schema }
 }
 
-const TooManyRequestsWire = withRetryAfter(429, "TooManyRequests", "Per-second rate limit or monthly quota exceeded")
+const TooManyRequestsWire = withRetryAfter(429, "TooManyRequests", "Per-second rate limit or monthly quota exceeded, or too many failed sign-ins")
 const ServiceUnavailableWire = withRetryAfter(503, "ServiceUnavailable", "A dependency (the database) is unavailable")
 
 /** 429 RATE_LIMIT_EXCEEDED / QUOTA_EXCEEDED with Retry-After. Declare endpoints with `TooManyRequests.schema`. */
@@ -103,6 +106,7 @@ export const ServiceUnavailableSchema = ServiceUnavailableWire.schema
 export type WireError =
   | BadRequest
   | Unauthorized
+  | Forbidden
   | NotFound
   | MethodNotAllowed
   | Conflict
@@ -117,6 +121,7 @@ export type WireError =
 /** The wire error class of each code. */
 export type WireFor<C extends ErrorCode> = C extends CodesOf<400> ? BadRequest
   : C extends CodesOf<401> ? Unauthorized
+  : C extends CodesOf<403> ? Forbidden
   : C extends CodesOf<404> ? NotFound
   : C extends CodesOf<405> ? MethodNotAllowed
   : C extends CodesOf<409> ? Conflict
@@ -145,6 +150,7 @@ export const wireError = <C extends ErrorCode>(errorCode: C, message: string, re
   switch (statusOf(errorCode)) {
     case 400: return new BadRequest(body) as WireFor<C>
     case 401: return new Unauthorized(body) as WireFor<C>
+    case 403: return new Forbidden(body) as WireFor<C>
     case 404: return new NotFound(body) as WireFor<C>
     case 405: return new MethodNotAllowed(body) as WireFor<C>
     case 409: return new Conflict(body) as WireFor<C>

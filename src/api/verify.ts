@@ -1,8 +1,8 @@
 /** `POST /v1/verify` (SPEC 3): the node checks a record against the chains for clients who trust it. Definitions only. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { ApiKeyAuth } from "./auth.ts"
-import { BadRequest } from "./errors.ts"
+import { KeyOrAddress } from "./auth.ts"
+import { BadRequest, TooManyRequestsSchema, Unauthorized } from "./errors.ts"
 import { JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { DateTimeString, Hash64, JsonObject, ok } from "./recordSchemas.ts"
@@ -53,14 +53,16 @@ export class VerifyApi extends HttpApiGroup.make("verify")
     HttpApiEndpoint.post("verify", "/verify", {
       payload: JsonBody(VerifyBody),
       success: ok(VerifyResult),
-      error: [BadRequest]
+      error: [BadRequest, Unauthorized, TooManyRequestsSchema]
     }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Verify data or a hash against the chains").annotate(
       OpenApi.Description,
       "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
-        "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead."
+        "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. " +
+        "The API key is optional: without one (the public verify page), the request must carry a bundle, only its " +
+        "Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address."
     )
   )
-  .middleware(ApiKeyAuth)
+  .middleware(KeyOrAddress)
   .prefix("/v1")
   .annotate(OpenApi.Description, "Verification by this node against the chains")
 {}

@@ -20,6 +20,11 @@ export const EventId = Schema.String.check(Schema.isPattern(/^evt_[0-9A-Za-z_-]{
 })).annotate({ description: "An event id (X-Service-Event-Id, webhook-id): evt_ and 24 lowercase hex characters as this node makes them" })
 
 export const EventKind = Schema.Literals(["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"])
+/**
+ * What a delivery carries: an event kind, or `webhook.test`, the test event the console sends to the
+ * account's webhook URL (it belongs to no record: its delivery's `recordId` is ""). Not subscribable.
+ */
+export const DeliveryEventKind = Schema.Literals([...EventKind.literals, "webhook.test"])
 export const PayloadFormat = Schema.Literals(["multichain", "envelope"])
 export const DeliveryState = Schema.Literals(["PENDING", "SUCCEEDED", "FAILED"])
 
@@ -71,8 +76,8 @@ export const AttemptView = Schema.Struct({
 export const DeliveryView = Schema.Struct({
   id: DeliveryId,
   eventId: EventId,
-  event: EventKind,
-  recordId: RecordId,
+  event: DeliveryEventKind,
+  recordId: Schema.Union([RecordId, Schema.Literal("")]).annotate({ description: "The event's record; \"\" for a webhook.test event" }),
   target: Schema.Literals(["record", "account"]),
   url: Schema.String,
   status: DeliveryState,

@@ -20,6 +20,7 @@ import { RecordStore } from "../records/RecordStore.ts"
 import { WebhookConfig } from "../webhooks/config.ts"
 import { WebhookDispatcher } from "../webhooks/Dispatcher.ts"
 import { WebhookStoresLayer } from "../webhooks/stores.ts"
+import { ConsoleServicesLayer } from "../console/layer.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
@@ -39,7 +40,9 @@ export const NetworksLayer = Networks.layer.pipe(Layer.provide(Layer.effect(Conf
 const ApiServices = Layer.mergeAll(
   RecordCreation.layer.pipe(Layer.provide(Ingest.layer), Layer.provide(IngestWriter.layer), Layer.provide(NetworksLayer)),
   Admission.layer.pipe(Layer.provideMerge(RateLimits.layer)),
-  WebhookStoresLayer
+  WebhookStoresLayer,
+  // The console's users, sessions, sign-in, statistics, and certificates (SPEC 9).
+  ConsoleServicesLayer
 )
 
 /** Everything the HTTP API needs (given the EVM networks: ingest picks a record's network from them). */

@@ -5,7 +5,11 @@ import { Cause, Effect, Layer, Option } from "effect"
 import { HttpRouter, type HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
-import { AddressLimitLayer, ApiKeyAuthLayer } from "../auth/middleware.ts"
+import { AddressLimitLayer, ApiKeyAuthLayer, KeyOrAddressLayer } from "../auth/middleware.ts"
+import { CertificatesHttpLayer } from "../certificates/http.ts"
+import { ConsoleAuthHttpLayer, ConsoleHttpLayer } from "../console/http.ts"
+import { ConsoleSameOriginLayer, ConsoleSessionLayer } from "../console/middleware.ts"
+import { PagesLayer } from "../console/pages.ts"
 import { ErrorEnvelopeLayer, JsonBodyFramingLayer } from "../http/middleware.ts"
 import { AppConfig } from "../config.ts"
 import type { ErrorCode } from "../api/errors.ts"
@@ -20,12 +24,21 @@ import { Api } from "../api/Api.ts"
 import { GatewayLayer } from "./gateway.ts"
 import { SystemHttpLayer } from "../system/http.ts"
 
-/** Routes + middleware, without a server (tests may serve it on their own socket). */
-export const HttpAppLayer = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer]),
-  Layer.provide([ApiKeyAuthLayer, AddressLimitLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer]),
-  Layer.provideMerge(GatewayLayer)
-)
+/**
+ * Routes + middleware, without a server (tests may serve it on their own socket): the API (HttpApi,
+ * the console's API included) and the node's pages (/console, /verify: src/console/pages.ts).
+ */
+export const HttpAppLayer = Layer.merge(
+  HttpApiBuilder.layer(Api).pipe(
+    Layer.provide([
+      RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer, CertificatesHttpLayer, ConsoleAuthHttpLayer, ConsoleHttpLayer
+    ]),
+    Layer.provide([
+      ApiKeyAuthLayer, AddressLimitLayer, KeyOrAddressLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer, ConsoleSessionLayer, ConsoleSameOriginLayer
+    ])
+  ),
+  PagesLayer
+).pipe(Layer.provideMerge(GatewayLayer))
 
 /**
  * What node:http answers by itself unless told otherwise (a parse error, an unknown `Expect`,

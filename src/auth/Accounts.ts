@@ -3,7 +3,7 @@
  * (`authenticate`, with a short in-memory cache so the hot path does not query per request).
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import type { Principal } from "../api/auth.ts"
@@ -38,13 +38,22 @@ export const ApiKeyRow = Schema.Struct({
   name: Schema.NullOr(Schema.String),
   createdAt: Schema.Date,
   expiresAt: Schema.NullOr(Schema.Date),
-  revokedAt: Schema.NullOr(Schema.Date)
+  revokedAt: Schema.NullOr(Schema.Date),
+  /** When a request last authenticated with the key (to the minute: see LAST_USED_EVERY_MS). */
+  lastUsedAt: Schema.NullOr(Schema.Date)
 })
 export type ApiKeyInfo = typeof ApiKeyRow.Type
 
 export type AuthResult =
   | { readonly _tag: "Ok"; readonly principal: Principal }
   | { readonly _tag: "Rejected"; readonly reason: AuthFailureReason }
+
+/**
+ * `last_used_at` is written at most this often per key, in batches off the request path: a key's use is
+ * noted in memory as it authenticates (a map lookup), and a background fiber writes what was noted.
+ */
+export const LAST_USED_EVERY_MS = 60_000
+const LAST_USED_FLUSH = "5 seconds"
 
 const newId = (prefix: string) => `${prefix}_${Crypto.randomBytes(8).toString("hex")}`
 
@@ -59,6 +68,9 @@ export class Accounts extends Context.Service<Accounts, {
     readonly defaultChain?: ChainType | undefined
   }) => Sql<Account>
   readonly activate: (accountId: string) => Sql<Account, AccountNotFound>
+  /** Suspended: its keys stop authenticating (at once on this node, within AUTH_CACHE_MS on others). */
+  readonly suspend: (accountId: string) => Sql<Account, AccountNotFound>
+  readonly setPlan: (accountId: string, plan: PlanName, ratePerSecond?: number | null) => Sql<Account, AccountNotFound>
   readonly get: (accountId: string) => Sql<Account, AccountNotFound>
   readonly list: Sql<ReadonlyArray<Account>>
   readonly createKey: (input: {
@@ -74,6 +86,7 @@ export class Accounts extends Context.Service<Accounts, {
     readonly name?: string | undefined
   }) => Sql<ApiKeyInfo, AccountNotFound | AccountNotActive>
   readonly listKeys: (accountId?: string) => Sql<ReadonlyArray<ApiKeyInfo>>
+  readonly getKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
   readonly revokeKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
   /** Resolves `Authorization: Bearer <token>`; never logs or echoes the token. */
   readonly authenticate: (token: string | undefined) => Sql<AuthResult>
@@ -89,7 +102,7 @@ export class Accounts extends Context.Service<Accounts, {
       const cache = new Map<string, { readonly result: AuthResult; readonly expires: number }>()
 
       const accountColumns = sql`id, name, email, plan, status, rate_per_second, default_chain, created_at, activated_at`
-      const keyColumns = sql`id, account_id, environment, display, name, created_at, expires_at, revoked_at`
+      const keyColumns = sql`id, account_id, environment, display, name, created_at, expires_at, revoked_at, last_used_at`
       const accounts = decodeRows(AccountRow)
       const firstAccount = decodeFirst(AccountRow)
       const keys = decodeRows(ApiKeyRow)
@@ -100,6 +113,43 @@ export class Accounts extends Context.Service<Accounts, {
         if (account === undefined) return yield* new AccountNotFound({ accountId })
         return account
       })
+
+      // Keys' last use: noted in memory per request (at most once a minute per key), written by a fiber.
+      const noted = new Map<string, number>()
+      const pending = new Map<string, number>()
+      const noteUse = (keyId: string, now: number) => {
+        const last = noted.get(keyId)
+        if (last !== undefined && now - last < LAST_USED_EVERY_MS) return
+        if (noted.size > 100_000) noted.clear()
+        noted.set(keyId, now)
+        pending.set(keyId, now)
+      }
+      const flushLastUsed = Effect.suspend(() => {
+        if (pending.size === 0) return Effect.void
+        const uses = [...pending].map(([id, at]) => ({ id, at: new Date(at).toISOString() }))
+        pending.clear()
+        return sql`
+          UPDATE api_keys k SET last_used_at = GREATEST(COALESCE(k.last_used_at, v.at), v.at)
+          FROM jsonb_to_recordset(${JSON.stringify(uses)}::jsonb) AS v(id text, at timestamptz)
+          WHERE k.id = v.id`.pipe(
+          Effect.asVoid,
+          // Informational: a failed write is logged and the uses are forgotten (the next ones are written).
+          Effect.catch((e) => Effect.logWarning("could not record API keys' last use", { keys: uses.length, error: e.message }))
+        )
+      })
+      yield* flushLastUsed.pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH)), Effect.forkScoped)
+      yield* Effect.addFinalizer(() => flushLastUsed.pipe(Effect.timeout("2 seconds"), Effect.ignore))
+
+      const setStatus = (accountId: string, status: "ACTIVE" | "SUSPENDED") =>
+        Effect.gen(function*() {
+          const account = yield* sql`
+            UPDATE accounts SET status = ${status},
+              activated_at = ${status === "ACTIVE" ? sql`COALESCE(activated_at, ${clockDate()})` : sql`activated_at`}
+            WHERE id = ${accountId} RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount))
+          if (account === undefined) return yield* new AccountNotFound({ accountId })
+          cache.clear()
+          return account
+        })
 
       const requireActive = (accountId: string) =>
         Effect.flatMap(get(accountId), (account) =>
@@ -161,9 +211,13 @@ export class Accounts extends Context.Service<Accounts, {
             VALUES (${newId("acct")}, ${input.name}, ${input.email ?? null}, ${input.plan},
                     ${input.ratePerSecond ?? null}, ${input.defaultChain ?? "evm"}, ${clockDate()})
             RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount), Effect.map((row) => row!))),
-        activate: Effect.fn("Accounts.activate")(function*(accountId) {
+        activate: Effect.fn("Accounts.activate")((accountId) => setStatus(accountId, "ACTIVE")),
+        suspend: Effect.fn("Accounts.suspend")((accountId) => setStatus(accountId, "SUSPENDED")),
+        setPlan: Effect.fn("Accounts.setPlan")(function*(accountId, plan, ratePerSecond) {
           const account = yield* sql`
-            UPDATE accounts SET status = 'ACTIVE', activated_at = COALESCE(activated_at, ${clockDate()})
+            UPDATE accounts SET plan = ${plan},
+              -- a custom per-second limit is ENTERPRISE's only; undefined keeps the one it has
+              rate_per_second = ${plan !== "ENTERPRISE" ? sql`NULL` : ratePerSecond === undefined ? sql`rate_per_second` : sql`${ratePerSecond}`}
             WHERE id = ${accountId} RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount))
           if (account === undefined) return yield* new AccountNotFound({ accountId })
           cache.clear()
@@ -187,6 +241,11 @@ export class Accounts extends Context.Service<Accounts, {
           (accountId === undefined
             ? sql`SELECT ${keyColumns} FROM api_keys ORDER BY created_at`
             : sql`SELECT ${keyColumns} FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`).pipe(Effect.flatMap(keys))),
+        getKey: Effect.fn("Accounts.getKey")(function*(keyId) {
+          const info = yield* sql`SELECT ${keyColumns} FROM api_keys WHERE id = ${keyId}`.pipe(Effect.flatMap(firstKey))
+          if (info === undefined) return yield* new ApiKeyNotFound({ keyId })
+          return info
+        }),
         revokeKey: Effect.fn("Accounts.revokeKey")(function*(keyId) {
           const info = yield* sql`
             UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${clockDate()}) WHERE id = ${keyId}
@@ -201,9 +260,13 @@ export class Accounts extends Context.Service<Accounts, {
           const now = clock.currentTimeMillisUnsafe()
           const cacheKey = Crypto.hash("sha256", token, "base64")
           const hit = cache.get(cacheKey)
-          if (hit && hit.expires > now) return Effect.succeed(hit.result)
+          if (hit && hit.expires > now) {
+            if (hit.result._tag === "Ok") noteUse(hit.result.principal.keyId, now)
+            return Effect.succeed(hit.result)
+          }
           return Effect.tap(lookup(token), (result) =>
             Effect.sync(() => {
+              if (result._tag === "Ok") noteUse(result.principal.keyId, now)
               if (cache.size > 10_000) cache.clear()
               cache.set(cacheKey, { result, expires: now + config.authCacheMillis })
             }))

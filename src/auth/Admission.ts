@@ -62,6 +62,15 @@ export const bearerToken = (header: string | undefined): string | undefined => {
   return match ? match[1] : "\u0000invalid"
 }
 
+/** The client's address: the connection's, or the first of X-Forwarded-For behind a proxy you control (TRUST_PROXY). */
+export const clientAddressOf = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean): string => {
+  if (trustProxy) {
+    const forwarded = request.headers["x-forwarded-for"]
+    if (forwarded) return forwarded.split(",")[0].trim()
+  }
+  return Option.getOrElse(request.remoteAddress, () => "unknown")
+}
+
 /** `f` of the effect's value: at once when it is already a success (an Exit), else after it runs. */
 export const andThen = <A, E, R, B, E2, R2>(effect: Effect.Effect<A, E, R>, f: (a: A) => Effect.Effect<B, E2, R2>): Effect.Effect<B, E | E2, R | R2> =>
   Exit.isExit(effect) && Exit.isSuccess(effect) ? f((effect as Exit.Success<A, E>).value) : Effect.flatMap(effect, f)
@@ -86,13 +95,7 @@ export class Admission extends Context.Service<Admission, {
       const config = yield* AppConfig
       const clock = yield* Clock.Clock
 
-      const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => {
-        if (config.trustProxy) {
-          const forwarded = request.headers["x-forwarded-for"]
-          if (forwarded) return forwarded.split(",")[0].trim()
-        }
-        return Option.getOrElse(request.remoteAddress, () => "unknown")
-      }
+      const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => clientAddressOf(request, config.trustProxy)
 
       const rateHeaders = (s: LimitState): Headers => ({
         "x-ratelimit-limit": String(s.limit),

@@ -6,8 +6,8 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { AddressLimit, ApiKeyAuth, CurrentPrincipal, type Principal } from "../api/auth.ts"
-import { Admission, type Headers } from "./Admission.ts"
+import { AddressLimit, ApiKeyAuth, CurrentCaller, CurrentPrincipal, KeyOrAddress, type Principal } from "../api/auth.ts"
+import { Admission, bearerToken, type Headers } from "./Admission.ts"
 
 /** Puts `headers` (and the principal's quota headers, as usage stands when the response leaves) on the response. */
 const respondWith = (admission: typeof Admission.Service, headers: Headers, principal: Principal | undefined) =>
@@ -43,4 +43,22 @@ export const AddressLimitLayer = Layer.effect(
           onFailure: (refused) => Effect.andThen(respondWith(admission, refused.headers, undefined), Effect.fail(refused.error)),
           onSuccess: (admitted) => Effect.andThen(respondWith(admission, admitted.headers, undefined), httpEffect)
         }))))
+)
+
+/** A key when one is sent (as ApiKeyAuth), else anonymous and counted by address (as AddressLimit). */
+export const KeyOrAddressLayer = Layer.effect(
+  KeyOrAddress,
+  Effect.map(Admission, (admission) =>
+    KeyOrAddress.of({
+      bearer: (httpEffect) =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          Effect.matchEffect(bearerToken(request.headers["authorization"]) === undefined ? admission.byAddress(request) : admission.byKey(request), {
+            onFailure: (refused) => Effect.andThen(respondWith(admission, refused.headers, refused.principal), Effect.fail(refused.error)),
+            onSuccess: (admitted) =>
+              Effect.andThen(
+                respondWith(admission, admitted.headers, admitted.principal),
+                Effect.provideService(httpEffect, CurrentCaller, { principal: admitted.principal })
+              )
+          }))
+    }))
 )

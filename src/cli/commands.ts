@@ -8,6 +8,10 @@ import { Console, Effect, Layer, Option, Runtime } from "effect"
 import { HttpServer } from "effect/http"
 import { Argument, Command, Flag } from "effect/cli"
 import { Accounts } from "../auth/Accounts.ts"
+import { ConsoleAuth } from "../console/ConsoleAuth.ts"
+import { ConsoleCoreLayer } from "../console/layer.ts"
+import { linkPath } from "../console/Links.ts"
+import { ConsoleUsers } from "../console/Users.ts"
 import { PlanNames } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseLive } from "../app/database.ts"
@@ -19,7 +23,7 @@ import { armShutdownWatchdog } from "./shutdownWatchdog.ts"
 import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../app/layers.ts"
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
-import { embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
+import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
 
 /** The API's URL once the server listens. */
 const listeningUrl = Effect.gen(function*() {
@@ -47,7 +51,8 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
     dataDir: Path.resolve(config.dataDir),
     database: Option.isSome(config.databaseUrl) ? undefined : embeddedDatabaseUrl(config.dataDir),
     chain,
-    fabric: { ...peer, profile: devFabricProfilePath(config.dataDir) }
+    fabric: { ...peer, profile: devFabricProfilePath(config.dataDir) },
+    signInLink: yield* devOperatorLink(baseUrl)
   })
 }))
 
@@ -119,6 +124,23 @@ const accountsActivate = Command.make("activate", { accountId: Argument.String("
     yield* print(o.json, account, `${account.id} is ACTIVE`)
   })))
 
+const accountsSuspend = Command.make("suspend", { accountId: Argument.String("account-id"), json }, (o) =>
+  withCore(Effect.gen(function*() {
+    const account = yield* (yield* Accounts).suspend(o.accountId)
+    yield* print(o.json, account, `${account.id} is SUSPENDED (its keys no longer authenticate)`)
+  }))).pipe(Command.withDescription("Suspend an account: its API keys stop working, its data stays"))
+
+const accountsPlan = Command.make("plan", {
+  accountId: Argument.String("account-id"),
+  plan: Argument.Literals("plan", PlanNames),
+  ratePerSecond: Flag.Int("rate-per-second").pipe(Flag.optional, Flag.withDescription("ENTERPRISE only")),
+  json
+}, (o) =>
+  withCore(Effect.gen(function*() {
+    const account = yield* (yield* Accounts).setPlan(o.accountId, o.plan, Option.getOrUndefined(o.ratePerSecond))
+    yield* print(o.json, account, `${account.id} is on ${account.plan}`)
+  }))).pipe(Command.withDescription("Change an account's plan"))
+
 const accountsList = Command.make("list", { json }, (o) =>
   withCore(Effect.gen(function*() {
     const list = yield* (yield* Accounts).list
@@ -162,11 +184,69 @@ const keysRevoke = Command.make("revoke", { keyId: Argument.String("key-id"), js
 
 const accounts = Command.make("accounts").pipe(
   Command.withDescription("Manage accounts"),
-  Command.withSubcommands([accountsCreate, accountsActivate, accountsList])
+  Command.withSubcommands([accountsCreate, accountsActivate, accountsSuspend, accountsPlan, accountsList])
 )
 const keys = Command.make("keys").pipe(
   Command.withDescription("Manage API keys"),
   Command.withSubcommands([keysCreate, keysList, keysRevoke])
+)
+
+/** Console users (SPEC 9): one-time links printed for the operator to hand over. */
+const withConsole = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Accounts | ConsoleAuth | ConsoleUsers | AppConfig>) =>
+  effect.pipe(
+    Effect.catch((error) =>
+      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+    Effect.provide(withConfig(ConsoleCoreLayer.pipe(Layer.provideMerge(CoreLayer))))
+  )
+
+/** Links point at PUBLIC_URL (set it to the address people use), else at http://HOST:PORT. */
+const linkUrl = (kind: "invitation" | "sign-in", token: string) =>
+  Effect.map(AppConfig, (config) => `${Option.getOrElse(config.baseUrl, () => `http://${config.host}:${config.port}`).replace(/\/+$/, "")}${linkPath(kind, token)}`)
+
+const printLink = (asJson: boolean, kind: "invitation" | "sign-in", link: { readonly token: string; readonly expiresAt: Date }, what: string) =>
+  Effect.flatMap(linkUrl(kind, link.token), (url) =>
+    print(asJson, { url, expiresAt: link.expiresAt.toISOString() }, `${url}\n(${what}; one-time, valid until ${link.expiresAt.toISOString()}: hand it over privately)`))
+
+const usersInvite = Command.make("invite", {
+  accountId: Argument.String("account-id"),
+  email: Flag.String("email"),
+  role: Flag.Literals("role", ["admin", "viewer"]).pipe(Flag.withDefault("viewer" as const)),
+  json
+}, (o) =>
+  withConsole(Effect.gen(function*() {
+    const link = yield* (yield* ConsoleAuth).createLink({ kind: "invitation", email: o.email, target: { operator: false, accountId: o.accountId, role: o.role } })
+    yield* printLink(o.json, "invitation", link, `invitation of ${o.email} as ${o.role} of ${o.accountId}`)
+  }))).pipe(Command.withDescription("Invite a member of an account to the console (prints a one-time link)"))
+
+const usersInviteOperator = Command.make("invite-operator", { email: Flag.String("email"), json }, (o) =>
+  withConsole(Effect.gen(function*() {
+    const link = yield* (yield* ConsoleAuth).createLink({ kind: "invitation", email: o.email, target: { operator: true } })
+    yield* printLink(o.json, "invitation", link, `invitation of ${o.email} as an operator`)
+  }))).pipe(Command.withDescription("Invite an operator (every account) to the console (prints a one-time link)"))
+
+const usersSignInLink = Command.make("sign-in-link", { email: Argument.String("email"), json }, (o) =>
+  withConsole(Effect.gen(function*() {
+    const user = yield* (yield* ConsoleUsers).byEmail(o.email)
+    if (user === undefined) return yield* Effect.fail({ message: `no console user ${o.email}` })
+    const link = yield* (yield* ConsoleAuth).createLink({
+      kind: "sign-in",
+      email: o.email,
+      target: user.operator ? { operator: true } : { operator: false, accountId: user.accountId!, role: user.role! }
+    })
+    yield* printLink(o.json, "sign-in", link, `sign-in link of ${o.email}`)
+  }))).pipe(Command.withDescription("A one-time sign-in link for a console user (e.g. who forgot their password, or the dev operator)"))
+
+const usersList = Command.make("list", { accountId: Argument.String("account-id").pipe(Argument.optional), json }, (o) =>
+  withConsole(Effect.gen(function*() {
+    const users = yield* ConsoleUsers
+    const list = Option.isSome(o.accountId) ? yield* users.members(o.accountId.value) : [...yield* users.operators]
+    const view = list.map(({ passwordHash: _, ...u }) => u)
+    yield* print(o.json, view, view.map((u) => `${u.id}  ${u.email}  ${u.operator ? "operator" : `${u.role} of ${u.accountId}`}`).join("\n") || "(no users)")
+  }))).pipe(Command.withDescription("List an account's members, or the operators"))
+
+const users = Command.make("users").pipe(
+  Command.withDescription("Manage console users (operators and account members)"),
+  Command.withSubcommands([usersInvite, usersInviteOperator, usersSignInLink, usersList])
 )
 
 const fabricDevpeer = Command.make("fabric-devpeer", {
@@ -198,7 +278,7 @@ const fabricDevpeer = Command.make("fabric-devpeer", {
 
 export const cli = Command.make("anchord").pipe(
   Command.withDescription("anchord: a self-hostable record anchoring node"),
-  Command.withSubcommands([start, dev, migrate, accounts, keys, fabricDevpeer, verifyCommand])
+  Command.withSubcommands([start, dev, migrate, accounts, keys, users, fabricDevpeer, verifyCommand])
 )
 
 cli.pipe(

@@ -10,6 +10,9 @@ import { Accounts } from "../auth/Accounts.ts"
 import { apiKeyDigest, generateApiKey } from "../auth/apiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { SqlClient } from "effect/sql"
+import { ConsoleAuth } from "../console/ConsoleAuth.ts"
+import { linkPath } from "../console/Links.ts"
+import { ConsoleUsers } from "../console/Users.ts"
 import type { DevChain } from "./evmChain.ts"
 
 type DevChainInfo = DevChain["Service"]
@@ -43,6 +46,23 @@ export const ensureDevAccount = Effect.gen(function*() {
   return { accountId: accountId!, apiKey: apiKey! }
 })
 
+/** The dev operator of `npm start`: signs in by one-time links only (it has no password). */
+export const DEV_OPERATOR_EMAIL = "dev@anchord.local"
+
+/**
+ * The dev operator (created once) and a new one-time sign-in link for them, printed in the banner at
+ * every start (a link works once, for CONSOLE_SIGN_IN_LINK_MINUTES; `anchord users sign-in-link
+ * dev@anchord.local` makes another).
+ */
+export const devOperatorLink = (baseUrl: string) =>
+  Effect.gen(function*() {
+    const users = yield* ConsoleUsers
+    const auth = yield* ConsoleAuth
+    yield* users.ensureOperator(DEV_OPERATOR_EMAIL)
+    const link = yield* auth.createLink({ kind: "sign-in", email: DEV_OPERATOR_EMAIL, target: { operator: true } })
+    return { url: `${baseUrl}${linkPath("sign-in", link.token)}`, expiresAt: link.expiresAt }
+  }).pipe(Effect.orDie)
+
 /** The embedded PostgreSQL's URL (its port is kept in `<dataDir>/pg.port`; a dev-only password). */
 export const embeddedDatabaseUrl = (dataDir: string): string | undefined => {
   try {
@@ -65,12 +85,17 @@ export const printBanner = (info: {
   readonly fabric: {
     readonly address: string; readonly channel: string; readonly chaincode: string; readonly mspId: string; readonly profile: string
   }
+  readonly signInLink: { readonly url: string; readonly expiresAt: Date }
 }) =>
   Console.log([
     "",
     "anchord dev node",
     "================",
     `API:       ${info.baseUrl}/v1`,
+    `Console:   ${info.baseUrl}/console`,
+    `Sign in:   ${info.signInLink.url}`,
+    `           (one-time link for the dev operator ${DEV_OPERATOR_EMAIL}, valid until ${info.signInLink.expiresAt.toISOString()})`,
+    `Verify:    ${info.baseUrl}/verify  (public verify page)`,
     `OpenAPI:   ${info.baseUrl}/v1/openapi.json`,
     `Data dir:  ${info.dataDir}`,
     `Database:  ${info.database ?? "DATABASE_URL"}${info.database ? "  (embedded PostgreSQL)" : ""}`,

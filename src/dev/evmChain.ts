@@ -386,6 +386,8 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
       networks: [fromJson({
         networkId: DEV_NETWORK_ID,
         rpcUrl: chain.rpcUrl,
+        // Anvil answers CORS for any origin: the verify page checks anchors from the browser against it.
+        publicRpcUrl: chain.rpcUrl,
         chainId: DEV_CHAIN_ID,
         contractAddress,
         environment: "test",

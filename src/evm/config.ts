@@ -18,7 +18,15 @@ import {
 } from "../anchoring/networkConfig.ts"
 
 export interface EvmNetworkConfig extends CommonNetworkConfig {
+  /** The signer's endpoint: may carry a provider key, so it is never shown to anyone. */
   readonly rpcUrl: string
+  /**
+   * A JSON-RPC endpoint anyone may use (no key in it), listed by `/verify/config.json` for the public
+   * verify page, which checks EVM anchors from the visitor's browser; undefined: not listed.
+   */
+  readonly publicRpcUrl: string | undefined
+  /** Block explorer base URL (`<explorerUrl>/tx/<txHash>`), for the console and the verify page. */
+  readonly explorerUrl: string | undefined
   readonly chainId: number
   readonly contractAddress: Hex
   readonly privateKey: Redacted.Redacted<Hex>
@@ -42,10 +50,13 @@ export interface EvmNetworkConfig extends CommonNetworkConfig {
 
 const HexAddress = Schema.String.check(Schema.isPattern(/^0x[0-9a-fA-F]{40}$/))
 const HexKey = Schema.String.check(Schema.isPattern(/^0x[0-9a-fA-F]{64}$/))
+const HttpUrl = Schema.String.check(Schema.isPattern(/^https?:\/\/[^\s]+$/))
 
 export const EvmNetworkJson = Schema.Struct({
   ...commonNetworkFields,
   rpcUrl: Schema.String,
+  publicRpcUrl: Schema.optionalKey(HttpUrl),
+  explorerUrl: Schema.optionalKey(HttpUrl),
   chainId: PositiveInt,
   contractAddress: HexAddress,
   privateKey: Schema.optionalKey(HexKey),
@@ -66,6 +77,8 @@ const keyEnvName = (networkId: string) => perNetworkVariable("EVM_PRIVATE_KEY", 
 export const fromJson = (n: EvmNetworkJson, privateKey: Redacted.Redacted<Hex>): EvmNetworkConfig => ({
   ...commonDefaults(n),
   rpcUrl: n.rpcUrl,
+  publicRpcUrl: n.publicRpcUrl,
+  explorerUrl: n.explorerUrl?.replace(/\/+$/, ""),
   chainId: n.chainId,
   contractAddress: n.contractAddress as Hex,
   privateKey,

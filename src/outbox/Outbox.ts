@@ -36,5 +36,21 @@ export const append = (
     () => events.length
   )
 
+/** Appends one event (in the caller's transaction) and answers its row's key and event id. */
+export const appendOne = (
+  sql: SqlClient.SqlClient,
+  accountId: string,
+  event: OutboxEvent
+): Effect.Effect<{ readonly seq: string; readonly eventId: string }, SqlError.SqlError> => {
+  const row = toRow(accountId, event)
+  return Effect.map(
+    sql<{ seq: string }>`
+      INSERT INTO events (event_id, account_id, record_id, kind, payload)
+      VALUES (${row.event_id}, ${row.account_id}, ${row.record_id}, ${row.kind}, ${JSON.stringify(row.payload)}::jsonb)
+      RETURNING id::text AS seq`,
+    (rows) => ({ seq: rows[0]!.seq, eventId: row.event_id })
+  )
+}
+
 /** An event as stored (kind column + payload), decoded; throws on a row no producer could have written. */
 export const decode = (kind: string, payload: Record<string, unknown>): OutboxEvent => decodeEvent({ ...payload, kind })

@@ -7,7 +7,7 @@
  * Stored as `kind` (column) + payload (jsonb, the event without `kind`).
  */
 import { Schema, SchemaTransformation } from "effect"
-import { Anchor, AnchorChainType, ChainType, RecordStatus } from "../api/recordSchemas.ts"
+import { Anchor, AnchorChainType, ChainType, Environment, RecordStatus } from "../api/recordSchemas.ts"
 import { EventKind } from "../api/webhookSchemas.ts"
 
 export { EventKind }
@@ -125,5 +125,19 @@ export const RecordDeleted = Schema.Struct({
 })
 export type RecordDeleted = typeof RecordDeleted.Type
 
-export const OutboxEvent = Schema.Union([AnchorConfirmed, AnchorFailed, RecordUpdated, RecordDeleted])
+/**
+ * A test event (the console's "send test event"): delivered to the account's webhook URL whatever its
+ * subscriptions and `enabled`, signed and retried like any event. It belongs to no record: `recordId`
+ * and `hash` are "" (the columns are NOT NULL), and receivers get nulls there.
+ */
+export const WebhookTest = Schema.Struct({
+  kind: Schema.Literal("webhook.test"),
+  recordId: Schema.Literal(""),
+  hash: Schema.Literal(""),
+  /** The environment whose delivery log shows it. */
+  environment: Environment
+})
+export type WebhookTest = typeof WebhookTest.Type
+
+export const OutboxEvent = Schema.Union([AnchorConfirmed, AnchorFailed, RecordUpdated, RecordDeleted, WebhookTest])
 export type OutboxEvent = typeof OutboxEvent.Type

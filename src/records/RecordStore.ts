@@ -38,6 +38,10 @@ export class RecordStore extends Context.Service<RecordStore, {
     readonly status?: string | undefined
     readonly collection?: string | undefined
     readonly includeDeleted: boolean
+    /** The console's filters: the record's chain type, created at or after / before. */
+    readonly chainType?: string | undefined
+    readonly createdFrom?: Date | undefined
+    readonly createdBefore?: Date | undefined
   }) => Sql<ReadonlyArray<RecordRow>>
   readonly byHash: (owner: Owner, hash: string) => Sql<ReadonlyArray<RecordRow>>
   readonly update: (owner: Owner, id: string, changes: {
@@ -96,6 +100,9 @@ export class RecordStore extends Context.Service<RecordStore, {
                 : options.status !== undefined
                 ? sql`AND status = ${options.status}`
                 : sql``}
+              ${options.chainType !== undefined ? sql`AND chain_type = ${options.chainType}` : sql``}
+              ${options.createdFrom !== undefined ? sql`AND created_at >= ${options.createdFrom}` : sql``}
+              ${options.createdBefore !== undefined ? sql`AND created_at < ${options.createdBefore}` : sql``}
             ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
         byHash: Effect.fn("RecordStore.byHash")((owner, hash) =>
           sql`

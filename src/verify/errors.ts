@@ -10,3 +10,25 @@ export class InvalidVerifyRequest extends Schema.TaggedError<InvalidVerifyReques
     return this.reason
   }
 }
+
+/** An anonymous POST /v1/verify without a bundle: looking up records by hash needs the account's key. */
+export class KeyRequired extends Schema.TaggedError<KeyRequired>()("KeyRequired", {}) {
+  get errorCode() {
+    return "MISSING_API_KEY" as const
+  }
+  override get message() {
+    return "Missing API key: without one, send the proof bundle to check (records are looked up by hash for their owner only)"
+  }
+}
+
+/** Too many anonymous verifications from one client address. */
+export class AnonymousVerifyLimited extends Schema.TaggedError<AnonymousVerifyLimited>()("AnonymousVerifyLimited", {
+  retryAfterSeconds: Schema.Number
+}) {
+  get errorCode() {
+    return "RATE_LIMIT_EXCEEDED" as const
+  }
+  override get message() {
+    return "Rate limit exceeded: anonymous verifications are limited per client address"
+  }
+}

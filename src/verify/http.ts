@@ -1,11 +1,22 @@
 /**
  * `POST /v1/verify`: the same checks as `anchord verify`, made by this node over its configured
  * networks' RPC endpoints, for clients who trust the node. The answer says what was checked where.
+ *
+ * Anonymous requests (no API key: the public verify page, SPEC 9) must carry a bundle, and only its
+ * Fabric anchors are checked: a browser cannot ask a Fabric peer, but it checks EVM anchors itself, and
+ * the node's EVM endpoints (perhaps paid, keyed) are not lent to anyone who asks. They are limited to
+ * ANON_VERIFY_PER_SECOND per client address (each one costs a gateway query per anchor), on top of the
+ * anonymous limit of every public request.
  */
 import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { CurrentPrincipal } from "../api/auth.ts"
+import { CurrentCaller } from "../api/auth.ts"
+import { HttpServerRequest } from "effect/http"
+import { AppConfig } from "../config.ts"
+import { clientAddressOf } from "../auth/Admission.ts"
+import { RateLimits } from "../auth/RateLimits.ts"
+import { AnonymousVerifyLimited, InvalidVerifyRequest, KeyRequired } from "./errors.ts"
 import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
 import { EvmNetworks } from "../evm/config.ts"
 import { FabricNetworks } from "../fabric/config.ts"
@@ -18,8 +29,10 @@ import { rpcClient, type RpcClient } from "./evm.ts"
 import type { FabricOptions } from "./fabric.ts"
 import { InputError, readInput, type VerifyInput } from "./input.ts"
 import type { Check, Outcome, Report } from "./report.ts"
-import { InvalidVerifyRequest } from "./errors.ts"
 import { verifyInput } from "./verify.ts"
+
+/** Anonymous verifications per client address per second. */
+export const ANON_VERIFY_PER_SECOND = 2
 
 export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
   Effect.gen(function*() {
@@ -40,10 +53,19 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
       }
     }
 
+    const limits = yield* RateLimits
+    const config = yield* AppConfig
+
     return handlers.handle("verify", ({ payload: body }) =>
       Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
+        const { principal } = yield* CurrentCaller
         if (body.data === undefined && body.hash === undefined) return yield* new InvalidVerifyRequest({ reason: "data or hash is required" })
+        if (principal === undefined) {
+          if (body.bundle === undefined) return yield* new KeyRequired()
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const state = yield* limits.hit(`verify:${clientAddressOf(request, config.trustProxy)}`, ANON_VERIFY_PER_SECOND)
+          if (!state.allowed) return yield* new AnonymousVerifyLimited({ retryAfterSeconds: state.retryAfter })
+        }
         const given = body.hash?.toLowerCase()
         const data = body.data !== undefined ? { value: body.data } : undefined
 
@@ -60,14 +82,23 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
             extra = [{ id: "hash", status: "fail", message: `the bundle is for hash ${input.bundle.hash}, not the given ${given}` }]
           }
           // The client's data (or hash) is what is being verified, not whatever the bundle embeds.
-          inputs = [{ ...input, bundle: given !== undefined && data === undefined ? { ...input.bundle, hash: given } : input.bundle, hasData: false }]
+          let bundle = given !== undefined && data === undefined ? { ...input.bundle, hash: given } : input.bundle
+          if (principal === undefined) {
+            bundle = { ...bundle, anchors: bundle.anchors.filter((a) => a.chainType === "fabric") }
+            if (bundle.anchors.length === 0) {
+              return yield* new InvalidVerifyRequest({
+                reason: "bundle: without an API key only Fabric anchors are checked here, and this bundle has none (check EVM anchors against the chain: the public verify page does, from your browser)"
+              })
+            }
+          }
+          inputs = [{ ...input, bundle, hasData: false }]
         } else {
           const hash = given ?? recordHash(data!.value)
-          const rows = (yield* store.byHash(principal, hash)).filter((r) => r.status === "ANCHORED")
+          const rows = (yield* store.byHash(principal!, hash)).filter((r) => r.status === "ANCHORED")
           const facts = yield* loadAnchors(sql, rows.map((r) => r.id))
           inputs = rows.map((row) => ({ kind: "bundle" as const, bundle: proofBundle(row, facts.get(row.id) ?? []), hasData: false }))
           if (inputs.length === 0) {
-            extra = [{ id: "records", status: "fail", message: `no anchored record of this account (${principal.environment}) has hash ${hash}` }]
+            extra = [{ id: "records", status: "fail", message: `no anchored record of this account (${principal!.environment}) has hash ${hash}` }]
           }
         }
 

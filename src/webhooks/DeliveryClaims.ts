@@ -20,7 +20,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import type { RenderInput, StableHeaders } from "./payload.ts"
 import { inOverlap, ROTATION_OVERLAP_SQL } from "./rotation.ts"
-import type { DeliveryState, EventKind, PayloadFormat } from "./rows.ts"
+import type { DeliveryEventKind, DeliveryState, PayloadFormat } from "./rows.ts"
 
 /** LISTEN/NOTIFY channel of the dispatchers (the deliveries trigger of migrations 0003/0007 notifies it too). */
 export const WEBHOOK_CHANNEL = "anchord_webhooks"
@@ -82,7 +82,7 @@ const parseJson = (text: string | null): Record<string, unknown> | null => text 
 interface RenderRow {
   readonly seq: string
   readonly eventId: string
-  readonly kind: EventKind
+  readonly kind: DeliveryEventKind
   readonly payloadText: string
   readonly eventCreatedAt: Date
   readonly format: PayloadFormat

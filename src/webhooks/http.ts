@@ -5,48 +5,12 @@ import { CurrentPrincipal } from "../api/auth.ts"
 import { Api } from "../api/Api.ts"
 import { atEdge } from "../db/errors.ts"
 import { cursorCodec, pageOf } from "../http/pagination.ts"
-import { DeliveryNotFound, InvalidDeliveryQuery, InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
-import { checkWebhookUrl, WebhookResolver } from "./urlPolicy.ts"
+import { DeliveryNotFound, InvalidDeliveryQuery } from "./errors.ts"
+import { WebhookResolver } from "./urlPolicy.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
-import type { AttemptRow, DeliveryRow, WebhookSettingsRow } from "./rows.ts"
-
-const settingsView = (row: WebhookSettingsRow) => ({
-  url: row.url,
-  events: [...row.events] as Array<"anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted">,
-  payloadFormat: row.payloadFormat,
-  enabled: row.enabled,
-  secret: row.secret,
-  rotation: row.rotationStartedAt !== null && row.previousSecretExpiresAt !== null
-    ? { startedAt: row.rotationStartedAt.toISOString(), previousSecretExpiresAt: row.previousSecretExpiresAt.toISOString() }
-    : null
-})
-
-const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>) => ({
-  id: row.id,
-  eventId: row.eventId,
-  event: row.kind,
-  recordId: row.recordId,
-  target: row.target,
-  url: row.url,
-  status: row.state,
-  round: row.round,
-  nextAttempt: row.state === "PENDING" ? row.attempts : null,
-  nextAttemptAt: row.state === "PENDING" ? row.nextAttemptAt?.toISOString() ?? null : null,
-  lastStatusCode: row.lastStatusCode,
-  lastError: row.lastError,
-  createdAt: row.createdAt.toISOString(),
-  deliveredAt: row.deliveredAt?.toISOString() ?? null,
-  attempts: attempts.filter((a) => a.deliverySeq === row.seq).map((a) => ({
-    attempt: a.attempt,
-    round: a.round,
-    startedAt: a.startedAt.toISOString(),
-    statusCode: a.statusCode,
-    latencyMs: a.latencyMs,
-    error: a.error,
-    retryInMs: a.retryInMs
-  }))
-})
+import type { DeliveryRow } from "./rows.ts"
+import { deliveryView, settingsView, updateSettings } from "./views.ts"
 
 const cursors = cursorCodec("d:", /^\d{1,19}$/)
 
@@ -68,23 +32,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("putSettings", ({ payload: patch }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          if (typeof patch.url === "string") {
-            const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, principal.environment, { field: "url", resolve }))
-            if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason })
-          }
-          const current = yield* settingsStore.get(principal.accountId)
-          const url = patch.url === undefined ? current.url : patch.url
-          const enabled = patch.enabled ?? current.enabled
-          if (enabled && url === null) {
-            return yield* new InvalidWebhookSettings({ reason: "url: required while the webhook is enabled" })
-          }
-          const updated = yield* settingsStore.update(principal.accountId, {
-            url: patch.url,
-            events: patch.events === undefined ? undefined : [...new Set(patch.events)],
-            payloadFormat: patch.payloadFormat,
-            // Clearing the url disables the webhook.
-            enabled: patch.url === null && patch.enabled === undefined ? false : patch.enabled
-          })
+          const updated = yield* updateSettings(settingsStore, resolve, principal.accountId, principal.environment, patch)
           return { success: true as const, data: settingsView(updated) }
         }).pipe(atEdge))
       .handle("rotateSecret", () =>

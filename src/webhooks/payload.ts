@@ -12,16 +12,22 @@
  */
 import * as Crypto from "node:crypto"
 import type { PayloadFormat } from "../api/webhookSchemas.ts"
-import type { AnchorConfirmed, EventKind, OutboxEvent } from "../outbox/events.ts"
+import type { AnchorConfirmed, OutboxEvent } from "../outbox/events.ts"
 import { decode } from "../outbox/Outbox.ts"
 
-/** `X-Service-Event` per kind (SPEC 5.1). */
+type EventKind = OutboxEvent["kind"]
+
+/** `X-Service-Event` per kind (SPEC 5.1; `TEST` for the console's test event). */
 export const SERVICE_EVENT: Record<EventKind, string> = {
   "anchor.confirmed": "ANCHORED",
   "anchor.failed": "FAILED",
   "record.updated": "UPDATED",
-  "record.deleted": "DELETED"
+  "record.deleted": "DELETED",
+  "webhook.test": "TEST"
 }
+
+/** What a test event's receiver reads in `data.message`. */
+export const TEST_EVENT_MESSAGE = "A test event sent from the anchord console: this endpoint received it."
 
 export const sign = (secret: string, body: string): string =>
   `sha256=${Crypto.createHmac("sha256", secret).update(body, "utf8").digest("hex")}`
@@ -148,6 +154,9 @@ const envelopeMembers = (event: OutboxEvent, prior: AnchorConfirmed | null) => {
   // (record.updated / record.deleted of an anchored record), none for anchor.failed.
   const anchored = event.kind === "anchor.confirmed" ? event : event.kind === "anchor.failed" ? null : prior
   const primary = anchored === null ? undefined : anchorsOf(anchored).primary
+  if (event.kind === "webhook.test") {
+    return { recordId: null, hash: null, txHash: null, blockNumber: null, status: "TEST", environment: event.environment, message: TEST_EVENT_MESSAGE }
+  }
   const common = {
     recordId: event.recordId,
     hash: event.hash,

@@ -6,10 +6,11 @@
  */
 import { Effect, Schema } from "effect"
 import { RecordView } from "../api/recordSchemas.ts"
-import { DeliveryState, DeliveryView, EventKind, PayloadFormat } from "../api/webhookSchemas.ts"
+import { DeliveryEventKind, DeliveryState, DeliveryView, EventKind, PayloadFormat } from "../api/webhookSchemas.ts"
 
 /** `events` and `webhook_settings.events`, `payload_format`, delivery states and targets: the wire's literals. */
-export { DeliveryState, EventKind, PayloadFormat }
+export { DeliveryEventKind, DeliveryState, EventKind, PayloadFormat }
+export type DeliveryEventKind = typeof DeliveryEventKind.Type
 export type DeliveryState = typeof DeliveryState.Type
 export type PayloadFormat = typeof PayloadFormat.Type
 export type EventKind = typeof EventKind.Type
@@ -41,7 +42,7 @@ export const DeliveryRow = Schema.Struct({
   seq: Schema.String,
   id: Schema.String,
   eventId: Schema.String,
-  kind: EventKind,
+  kind: DeliveryEventKind,
   recordId: Schema.String,
   environment: Environment,
   target: DeliveryTarget,

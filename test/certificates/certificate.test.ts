@@ -2,14 +2,18 @@
 // PDF.js, its page rendered to pixels and the QR code decoded by jsQR, to exactly the verify link,
 // whose bundle is the input bundle. The QR capacity is measured for large bundles, and a bundle
 // too large is refused, not truncated. (Opening a certificate's link in the verify page against a
-// real chain: test/web/verify-page.test.ts.)
+// real chain: test/web/verify-page.test.ts.) The endpoints, GET /v1/records/{id}/certificate and
+// GET /v1/certificate/{hash}, on a node anchoring on Anvil: the PDF served is read back the same way.
 //   npx vitest run test/certificates/certificate.test.ts
 import { createHash } from "node:crypto"
 import { Effect } from "effect"
-import { describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { bundleLink, decodeBundleFragment } from "../../src/certificates/bundleUrl.ts"
 import { certificateId, certificatePdf, certificateQr, CertificateError, renderCertificate, type CertificateBundle } from "../../src/certificates/certificate.ts"
+import { startAnvil, type Anvil } from "../evm/anvil.ts"
+import { call } from "../support/node.ts"
 import { pageCount, pdfText, qrOfPdf } from "../support/pdf.ts"
+import { startVerifyEnv, type VerifyEnv } from "../verify/support.ts"
 
 const VERIFY_URL = "https://anchord.example.com/verify"
 
@@ -125,4 +129,58 @@ describe("certificates", () => {
     const pdf = await Effect.runPromise(certificatePdf(bundle, { verifyUrl: VERIFY_URL }))
     expect(pdf.length).toBeGreaterThan(1000)
   })
+})
+
+describe("the certificate endpoints", () => {
+  let anvil: Anvil
+  let env: VerifyEnv
+  beforeAll(async () => {
+    anvil = await startAnvil()
+    env = await startVerifyEnv({ rpcUrl: anvil.rpcUrl, privateKey: await anvil.fundedKey() }, "certificates")
+  }, 120_000)
+  afterAll(async () => {
+    await env?.node.stop()
+    await anvil?.stop()
+  })
+
+  it("GET /v1/records/{id}/certificate: a PDF of the anchored record whose QR code opens the node's verify page with its bundle", async () => {
+    const [record] = await env.anchor([{ data: { invoice: "C-1", total: "99.00" } }])
+    const r = await fetch(`${env.node.baseUrl}/v1/records/${record!.recordId}/certificate`, { headers: { authorization: `Bearer ${env.key}` } })
+    expect(r.status).toBe(200)
+    expect(r.headers.get("content-type")).toBe("application/pdf")
+    expect(r.headers.get("cache-control")).toBe("no-store")
+    const id = certificateId(record!.bundle)
+    expect(id).toMatch(new RegExp(`^CERT-\\d{10}-${record!.bundle.hash.slice(0, 8)}$`))
+    expect(r.headers.get("content-disposition")).toBe(`inline; filename="${id}.pdf"`)
+    const pdf = new Uint8Array(await r.arrayBuffer())
+    const text = (await pdfText(pdf)).join("\n")
+    for (const fact of [id, record!.bundle.hash, record!.bundle.anchors[0].txHash, record!.bundle.anchors[0].merkleRoot]) expect(text).toContain(fact)
+    // The QR code: the node's own verify page (PUBLIC_URL unset: as this request reached the node), the bundle in the fragment.
+    const found = await qrOfPdf(pdf)
+    expect(found?.text).toBe(await bundleLink(`${env.node.baseUrl}/verify`, record!.bundle))
+    expect(JSON.parse((await decodeBundleFragment(new URL(found!.text).hash))!)).toEqual(record!.bundle)
+
+    // The seed's lookup by hash gives the same document.
+    const byHash = await fetch(`${env.node.baseUrl}/v1/certificate/${record!.bundle.hash}`, { headers: { authorization: `Bearer ${env.key}` } })
+    expect(Buffer.from(await byHash.arrayBuffer()).equals(Buffer.from(pdf))).toBe(true)
+  }, 60_000)
+
+  it("409 NOT_ANCHORED before anchoring, 404 for an unknown hash, 401 without a key; declared in the OpenAPI document as a PDF", async () => {
+    // A Fabric record stays QUEUED on this node (no Fabric network).
+    const queued = await call(env.node.baseUrl, "POST", "/v1/anchor", { key: env.key, body: { data: { waiting: true }, chain: "fabric" } })
+    const r = await call(env.node.baseUrl, "GET", `/v1/records/${queued.json.data.recordId}/certificate`, { key: env.key })
+    expect([r.status, r.json.errorCode]).toEqual([409, "NOT_ANCHORED"])
+    const byHash = await call(env.node.baseUrl, "GET", `/v1/certificate/${queued.json.data.hash}`, { key: env.key })
+    expect([byHash.status, byHash.json.errorCode]).toEqual([409, "NOT_ANCHORED"])
+    expect((await call(env.node.baseUrl, "GET", `/v1/certificate/${"0".repeat(64)}`, { key: env.key })).status).toBe(404)
+    expect((await call(env.node.baseUrl, "GET", `/v1/certificate/${"0".repeat(64)}`)).json.errorCode).toBe("MISSING_API_KEY")
+    const openapi = (await call(env.node.baseUrl, "GET", "/v1/openapi.json")).json
+    for (const path of ["/v1/records/{recordId}/certificate", "/v1/certificate/{hash}"]) {
+      const get = openapi.paths[path].get
+      expect(Object.keys(get.responses["200"].content)).toEqual(["application/pdf"])
+      expect(get.responses["409"]).toBeDefined()
+    }
+    // The console's endpoints are not part of the public document.
+    expect(Object.keys(openapi.paths).filter((p) => p.startsWith("/console"))).toEqual([])
+  }, 60_000)
 })

@@ -57,6 +57,18 @@ describe("anchord dev", () => {
     expect(first.output()).toContain(`${base}/v1`)
     const created = await call(base, "POST", "/v1/anchor", { key: first.key, body: { data: { dev: 1 } } })
     expect(created.status).toBe(202)
+    // The console and the verify page, and a one-time sign-in link for the dev operator.
+    expect(first.output()).toContain(`Console:   ${base}/console`)
+    expect(first.output()).toContain(`Verify:    ${base}/verify`)
+    const link = new RegExp(`Sign in:\\s+${base.replace(/[.]/g, "\\.")}/console/#/link/([A-Za-z0-9_-]{43})`).exec(first.output())
+    expect(link, "a sign-in link in the banner").not.toBeNull()
+    const redeemed = await call(base, "POST", "/console/api/links/redeem", { body: { token: link![1] } })
+    expect(redeemed.status).toBe(200)
+    expect(redeemed.json.data.user).toMatchObject({ email: "dev@anchord.local", operator: true })
+    expect((await call(base, "POST", "/console/api/links/redeem", { body: { token: link![1] } })).json.errorCode).toBe("INVALID_LINK")
+    expect((await fetch(`${base}/console`)).status).toBe(200)
+    const verifyConfig: any = await (await fetch(`${base}/verify/config.json`)).json()
+    expect(verifyConfig.networks).toEqual([expect.objectContaining({ networkId: "hardhat-local", chainId: 31337 })])
     await stop(first.child, "SIGKILL")
 
     const second = await startDev(port)

@@ -83,6 +83,28 @@ describe("anchord accounts / keys", { timeout: 240_000 }, () => {
     expect(accounts.map((a: { name: string }) => a.name)).toEqual(expect.arrayContaining(["Acme Ltd", "Big Co"]))
   })
 
+  it("console users: invitations and sign-in links printed once, users listed; accounts suspended and moved to another plan", async () => {
+    const account = await json("accounts", "create", "Console Co", "--activate")
+    const invite = await json("users", "invite", account.id, "--email", "Owner@Example.com", "--role", "admin")
+    expect(invite.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/console\/#\/invite\/[A-Za-z0-9_-]{43}$/)
+    const token = invite.url.split("/").at(-1)
+    const accepted = await call(node.baseUrl, "POST", "/console/api/invitations/accept", { body: { token, password: "a long passphrase" } })
+    expect(accepted.status).toBe(200)
+    expect(accepted.json.data.user).toMatchObject({ email: "Owner@Example.com", role: "admin", accountId: account.id, accountName: "Console Co" })
+    const users = await json("users", "list", account.id)
+    expect(users.map((u: { email: string; role: string }) => [u.email, u.role])).toEqual([["Owner@Example.com", "admin"]])
+    expect(JSON.stringify(users)).not.toContain("scrypt")
+    // Inviting someone who has a user is refused; a sign-in link signs them in once.
+    const twice = await anchord("users", "invite", account.id, "--email", "owner@example.com")
+    expect([twice.status, twice.stderr.trim()]).toEqual([1, "error: owner@example.com already has a console user"])
+    const signIn = await json("users", "sign-in-link", "owner@example.com")
+    const redeemed = await call(node.baseUrl, "POST", "/console/api/links/redeem", { body: { token: signIn.url.split("/").at(-1) } })
+    expect(redeemed.json.data.user.email).toBe("Owner@Example.com")
+
+    expect((await json("accounts", "plan", account.id, "SCALE")).plan).toBe("SCALE")
+    expect((await json("accounts", "suspend", account.id)).status).toBe("SUSPENDED")
+  })
+
   it("bad input is refused with a clear message and changes nothing", async () => {
     const before = await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM accounts")
     const badPlan = await anchord("accounts", "create", "X", "--plan", "GOLD")

@@ -351,9 +351,49 @@ export interface paths {
         put?: never;
         /**
          * Verify data or a hash against the chains
-         * @description Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead.
+         * @description Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. The API key is optional: without one (the public verify page), the request must carry a bundle, only its Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address.
          */
         post: operations["verify.verify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/records/{recordId}/certificate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A record's certificate (PDF)
+         * @description The record's certificate (application/pdf); 409 NOT_ANCHORED before it is anchored, 422 CERTIFICATE_TOO_LARGE when its proof does not fit a QR code.
+         */
+        get: operations["certificates.recordCertificate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/certificate/{hash}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The certificate of a hash's newest anchored record (PDF)
+         * @description The certificate of this account's newest anchored record with this hash (the seed service's lookup); 409 NOT_ANCHORED when its records with this hash are not anchored yet.
+         */
+        get: operations["certificates.hashCertificate"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -379,20 +419,55 @@ export interface components {
             /** @enum {string} */
             errorCode: "SERVICE_UNAVAILABLE";
         };
-        /** @description Per-second rate limit or monthly quota exceeded */
+        /** @description Per-second rate limit or monthly quota exceeded, or too many failed sign-ins */
         TooManyRequests: {
             /** @enum {boolean} */
             success: false;
             error: string;
             /** @enum {string} */
-            errorCode: "RATE_LIMIT_EXCEEDED" | "QUOTA_EXCEEDED";
+            errorCode: "RATE_LIMIT_EXCEEDED" | "QUOTA_EXCEEDED" | "SIGN_IN_THROTTLED";
         };
         UnauthorizedEncoded: {
             /** @enum {boolean} */
             success: false;
             error: string;
             /** @enum {string} */
-            errorCode: "MISSING_API_KEY" | "INVALID_API_KEY" | "EXPIRED_API_KEY";
+            errorCode: "MISSING_API_KEY" | "INVALID_API_KEY" | "EXPIRED_API_KEY" | "INVALID_CREDENTIALS" | "NOT_SIGNED_IN" | "SESSION_EXPIRED";
+        };
+        UnprocessableEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "IMMUTABLE_FIELD" | "CERTIFICATE_TOO_LARGE";
+        };
+        ConflictEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "IDEMPOTENCY_CONFLICT" | "NOT_ANCHORED" | "ACCOUNT_NOT_ACTIVE" | "EMAIL_TAKEN";
+        };
+        NotFoundEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
+        };
+        BadRequestEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK";
+        };
+        GoneEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "RECORD_DELETED";
         };
         UnsupportedMediaTypeEncoded: {
             /** @enum {boolean} */
@@ -407,13 +482,6 @@ export interface components {
             error: string;
             /** @enum {string} */
             errorCode: "PAYLOAD_TOO_LARGE";
-        };
-        BadRequestEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL";
         };
         VerifyResult: {
             /** @enum {string} */
@@ -448,22 +516,15 @@ export interface components {
             status: "pass" | "fail" | "error" | "skip";
             message: string;
         };
-        NotFoundEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
-        };
         WebhookDelivery: {
             /** @description A delivery id: dlv_ and 32 lowercase hex characters as this node issues them */
             id: string;
             /** @description An event id (X-Service-Event-Id, webhook-id): evt_ and 24 lowercase hex characters as this node makes them */
             eventId: string;
             /** @enum {string} */
-            event: "anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted";
-            /** @description 24 lowercase hex characters (ObjectId-shaped) */
-            recordId: string;
+            event: "anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted" | "webhook.test";
+            /** @description The event's record; "" for a webhook.test event */
+            recordId: string | "";
             /** @enum {string} */
             target: "record" | "account";
             url: string;
@@ -580,20 +641,6 @@ export interface components {
             channel?: string;
             chaincode?: string;
         };
-        ConflictEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "IDEMPOTENCY_CONFLICT" | "NOT_ANCHORED";
-        };
-        GoneEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "RECORD_DELETED";
-        };
         /** @description Self-contained anchoring receipt (version 1) */
         ProofBundle: {
             /** @enum {number} */
@@ -636,13 +683,6 @@ export interface components {
             mode: "soft" | "hard";
             /** Format: date-time */
             deletedAt: string;
-        };
-        UnprocessableEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "IMMUTABLE_FIELD";
         };
         Record: {
             /** @description 24 lowercase hex characters (ObjectId-shaped) */
@@ -710,16 +750,6 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["Record"];
-        };
-        /** @description {} */
-        Empty: Record<string, never>;
-        /** @description Members left out keep their value */
-        WebhookSettingsUpdate: {
-            url?: string | null;
-            events?: ("anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted")[];
-            /** @enum {string} */
-            payloadFormat?: "multichain" | "envelope";
-            enabled?: boolean;
         };
         /** @description data (hashed with JCS + SHA-256) or hash; optionally a proof bundle (or IN_PLACE document). Without a bundle, the caller's anchored records with that hash are checked. */
         VerifyRequest: {
@@ -797,6 +827,57 @@ export interface components {
             /** @description A grouping name (1 to 128 characters, no control characters); not hashed, immutable */
             collection?: string;
         };
+        ConsoleInvite: {
+            email: string;
+            /** @enum {string} */
+            role: "admin" | "viewer";
+        };
+        ConsoleTestEvent: {
+            /** @enum {string} */
+            environment: "test" | "live";
+        };
+        /** @description Members left out keep their value */
+        WebhookSettingsUpdate: {
+            url?: string | null;
+            events?: ("anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted")[];
+            /** @enum {string} */
+            payloadFormat?: "multichain" | "envelope";
+            enabled?: boolean;
+        };
+        ConsoleCreateApiKey: {
+            name: string;
+            /** @enum {string} */
+            environment: "test" | "live";
+            expiresInDays?: number;
+        };
+        ConsoleChangePlan: {
+            /** @enum {string} */
+            plan: "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE";
+            ratePerSecond?: number | null;
+        };
+        ConsoleCreateAccount: {
+            name: string;
+            email?: string;
+            /** @enum {string} */
+            plan: "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE";
+            ratePerSecond?: number;
+            /** @enum {string} */
+            defaultChain?: "evm" | "fabric" | "hybrid";
+            activate?: boolean;
+        };
+        ConsoleAcceptInvitation: {
+            token: string;
+            password: string;
+        };
+        ConsoleLinkToken: {
+            token: string;
+        };
+        ConsoleSignIn: {
+            email: string;
+            password: string;
+        };
+        /** @description {} */
+        Empty: Record<string, never>;
     };
     responses: never;
     parameters: never;
@@ -874,7 +955,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -889,7 +970,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedEncoded"];
                 };
             };
-            /** @description Idempotency-Key reused with another body, or the record is not anchored yet */
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
             409: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1062,7 +1143,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1077,7 +1158,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedEncoded"];
                 };
             };
-            /** @description Idempotency-Key reused with another body, or the record is not anchored yet */
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
             409: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1250,7 +1331,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1265,7 +1346,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedEncoded"];
                 };
             };
-            /** @description Idempotency-Key reused with another body, or the record is not anchored yet */
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
             409: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1464,7 +1545,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1479,7 +1560,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnauthorizedEncoded"];
                 };
             };
-            /** @description Idempotency-Key reused with another body, or the record is not anchored yet */
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
             409: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1652,7 +1733,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1785,7 +1866,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -1952,7 +2033,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -2121,7 +2202,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -2208,7 +2289,7 @@ export interface operations {
                     "application/json": components["schemas"]["UnsupportedMediaTypeEncoded"];
                 };
             };
-            /** @description The request changes an immutable field */
+            /** @description The request changes an immutable field, or the certificate's QR code cannot hold the proof */
             422: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -2340,7 +2421,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -2373,7 +2454,7 @@ export interface operations {
                     "application/json": components["schemas"]["NotFoundEncoded"];
                 };
             };
-            /** @description Idempotency-Key reused with another body, or the record is not anchored yet */
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
             409: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -2523,7 +2604,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -2668,7 +2749,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -2998,7 +3079,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -3129,7 +3210,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -3296,7 +3377,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -3463,7 +3544,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -3633,7 +3714,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -3762,7 +3843,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -3913,7 +3994,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -4098,7 +4179,7 @@ export interface operations {
                     "application/json": components["schemas"]["BadRequestEncoded"];
                 };
             };
-            /** @description No valid API key */
+            /** @description No valid API key (the API), or not signed in (the console) */
             401: {
                 headers: {
                     /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
@@ -4147,6 +4228,382 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnsupportedMediaTypeEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "certificates.recordCertificate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                recordId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A PDF certificate: the record hash, each anchor (network, transaction, block, batch, Merkle root), the anchoring time, the certificate id CERT-<unix seconds>-<first 8 hash characters> and a QR code opening the public verify page with the record's proof bundle (in the link's fragment). */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
+            409: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
+                };
+            };
+            /** @description The record was deleted */
+            410: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GoneEncoded"];
+                };
+            };
+            /** @description The request changes an immutable field, or the certificate's QR code cannot hold the proof */
+            422: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnprocessableEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "certificates.hashCertificate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                hash: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A PDF certificate: the record hash, each anchor (network, transaction, block, batch, Merkle root), the anchoring time, the certificate id CERT-<unix seconds>-<first 8 hash characters> and a QR code opening the public verify page with the record's proof bundle (in the link's fragment). */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
+            409: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
+                };
+            };
+            /** @description The request changes an immutable field, or the certificate's QR code cannot hold the proof */
+            422: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnprocessableEncoded"];
                 };
             };
             /** @description TooManyRequests */

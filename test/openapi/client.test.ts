@@ -142,5 +142,7 @@ describe("the OpenAPI document, as integrators use it", () => {
     expect(statusOf("GET /v1/openapi.json")).toEqual([200, 304])
     expect(statusOf("GET /v1/records/{recordId}")).toEqual([200, 400, 404, 410])
     expect(statusOf("PATCH /v1/records/{recordId}")).toEqual([200, 422])
+    expect(statusOf("GET /v1/records/{recordId}/certificate")).toEqual([409])
+    expect(statusOf("GET /v1/certificate/{hash}")).toEqual([404])
   })
 })

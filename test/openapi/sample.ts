@@ -21,7 +21,9 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   const exchanges: Array<Exchange> = []
   const record: Middleware = {
     async onResponse({ request, response, schemaPath }) {
-      const text = await response.clone().text()
+      // JSON bodies parsed; others (a certificate's PDF) recorded by their content type alone.
+      const json = (response.headers.get("content-type") ?? "").startsWith("application/json")
+      const text = json ? await response.clone().text() : ""
       exchanges.push({
         method: request.method,
         path: schemaPath,
@@ -77,6 +79,10 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   await client.DELETE("/v1/records/{recordId}", { params: { path: { recordId: byHash.data?.data.recordId ?? "" }, query: { mode: "soft" } } })
   await client.GET("/v1/records/{recordId}", { params: { path: { recordId: byHash.data?.data.recordId ?? "" } } })
   await client.GET("/v1/usage")
+
+  // Certificates: this node anchors nowhere, so the record is not anchored yet (409); an unknown hash is 404
+  await client.GET("/v1/records/{recordId}/certificate", { params: { path: { recordId } }, parseAs: "arrayBuffer" })
+  await client.GET("/v1/certificate/{hash}", { params: { path: { hash: "cd".repeat(32) } }, parseAs: "arrayBuffer" })
 
   // Verification by the node
   await client.POST("/v1/verify", { body: { hash } })

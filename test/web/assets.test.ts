@@ -7,8 +7,8 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import { instantiateKeccak } from "../../src/anchoring/keccak-wasm.ts"
-import { verifyPageAssets, verifyPageCsp } from "../../web/assets.ts"
-import { BANNER, buildVerifyScript, VERIFY_OUTPUT } from "../../web/build.ts"
+import { consolePageAssets, consolePageCsp, verifyPageAssets, verifyPageCsp } from "../../web/assets.ts"
+import { BANNER, buildConsoleScript, buildVerifyScript, CONSOLE_BANNER, CONSOLE_OUTPUT, VERIFY_OUTPUT } from "../../web/build.ts"
 import { instantiateKeccak as instantiateKeccakJs } from "../../web/shims/keccak.ts"
 import { Buffer as BrowserBuffer } from "../../web/shims/node-buffer.ts"
 import { hash as browserHash } from "../../web/shims/node-crypto.ts"
@@ -29,6 +29,32 @@ describe("verify page assets", () => {
     }
     for (const f of ["src/verify/fabric.ts", "src/anchoring/keccak-wasm.ts"]) expect(inputs, f).not.toContain(f)
   }, 60_000)
+
+  it("web/console/console.js is the build of its sources (else: npm run build:web)", async () => {
+    const { js, inputs } = await buildConsoleScript()
+    const committed = Fs.readFileSync(CONSOLE_OUTPUT, "utf8")
+    if (committed !== js) {
+      throw new Error(`${Path.relative(root, CONSOLE_OUTPUT)} is stale: it differs from a build of its sources. Run \`npm run build:web\` and commit it.`)
+    }
+    expect(committed.startsWith(CONSOLE_BANNER)).toBe(true)
+    expect(inputs).toContain("web/console/src/main.ts")
+    // Types only from the contract: no schema runtime (effect) in the console's bundle.
+    expect(inputs.filter((f) => f.includes("node_modules/effect/"))).toEqual([])
+  }, 60_000)
+
+  it("the console has no inline script or style and no eval, and a CSP that allows only its own origin", () => {
+    for (const asset of consolePageAssets) expect(Fs.existsSync(asset.file), asset.file).toBe(true)
+    const html = Fs.readFileSync(Path.join(root, "web/console/index.html"), "utf8")
+    const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)]
+    expect(scripts.length).toBe(1)
+    expect(scripts[0]![1]).toMatch(/\bsrc="\/console\/console\.js"/)
+    expect(scripts[0]![2]!.trim()).toBe("")
+    expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=|javascript:/i)
+    expect(Fs.readFileSync(CONSOLE_OUTPUT, "utf8")).not.toMatch(/\beval\(|new Function\(|WebAssembly\.|innerHTML|insertAdjacentHTML|document\.write/)
+    expect(consolePageCsp).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    )
+  })
 
   it("has no inline script or style and no eval (the page is served with script-src 'self', style-src 'self')", () => {
     for (const asset of verifyPageAssets) expect(Fs.existsSync(asset.file), asset.file).toBe(true)

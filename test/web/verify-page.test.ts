@@ -242,7 +242,7 @@ describe("the public verify page", () => {
     expect(browser().errors()).toEqual([])
   })
 
-  it("labels a Fabric anchor 'checked by the node' and still checks the EVM anchor in the browser", async () => {
+  it("labels a Fabric anchor 'checked by the node' (a server that is not a node: could not check) and still checks the EVM anchor in the browser", async () => {
     const [plain] = records
     const evm = plain!.bundle.anchors[0]
     // A hybrid record's bundle: the Fabric anchor's Merkle members hold; its chain part is the node's.
@@ -259,7 +259,10 @@ describe("the public verify page", () => {
     expect(await page.locator("section.anchor[data-network=\"verify-web\"]").getAttribute("data-outcome")).toBe("verified")
     const fabric = r.checks.filter((c) => c.network === "fabric-dev")
     expect(fabric.map((c) => [c.id, c.status, c.by])).toEqual([["merkle-proof", "pass", "browser"], ["fabric.node", "error", "node"]])
-    expect(await page.locator("li.check[data-check=\"fabric.node\"] .status").textContent()).toBe("BY THE NODE")
+    expect(await page.locator("li.check[data-check=\"fabric.node\"] .status").textContent()).toBe("COULD NOT CHECK")
+    expect(await page.locator("li.check[data-check=\"fabric.node\"] .by").textContent()).toBe("BY THE NODE")
+    // This static server is not a node: POST /v1/verify is refused, and the check says so.
+    expect(fabric.find((c) => c.id === "fabric.node")!.message).toMatch(/^This node could not check the Fabric anchor \(HTTP 405\)/)
     expect(r.text).toContain("Fabric anchors are checked by the node")
     expect(r.text).toContain("Hyperledger Fabric channel anchord · checked by the node")
     await browser().screenshot(page, "hybrid-360px")

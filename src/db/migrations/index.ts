@@ -6,6 +6,7 @@ import ingestChecks from "./0005_ingest_checks.ts"
 import failedAnchors from "./0006_failed_anchors.ts"
 import webhookSettings from "./0007_webhook_settings.ts"
 import collection from "./0008_collection.ts"
+import console_ from "./0009_console.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -16,5 +17,6 @@ export const migrations = {
   "0005_ingest_checks": ingestChecks,
   "0006_failed_anchors": failedAnchors,
   "0007_webhook_settings": webhookSettings,
-  "0008_collection": collection
+  "0008_collection": collection,
+  "0009_console": console_
 }

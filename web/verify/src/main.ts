@@ -15,7 +15,8 @@ import { readInput, type BundleAnchor, type VerifyInput } from "../../../src/ver
 import type { Check, CheckStatus, Outcome, Report } from "../../../src/verify/report.ts"
 import { verifyInput } from "../../../src/verify/verify.ts"
 import { networkFor, parseConfig, type VerifyPageConfig } from "./config.ts"
-import { byNodeNotYet, FABRIC_BY_NODE_CHECK, setFabricChecker } from "./fabric.ts"
+import { recordHash } from "../../../src/canonical/jcs.ts"
+import { byNode, setFabricChecker } from "./fabric.ts"
 
 const CONFIG_URL = "/verify/config.json"
 /** Per JSON-RPC request, as `anchord verify --timeout-ms` (10 s there): public endpoints can be slow. */
@@ -140,7 +141,8 @@ const verify = async (input: VerifyInput, data: { value: unknown } | undefined, 
   const rpcUsed = new Map<string, string>()
   // One client per URL: its request ids stay unique across anchors.
   const clients = new Map<string, ReturnType<typeof rpcClient>>()
-  setFabricChecker(byNodeNotYet)
+  // Fabric anchors: asked of the node that serves this page, about this hash (recomputed from the data when given).
+  setFabricChecker(byNode(data === undefined ? String(input.bundle.hash) : recordHash(data.value), input.bundle as unknown as Record<string, unknown>))
   refused.clear()
   const report = await Effect.runPromise(verifyInput(input, {
     rpcFor: (anchor: BundleAnchor) => {
@@ -197,14 +199,17 @@ const VERDICT: Record<Outcome, { title: string; text: string }> = {
   }
 }
 
-const isByNode = (c: Check) => c.id === FABRIC_BY_NODE_CHECK
+/** Fabric checks come from the node (a browser cannot ask a Fabric peer). */
+const isByNode = (c: Check) => c.id.startsWith("fabric.")
 
 const checkItem = (c: Check): HTMLElement => {
   const byNode = isByNode(c)
   return h(
     "li",
-    { "class": `check s-${byNode ? "node" : c.status}`, "data-check": c.id, "data-status": c.status, "data-by": byNode ? "node" : "browser" },
-    h("span", { class: "status" }, byNode ? "BY THE NODE" : STATUS_LABEL[c.status]),
+    { "class": `check s-${c.status}${byNode ? " by-node" : ""}`, "data-check": c.id, "data-status": c.status, "data-by": byNode ? "node" : "browser" },
+    h("span", { class: "status" }, STATUS_LABEL[c.status]),
+    byNode ? " " : undefined,
+    byNode ? h("span", { class: "by" }, "BY THE NODE") : undefined,
     " ",
     h("code", { class: "id" }, c.id),
     " ",
@@ -227,10 +232,13 @@ const explorerTx = (config: VerifyPageConfig, anchor: BundleAnchor): string | un
 const renderRun = ({ report, input, rpcUsed, config }: Run) => {
   const result = $("result")
   const byNodeOnly = report.outcome === "could-not-check" && report.checks.filter((c) => c.status === "error").every(isByNode)
+  const anyByNode = report.checks.some(isByNode)
   const verdict = VERDICT[report.outcome]
   const heading = h("h2", { "id": "verdict", "tabindex": "-1", "class": `verdict o-${report.outcome}`, "data-outcome": report.outcome }, verdict.title)
   const explanation = byNodeOnly
-    ? "Every check this browser can make passed. Fabric anchors are checked by the node, which this page cannot ask yet: see below."
+    ? "Every check this browser can make passed. Fabric anchors are checked by the node, which could not check them: see below."
+    : anyByNode && report.outcome === "verified"
+    ? `${verdict.text} The Fabric anchors' chain checks were made by the node that serves this page (marked BY THE NODE).`
     : verdict.text
 
   const summary = h("dl", { class: "facts" })
@@ -266,7 +274,9 @@ const renderRun = ({ report, input, rpcUsed, config }: Run) => {
         "h3",
         { id: `anchor-${i}` },
         `Anchor ${anchor.networkId} `,
-        h("span", { class: `badge o-${byNode && outcome === "could-not-check" ? "node" : outcome}` }, byNode && outcome === "could-not-check" ? "checked by the node" : VERDICT[outcome].title)
+        h("span", { class: `badge o-${outcome}` }, VERDICT[outcome].title),
+        byNode ? " " : undefined,
+        byNode ? h("span", { class: "badge o-node" }, "checked by this node") : undefined
       ),
       h("p", { class: "where" }, where),
       facts,

@@ -1,0 +1,128 @@
+/**
+ * What the console's overview and networks pages show that no other store answers: records per day and
+ * per status of an account, each network's backlog (queued records, unconfirmed batches and how long
+ * the oldest has waited), and the EVM signers' balances. Everything else they show comes from the
+ * existing services (RecordStore, DeliveryLog, NetworkHealth, Accounts).
+ */
+import { Clock, Context, Effect, Layer, Redacted, Schema } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { createPublicClient, http } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
+import type { Environment } from "../api/recordSchemas.ts"
+import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { EvmNetworks } from "../evm/config.ts"
+
+export interface Backlog {
+  readonly queued: number
+  readonly unconfirmedBatches: number
+  readonly oldestUnconfirmedSentAt: Date | null
+  readonly lastConfirmedAt: Date | null
+}
+
+export interface SignerBalance {
+  readonly address: string
+  readonly balanceWei: string | null
+  readonly error: string | null
+}
+
+const BALANCE_CACHE_MS = 15_000
+const BALANCE_TIMEOUT_MS = 3_000
+
+const Daily = Schema.Struct({ day: Schema.String, count: Schema.Number })
+const ByStatus = Schema.Struct({ status: Schema.String, count: Schema.Number })
+const BacklogRow = Schema.Struct({
+  queued: Schema.Number,
+  unconfirmed: Schema.Number,
+  oldestSentAt: Schema.NullOr(Schema.Date),
+  lastConfirmedAt: Schema.NullOr(Schema.Date)
+})
+
+type Sql<A> = Effect.Effect<A, SqlError.SqlError>
+
+/** The smallest record id created at or after `at` (ids start with their creation's Unix seconds, src/records/ids.ts). */
+const firstIdAt = (at: Date) => Math.floor(at.getTime() / 1000).toString(16).padStart(8, "0") + "0".repeat(16)
+
+export class ConsoleStats extends Context.Service<ConsoleStats, {
+  /** Records created per UTC day since `from`, both environments (the quota counts both). */
+  readonly daily: (accountId: string, from: Date) => Sql<ReadonlyArray<{ readonly day: string; readonly count: number }>>
+  /** Records of the environment by status; soft-deleted ones as DELETED. */
+  readonly byStatus: (accountId: string, environment: Environment) => Sql<Record<string, number>>
+  readonly backlog: (networkId: string) => Sql<Backlog>
+  /** The network's signer and its balance (EVM networks; cached 15 s; undefined for others). */
+  readonly signer: (networkId: string) => Effect.Effect<SignerBalance | undefined>
+}>()("anchord/console/ConsoleStats") {
+  static readonly layer = Layer.effect(ConsoleStats, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { networks } = yield* EvmNetworks
+    const dailyRows = decodeRows(Daily)
+    const statusRows = decodeRows(ByStatus)
+    const backlogRow = decodeFirst(BacklogRow)
+
+    // The signer's address is derived once; the key itself stays Redacted and is never shown.
+    const signers = new Map(networks.map((n) => [n.networkId, {
+      address: privateKeyToAccount(Redacted.value(n.privateKey)).address,
+      client: createPublicClient({ transport: http(n.rpcUrl, { timeout: BALANCE_TIMEOUT_MS, retryCount: 0 }) })
+    }]))
+    const balances = new Map<string, { readonly at: number; readonly value: SignerBalance }>()
+
+    return ConsoleStats.of({
+      daily: Effect.fn("ConsoleStats.daily")((accountId, from) =>
+        sql`
+          SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS count
+          FROM records
+          WHERE account_id = ${accountId} AND environment IN ('test', 'live') AND id >= ${firstIdAt(from)}
+            AND created_at >= ${from}
+          GROUP BY 1 ORDER BY 1`.pipe(Effect.flatMap(dailyRows))),
+
+      byStatus: Effect.fn("ConsoleStats.byStatus")((accountId, environment) =>
+        sql`
+          SELECT CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' ELSE status END AS status, count(*)::int AS count
+          FROM records
+          WHERE account_id = ${accountId} AND environment = ${environment} AND NOT hard_deleted
+          GROUP BY 1`.pipe(
+          Effect.flatMap(statusRows),
+          Effect.map((rows) => {
+            const out: Record<string, number> = { QUEUED: 0, BATCHING: 0, ANCHORED: 0, FAILED: 0, DELETED: 0 }
+            for (const r of rows) out[r.status] = r.count
+            return out
+          })
+        )),
+
+      backlog: Effect.fn("ConsoleStats.backlog")((networkId) =>
+        sql`
+          SELECT
+            (SELECT count(*)::int FROM records WHERE network_id = ${networkId} AND status = 'QUEUED') AS queued,
+            (SELECT count(*)::int FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS unconfirmed,
+            (SELECT min(sent_at) FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS oldest_sent_at,
+            (SELECT anchored_at FROM anchor_batches WHERE network_id = ${networkId} AND state = 'CONFIRMED'
+              ORDER BY id DESC LIMIT 1) AS last_confirmed_at`.pipe(
+          Effect.flatMap(backlogRow),
+          Effect.map((row) => ({
+            queued: row?.queued ?? 0,
+            unconfirmedBatches: row?.unconfirmed ?? 0,
+            oldestUnconfirmedSentAt: row?.oldestSentAt ?? null,
+            lastConfirmedAt: row?.lastConfirmedAt ?? null
+          }))
+        )),
+
+      signer: Effect.fn("ConsoleStats.signer")(function*(networkId) {
+        const signer = signers.get(networkId)
+        if (signer === undefined) return undefined
+        const now = yield* Clock.currentTimeMillis
+        const cached = balances.get(networkId)
+        if (cached !== undefined && now - cached.at < BALANCE_CACHE_MS) return cached.value
+        const value = yield* Effect.tryPromise(() => signer.client.getBalance({ address: signer.address })).pipe(
+          Effect.map((wei): SignerBalance => ({ address: signer.address, balanceWei: wei.toString(), error: null })),
+          Effect.catch((e) => Effect.succeed<SignerBalance>({
+            address: signer.address,
+            balanceWei: null,
+            // The message names the endpoint's failure, never its URL (it may carry a provider key).
+            error: `the RPC endpoint did not answer (${String((e.cause as { name?: string } | undefined)?.name ?? "error")})`
+          }))
+        )
+        balances.set(networkId, { at: now, value })
+        return value
+      })
+    })
+  }))
+}

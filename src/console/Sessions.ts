@@ -1,0 +1,107 @@
+/**
+ * Console sessions (`console_sessions`, migration 0009): server-side, keyed by the SHA-256 of a random
+ * token that only the browser's cookie holds. A session ends when it has not been used for the idle
+ * time, when it reaches its absolute length, at sign-out, or when its user signs out everywhere.
+ *
+ * Time is the Clock's (passed to SQL, never PostgreSQL's now()), so expiry is tested on a clock the
+ * test moves. `last_seen_at` is written at most once a minute per session (idle expiry is in minutes).
+ */
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { digestsEqual } from "../auth/apiKeys.ts"
+import { decodeFirst } from "../db/rows.ts"
+import { ConsoleConfig } from "./config.ts"
+import { NotSignedIn, SessionExpired } from "./errors.ts"
+import { isToken, newToken, tokenDigest } from "./tokens.ts"
+import { type ConsoleUserInfo, UserRow, withoutPassword } from "./Users.ts"
+
+const TOUCH_EVERY_MS = 60_000
+
+export interface Session {
+  readonly user: ConsoleUserInfo
+  readonly createdAt: Date
+  /** When it ends regardless of use. */
+  readonly expiresAt: Date
+  /** When it ends unless used before (never after `expiresAt`). */
+  readonly idleExpiresAt: Date
+}
+
+const SessionRow = Schema.Struct({
+  ...UserRow.fields,
+  digest: Schema.Uint8Array,
+  sessionCreatedAt: Schema.Date,
+  lastSeenAt: Schema.Date,
+  expiresAt: Schema.Date
+})
+
+type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
+
+export class ConsoleSessions extends Context.Service<ConsoleSessions, {
+  /** A new session for the user: its token (for the cookie, shown nowhere else) and its facts. */
+  readonly create: (user: ConsoleUserInfo) => Sql<{ readonly token: string; readonly session: Session }>
+  /** The live session of a cookie's token (its use noted), or why there is none; an expired one is removed. */
+  readonly resolve: (token: string) => Sql<Session, NotSignedIn | SessionExpired>
+  /** Ends this session (sign-out). */
+  readonly end: (token: string) => Sql<void>
+  /** Ends every session of the user (sign-out everywhere); how many there were. */
+  readonly endAll: (userId: string) => Sql<number>
+}>()("anchord/console/ConsoleSessions") {
+  static readonly layer = Layer.effect(ConsoleSessions, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* ConsoleConfig
+    const first = decodeFirst(SessionRow)
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+    const idleEnd = (lastSeen: Date, expires: Date) => new Date(Math.min(expires.getTime(), lastSeen.getTime() + config.idleMillis))
+
+    return ConsoleSessions.of({
+      create: Effect.fn("ConsoleSessions.create")(function*(user) {
+        const at = yield* now
+        const token = newToken()
+        const expiresAt = new Date(at.getTime() + config.absoluteMillis)
+        // Sessions that ended unseen are removed as new ones begin (the table stays small).
+        yield* sql`
+          DELETE FROM console_sessions
+          WHERE expires_at <= ${at} OR last_seen_at <= ${new Date(at.getTime() - config.idleMillis)}`
+        yield* sql`
+          INSERT INTO console_sessions (digest, user_id, created_at, last_seen_at, expires_at)
+          VALUES (${tokenDigest(token)}, ${user.id}, ${at}, ${at}, ${expiresAt})`
+        return { token, session: { user, createdAt: at, expiresAt, idleExpiresAt: idleEnd(at, expiresAt) } }
+      }),
+
+      resolve: Effect.fn("ConsoleSessions.resolve")(function*(token) {
+        if (!isToken(token)) return yield* new NotSignedIn()
+        const digest = tokenDigest(token)
+        const row = yield* sql`
+          SELECT s.digest, s.created_at AS session_created_at, s.last_seen_at, s.expires_at,
+                 u.id, u.email, u.password_hash, u.operator, u.account_id, u.role, u.created_at
+          FROM console_sessions s JOIN console_users u ON u.id = s.user_id
+          WHERE s.digest = ${digest}`.pipe(Effect.flatMap(first))
+        // The index finds the row by digest; the comparison that decides is constant-time.
+        if (row === undefined || !digestsEqual(row.digest, digest)) return yield* new NotSignedIn()
+        const at = yield* now
+        const expired = at >= row.expiresAt ? "absolute" : at.getTime() - row.lastSeenAt.getTime() >= config.idleMillis ? "idle" : undefined
+        if (expired !== undefined) {
+          yield* sql`DELETE FROM console_sessions WHERE digest = ${digest}`
+          return yield* new SessionExpired({ reason: expired })
+        }
+        let lastSeen = row.lastSeenAt
+        if (at.getTime() - lastSeen.getTime() >= TOUCH_EVERY_MS) {
+          yield* sql`UPDATE console_sessions SET last_seen_at = ${at} WHERE digest = ${digest}`
+          lastSeen = at
+        }
+        return {
+          user: withoutPassword(row),
+          createdAt: row.sessionCreatedAt,
+          expiresAt: row.expiresAt,
+          idleExpiresAt: idleEnd(lastSeen, row.expiresAt)
+        }
+      }),
+
+      end: Effect.fn("ConsoleSessions.end")((token) =>
+        isToken(token) ? Effect.asVoid(sql`DELETE FROM console_sessions WHERE digest = ${tokenDigest(token)}`) : Effect.void),
+
+      endAll: Effect.fn("ConsoleSessions.endAll")((userId) =>
+        Effect.map(sql`DELETE FROM console_sessions WHERE user_id = ${userId} RETURNING user_id`, (rows) => rows.length))
+    })
+  }))
+}

@@ -1,0 +1,53 @@
+/**
+ * The console's "send test event": a `webhook.test` event (src/outbox/events.ts) written to the outbox
+ * with its delivery to the account's webhook URL, whatever the webhook's subscriptions and `enabled`
+ * (the point is to try the endpoint before turning it on). From there it is an ordinary delivery: the
+ * dispatcher signs it with the account's secrets, sends it at once, retries it on the ladder, logs every
+ * attempt; the delivery log shows it and it can be redelivered.
+ *
+ * The events trigger (migration 0007) makes deliveries only for events of records, so this inserts the
+ * delivery itself, in the same transaction, and wakes the dispatchers after COMMIT as the trigger does.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { appendOne } from "../outbox/Outbox.ts"
+import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { DeliveryLog, type Owner } from "./DeliveryLog.ts"
+import { InvalidWebhookSettings } from "./errors.ts"
+import type { DeliveryRow } from "./rows.ts"
+import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
+
+export class WebhookTests extends Context.Service<WebhookTests, {
+  /** Queues a test event to the account's webhook URL, seen in `owner.environment`'s delivery log; its delivery. */
+  readonly send: (owner: Owner) => Effect.Effect<DeliveryRow, InvalidWebhookSettings | SqlError.SqlError>
+}>()("anchord/webhooks/WebhookTests") {
+  static readonly layer = Layer.effect(WebhookTests, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
+    const settings = yield* WebhookSettingsStore
+    const log = yield* DeliveryLog
+
+    return WebhookTests.of({
+      send: Effect.fn("WebhookTests.send")(function*(owner) {
+        const { url } = yield* settings.get(owner.accountId)
+        if (url === null || url === "") return yield* new InvalidWebhookSettings({ reason: "url: set the webhook's URL before sending a test event" })
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const id = yield* sql.withTransaction(Effect.gen(function*() {
+          const event = yield* appendOne(sql, owner.accountId, { kind: "webhook.test", recordId: "", hash: "", environment: owner.environment })
+          const rows = yield* sql<{ id: string }>`
+            INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
+            SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ${event.seq}::bigint, ${event.eventId}, ${owner.accountId}, '',
+                   ${owner.environment}, 'account', s.url,
+                   COALESCE(lower(substring(s.url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), ''), ${now}
+            FROM webhook_settings s WHERE s.account_id = ${owner.accountId}
+            RETURNING id`
+          return rows[0]!.id
+        }))
+        const delivery = yield* log.get(owner, id)
+        yield* pg.notify(WEBHOOK_CHANNEL, "")
+        return delivery!
+      })
+    })
+  }))
+}

@@ -1,0 +1,80 @@
+/**
+ * The webhooks capability's views and the settings change, shared by the API's handlers (./http.ts)
+ * and the console's (src/console/http.ts): one place decides what a URL may be and how a patch applies.
+ */
+import { Effect } from "effect"
+import type { SqlError } from "effect/sql"
+import type { Environment } from "../api/recordSchemas.ts"
+import type { WebhookSettingsPatch } from "../api/webhookSchemas.ts"
+import { InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
+import type { AttemptRow, DeliveryRow, WebhookSettingsRow } from "./rows.ts"
+import { checkWebhookUrl, type Resolve } from "./urlPolicy.ts"
+import type { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
+
+export const settingsView = (row: WebhookSettingsRow) => ({
+  url: row.url,
+  events: [...row.events] as Array<"anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted">,
+  payloadFormat: row.payloadFormat,
+  enabled: row.enabled,
+  secret: row.secret,
+  rotation: row.rotationStartedAt !== null && row.previousSecretExpiresAt !== null
+    ? { startedAt: row.rotationStartedAt.toISOString(), previousSecretExpiresAt: row.previousSecretExpiresAt.toISOString() }
+    : null
+})
+
+export const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>) => ({
+  id: row.id,
+  eventId: row.eventId,
+  event: row.kind,
+  recordId: row.recordId,
+  target: row.target,
+  url: row.url,
+  status: row.state,
+  round: row.round,
+  nextAttempt: row.state === "PENDING" ? row.attempts : null,
+  nextAttemptAt: row.state === "PENDING" ? row.nextAttemptAt?.toISOString() ?? null : null,
+  lastStatusCode: row.lastStatusCode,
+  lastError: row.lastError,
+  createdAt: row.createdAt.toISOString(),
+  deliveredAt: row.deliveredAt?.toISOString() ?? null,
+  attempts: attempts.filter((a) => a.deliverySeq === row.seq).map((a) => ({
+    attempt: a.attempt,
+    round: a.round,
+    startedAt: a.startedAt.toISOString(),
+    statusCode: a.statusCode,
+    latencyMs: a.latencyMs,
+    error: a.error,
+    retryInMs: a.retryInMs
+  }))
+})
+
+/**
+ * Applies a settings patch (members left out keep their value): the URL checked by the environment's
+ * policy (SPEC 5.6), enabled only with a URL, clearing the URL disables the webhook.
+ */
+export const updateSettings = (
+  store: typeof WebhookSettingsStore.Service,
+  resolve: Resolve,
+  accountId: string,
+  environment: Environment,
+  patch: typeof WebhookSettingsPatch.Type
+): Effect.Effect<WebhookSettingsRow, InvalidWebhookUrl | InvalidWebhookSettings | SqlError.SqlError> =>
+  Effect.gen(function*() {
+    if (typeof patch.url === "string") {
+      const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, environment, { field: "url", resolve }))
+      if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason })
+    }
+    const current = yield* store.get(accountId)
+    const url = patch.url === undefined ? current.url : patch.url
+    const enabled = patch.enabled ?? current.enabled
+    if (enabled && url === null) {
+      return yield* new InvalidWebhookSettings({ reason: "url: required while the webhook is enabled" })
+    }
+    return yield* store.update(accountId, {
+      url: patch.url,
+      events: patch.events === undefined ? undefined : [...new Set(patch.events)],
+      payloadFormat: patch.payloadFormat,
+      // Clearing the url disables the webhook.
+      enabled: patch.url === null && patch.enabled === undefined ? false : patch.enabled
+    })
+  })

@@ -1,0 +1,57 @@
+/** Members of the account; an admin invites (a one-time link, shown once) and removes. */
+import { api } from "../api.ts"
+import type { PageContext } from "../context.ts"
+import { confirmDialog, copyButton, field, formatDate, h, message, select, table } from "../dom.ts"
+
+export const membersPage = async (ctx: PageContext): Promise<Node> => {
+  const { members } = await api.members(ctx.accountId)
+  const status = h("div", { class: "form-status" })
+  let invite: Node = message("info", "Only admins of this account can invite members.")
+  if (ctx.canChange) {
+    const email = h("input", { type: "email", name: "email", required: true, autocomplete: "off", spellcheck: "false" })
+    const role = select("role", [["viewer", "Viewer: sees the account, changes nothing, no secrets"], ["admin", "Admin: manages keys, webhooks, members"]], "viewer")
+    const result = h("div", {})
+    const form = h("form", { class: "card", novalidate: true, "aria-labelledby": "invite-h" },
+      h("h2", { id: "invite-h" }, "Invite a member"),
+      h("div", { class: "row" }, field("Email", email), field("Role", role)),
+      h("div", { class: "actions" }, h("button", { type: "submit" }, "Create invitation link")),
+      result)
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault()
+      try {
+        const link = await api.invite(ctx.accountId, email.value.trim(), role.value)
+        result.replaceChildren(h("div", { class: "once", role: "status" },
+          h("p", {}, h("strong", {}, "Invitation link, shown once: "), `send it to ${email.value.trim()} yourself. It works once, until ${formatDate(link.expiresAt)}.`),
+          h("p", {}, h("code", { class: "secret", id: "invitation-link" }, link.url), " ", copyButton(() => link.url))))
+      } catch (error) {
+        result.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
+      }
+    })
+    invite = form
+  }
+  return h("section", {},
+    h("h1", {}, "Members"),
+    invite,
+    status,
+    table("Members", ["Email", "Role", "Since", ""], members.map((m) => [
+      m.email,
+      m.role ?? "",
+      formatDate(m.createdAt),
+      ctx.canChange && m.id !== ctx.session.user.id
+        ? h("button", {
+          type: "button",
+          class: "danger small",
+          "aria-label": `Remove ${m.email}`,
+          onclick: async () => {
+            if (!(await confirmDialog(`Remove ${m.email}?`, "Their sessions end and they can no longer sign in to this account.", "Remove"))) return
+            try {
+              await api.removeMember(ctx.accountId, m.id)
+              ctx.refresh()
+            } catch (e) {
+              status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
+            }
+          }
+        }, "Remove")
+        : ""
+    ])))
+}
