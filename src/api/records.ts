@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest, Conflict, Gone, NotFound, TooManyRequestsSchema, Unprocessable } from "./errors.ts"
-import { JsonBodyFraming } from "./http.ts"
+import { DatabaseBound, JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import {
@@ -23,20 +23,20 @@ export const Limit = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetw
 export class RecordsApi extends HttpApiGroup.make("records")
   .add(
     HttpApiEndpoint.post("anchor", "/anchor", { ...creating, payload: JsonBody(AnchorBody), success: created })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
     HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", { ...creating, payload: JsonBody(EncryptedAnchorBody), success: created })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
     HttpApiEndpoint.post("anchorHash", "/anchor/hash", { ...creating, payload: JsonBody(HashAnchorBody), success: created })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
     HttpApiEndpoint.post("anchorBatch", "/anchor/batch", {
       ...creating,
       payload: JsonBody(BatchAnchorBody),
       success: ok(BatchResult).annotate({ httpApiStatus: 202 })
     })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item."),
     HttpApiEndpoint.get("list", "/records", {
       query: {
@@ -61,7 +61,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
       success: ok(RecordView),
       error: [BadRequest, NotFound, Gone, Unprocessable]
     })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Description, "Update the mutable fields (metadata, webhookUrl); any other field is 422 IMMUTABLE_FIELD."),
     HttpApiEndpoint.delete("remove", "/records/:recordId", {
       params: { recordId: RecordId },
@@ -81,6 +81,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
     }),
     HttpApiEndpoint.get("usage", "/usage", { success: ok(Usage) })
   )
+  .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)
   .prefix("/v1")
 {}

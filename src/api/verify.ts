@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest } from "./errors.ts"
-import { JsonBodyFraming } from "./http.ts"
+import { DatabaseBound, JsonBodyFraming, RequestDeadline } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { Hash64, JsonObject, ok } from "./recordSchemas.ts"
 
@@ -53,12 +53,16 @@ export class VerifyApi extends HttpApiGroup.make("verify")
       payload: JsonBody(VerifyBody),
       success: ok(VerifyResult),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(
+    }).middleware(DatabaseBound).middleware(JsonBodyFraming)
+      // It asks the chains too (each RPC call bounded at 10 s): its own, longer bound.
+      .annotate(RequestDeadline, 25_000)
+      .annotate(
       OpenApi.Description,
       "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
         "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead."
     )
   )
+  .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)
   .prefix("/v1")
 {}
