@@ -209,7 +209,9 @@ export class Accounts extends Context.Service<Accounts, {
           // that worked keeps its own limits and headers during a stall instead of being treated as no key.
           const stale = hit !== undefined && now - hit.verifiedAt <= config.authStaleMillis ? hit : undefined
           if (!guard.isUp()) return stale !== undefined ? Effect.succeed(stale.result) : guard.refuse
-          return guard.bounded(lookup(token)).pipe(
+          // With a verification to fall back on, the database gets a short bound: a stall costs this request
+          // 250 ms, not the whole deadline (which the handler's own statements need).
+          return guard.bounded(lookup(token), stale !== undefined ? 250 : undefined).pipe(
             Effect.tap((result) =>
               Effect.sync(() => {
                 if (cache.size > 10_000) cache.clear()

@@ -11,7 +11,7 @@
  * (with how long and how many requests were refused), never one per request. /v1/health reads the
  * probe's last result: it answers at once whatever the database does.
  */
-import { Clock, Context, Effect, Fiber, FiberSet, Layer, Schema, SubscriptionRef } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Fiber, FiberSet, Layer, Schema, SubscriptionRef } from "effect"
 import { toWire } from "../api/errors.ts"
 import { DatabaseBound, RequestDeadline } from "../api/http.ts"
 import { SqlClient } from "effect/sql"
@@ -73,7 +73,10 @@ export class DatabaseGuard extends Context.Service<DatabaseGuard, {
       const bounded = <A, E, R>(effect: Effect.Effect<A, E, R>, millis = config.requestDeadlineMillis): Effect.Effect<A, E | DatabaseUnavailable, R> =>
         Effect.flatMap(FiberSet.run(background, effect), (fiber) =>
           Effect.raceFirst(
-            Fiber.join(fiber as Fiber.Fiber<A, E>),
+            // Its exit, but an interruption that did not come from here (the client ending a connection it
+            // gave up on, under a stall) is the database being unavailable, not this request's interruption.
+            Effect.flatMap(Fiber.await(fiber as Fiber.Fiber<A, E>), (exit): Effect.Effect<A, E | DatabaseUnavailable> =>
+              Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? Effect.fail(unavailable) : exit),
             Effect.andThen(
               Effect.sleep(millis),
               // The statement is interrupted in the background (that waits for the database too); its
@@ -118,7 +121,11 @@ export class DatabaseGuard extends Context.Service<DatabaseGuard, {
       const probeOnce: Effect.Effect<void> = Effect.suspend(() => {
         if (probing) return Effect.void
         probing = true
-        return Effect.ensuring(Effect.ignore(probe), Effect.sync(() => void (probing = false)))
+        // A defect in one probe must not end the probing (the breaker would stay as it is for good).
+        return Effect.ensuring(
+          Effect.catchCause(probe, (cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("database probe failed", cause)),
+          Effect.sync(() => void (probing = false))
+        )
       })
       function triggerProbe() {
         return Effect.asVoid(FiberSet.run(background, probeOnce))
