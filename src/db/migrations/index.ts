@@ -5,6 +5,7 @@ import fabric from "./0004_fabric.ts"
 import ingestChecks from "./0005_ingest_checks.ts"
 import failedAnchors from "./0006_failed_anchors.ts"
 import webhookSettings from "./0007_webhook_settings.ts"
+import eventsByRecord from "./0010_events_by_record.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -14,5 +15,6 @@ export const migrations = {
   "0004_fabric": fabric,
   "0005_ingest_checks": ingestChecks,
   "0006_failed_anchors": failedAnchors,
-  "0007_webhook_settings": webhookSettings
+  "0007_webhook_settings": webhookSettings,
+  "0010_events_by_record": eventsByRecord
 }
