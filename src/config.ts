@@ -34,6 +34,26 @@ export interface AppConfigShape {
    * default): none, the node's own pages (console, verify) being same-origin (docs/api.md).
    */
   readonly corsOrigins: ReadonlyArray<string>
+  // ---- Bounded waits (docs/operations.md, "Bounded waits": every wait on a dependency, in one place)
+  /** Opening a connection to PostgreSQL. */
+  readonly dbConnectTimeoutMillis: number
+  /** PostgreSQL's own `statement_timeout` for every session of the node (0: none). */
+  readonly dbStatementTimeoutMillis: number
+  /** How long a request waits on the database before it is answered 503. */
+  readonly requestDeadlineMillis: number
+  /** How often the database is probed (the circuit breaker and /v1/health), and the probe's own bound. */
+  readonly dbProbeIntervalMillis: number
+  readonly dbProbeTimeoutMillis: number
+  /** How long a key verified before still admits requests when the database cannot confirm it. */
+  readonly authStaleMillis: number
+  /** Records accepted but not yet committed, at most (beyond: 503, load shedding). */
+  readonly ingestMaxPending: number
+  /** HTTP: open connections at most, and how long a client may take to send its headers and its request. */
+  readonly httpMaxConnections: number
+  readonly httpHeadersTimeoutMillis: number
+  readonly httpRequestTimeoutMillis: number
+  /** Request bodies being received, in bytes, across all connections (beyond: 503). */
+  readonly httpMaxBodyBytesInFlight: number
 }
 
 /**
@@ -67,7 +87,18 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     ingestFastPath: Config.Boolean("INGEST_FAST_PATH").pipe(Config.withDefault(true)),
     trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
     shutdownTimeoutMillis: Config.Int("SHUTDOWN_TIMEOUT_MS").pipe(Config.withDefault(30_000)),
-    corsOrigins: Config.String("CORS_ORIGINS").pipe(Config.withDefault(""), Config.map(parseOrigins))
+    corsOrigins: Config.String("CORS_ORIGINS").pipe(Config.withDefault(""), Config.map(parseOrigins)),
+    dbConnectTimeoutMillis: Config.Int("DB_CONNECT_TIMEOUT_MS").pipe(Config.withDefault(5_000)),
+    dbStatementTimeoutMillis: Config.Int("DB_STATEMENT_TIMEOUT_MS").pipe(Config.withDefault(60_000)),
+    requestDeadlineMillis: Config.Int("REQUEST_DEADLINE_MS").pipe(Config.withDefault(2_000)),
+    dbProbeIntervalMillis: Config.Int("DB_PROBE_INTERVAL_MS").pipe(Config.withDefault(1_000)),
+    dbProbeTimeoutMillis: Config.Int("DB_PROBE_TIMEOUT_MS").pipe(Config.withDefault(1_000)),
+    authStaleMillis: Config.Int("AUTH_STALE_MS").pipe(Config.withDefault(300_000)),
+    ingestMaxPending: Config.Int("INGEST_MAX_PENDING").pipe(Config.withDefault(50_000)),
+    httpMaxConnections: Config.Int("HTTP_MAX_CONNECTIONS").pipe(Config.withDefault(20_000)),
+    httpHeadersTimeoutMillis: Config.Int("HTTP_HEADERS_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
+    httpRequestTimeoutMillis: Config.Int("HTTP_REQUEST_TIMEOUT_MS").pipe(Config.withDefault(30_000)),
+    httpMaxBodyBytesInFlight: Config.Int("HTTP_MAX_BODY_BYTES_IN_FLIGHT").pipe(Config.withDefault(256 * 1024 * 1024))
   })
 
   static readonly layer = Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of(c)))

@@ -5,7 +5,12 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { freePort, loadEmbeddedPostgres } from "../../src/dev/EmbeddedPostgres.ts"
 
-export const benchDatabase = async (dir: string, log: (line: string) => void = () => {}) => {
+export const benchDatabase = async (
+  dir: string,
+  log: (line: string) => void = () => {},
+  /** Extra server flags for the embedded server (e.g. loading pg_stat_statements); ignored with DATABASE_URL. */
+  postgresFlags: Array<string> = []
+) => {
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, embedded: false, stop: async () => {} }
   Fs.chmodSync(dir, 0o755) // the embedded server runs as the `postgres` user when we are root
   const port = await freePort()
@@ -13,7 +18,7 @@ export const benchDatabase = async (dir: string, log: (line: string) => void = (
   const EmbeddedPostgres = await loadEmbeddedPostgres()
   const pg = new EmbeddedPostgres({
     databaseDir: Path.join(dir, "pg"), port, user: "postgres", password: "bench", persistent: false,
-    createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
+    createPostgresUser: process.getuid?.() === 0, postgresFlags, onLog: () => {}, onError: () => {}
   })
   await pg.initialise()
   await pg.start()

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest, Conflict, Gone, NotFound, Unprocessable } from "./errors.ts"
+import { DatabaseBound } from "./http.ts"
 import { Hash64, RecordId } from "./recordSchemas.ts"
 
 /** A PDF document (binary). */
@@ -31,6 +32,7 @@ export class CertificatesApi extends HttpApiGroup.make("certificates")
       "The certificate of this account's newest anchored record with this hash (the seed service's lookup); 409 NOT_ANCHORED when its records with this hash are not anchored yet."
     )
   )
+  .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)
   .prefix("/v1")
   .annotate(OpenApi.Description, "PDF certificates of anchored records, with a QR code to the public verify page")

@@ -20,7 +20,7 @@ import {
   SignInBody, SignOutResult, TestEventBody, TokenBody
 } from "./consoleSchemas.ts"
 import { BadRequest, Conflict, Forbidden, Gone, NotFound, ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized, Unprocessable } from "./errors.ts"
-import { JsonBodyFraming } from "./http.ts"
+import { DatabaseBound, JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import { Environment, ok, RecordId, RecordList, RecordStatus, RecordView, ChainType, Collection } from "./recordSchemas.ts"
@@ -97,6 +97,8 @@ export class ConsoleAuthApi extends HttpApiGroup.make("consoleAuth")
   )
   .middleware(AddressLimit)
   .middleware(ConsoleSameOrigin)
+  // Outermost: the session's own lookup is bounded too, and refused at once while the database is down.
+  .middleware(DatabaseBound)
   .prefix("/console/api")
   .annotate(OpenApi.Exclude, true)
 {}
@@ -247,6 +249,8 @@ export class ConsoleApi extends HttpApiGroup.make("console")
   )
   .middleware(ConsoleSession)
   .middleware(ConsoleSameOrigin)
+  // Outermost: the session's own lookup is bounded too, and refused at once while the database is down.
+  .middleware(DatabaseBound)
   .prefix("/console/api")
   .annotate(OpenApi.Exclude, true)
 {}

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest, Conflict, Gone, NotFound, TooManyRequestsSchema, Unprocessable } from "./errors.ts"
-import { JsonBodyFraming } from "./http.ts"
+import { DatabaseBound, JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import {
@@ -30,15 +30,15 @@ const creating = {
 export class RecordsApi extends HttpApiGroup.make("records")
   .add(
     HttpApiEndpoint.post("anchor", "/anchor", { ...creating, payload: JsonBody(AnchorBody), success: created })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Summary, "Submit a record")
       .annotate(OpenApi.Description, "Submit a record: hashed with RFC 8785 JCS + SHA-256, queued for anchoring."),
     HttpApiEndpoint.post("anchorEncrypted", "/anchor/encrypted", { ...creating, payload: JsonBody(EncryptedAnchorBody), success: created })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Summary, "Submit an encrypted record")
       .annotate(OpenApi.Description, "Submit a record stored only as AES-256-GCM ciphertext under the client's key."),
     HttpApiEndpoint.post("anchorHash", "/anchor/hash", { ...creating, payload: JsonBody(HashAnchorBody), success: created })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Summary, "Anchor a hash")
       .annotate(OpenApi.Description, "Anchor a hash the client computed; no data is sent."),
     HttpApiEndpoint.post("anchorBatch", "/anchor/batch", {
@@ -49,7 +49,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
         ok(BatchResult).annotate({ httpApiStatus: 207, description: "Some or all items were refused (each with its error); the others were accepted" })
       ]
     })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Summary, "Submit up to 100 records")
       .annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item: 202 when all are accepted, 207 when some or all are refused (nothing is written for those)."),
     HttpApiEndpoint.get("list", "/records", {
@@ -81,7 +81,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
       success: ok(RecordView),
       error: [BadRequest, NotFound, Gone, Unprocessable]
     })
-      .middleware(JsonBodyFraming)
+      .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Summary, "Update a record's metadata or webhookUrl")
       .annotate(OpenApi.Description, "Update the mutable fields (metadata, webhookUrl); any other field is 422 IMMUTABLE_FIELD."),
     HttpApiEndpoint.delete("remove", "/records/:recordId", {
@@ -104,6 +104,7 @@ export class RecordsApi extends HttpApiGroup.make("records")
     }).annotate(OpenApi.Summary, "Find records and proofs by hash"),
     HttpApiEndpoint.get("usage", "/usage", { success: ok(Usage) }).annotate(OpenApi.Summary, "This month's usage against the plan")
   )
+  .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)
   .prefix("/v1")
   .annotate(OpenApi.Description, "Records: submit, look up, list, update, delete, proofs, usage (SPEC 3, 4)")

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { KeyOrAddress } from "./auth.ts"
 import { BadRequest, TooManyRequestsSchema, Unauthorized } from "./errors.ts"
-import { JsonBodyFraming } from "./http.ts"
+import { DatabaseBound, JsonBodyFraming, RequestDeadline } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { DateTimeString, Hash64, JsonObject, ok } from "./recordSchemas.ts"
 
@@ -54,7 +54,11 @@ export class VerifyApi extends HttpApiGroup.make("verify")
       payload: JsonBody(VerifyBody),
       success: ok(VerifyResult),
       error: [BadRequest, Unauthorized, TooManyRequestsSchema]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Verify data or a hash against the chains").annotate(
+    }).middleware(DatabaseBound).middleware(JsonBodyFraming)
+      // It asks the chains too (each RPC call bounded): its own, longer bound.
+      .annotate(RequestDeadline, 25_000)
+      .annotate(OpenApi.Summary, "Verify data or a hash against the chains")
+      .annotate(
       OpenApi.Description,
       "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
         "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. " +
@@ -62,6 +66,7 @@ export class VerifyApi extends HttpApiGroup.make("verify")
         "Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address."
     )
   )
+  .middleware(DatabaseBound)
   .middleware(KeyOrAddress)
   .prefix("/v1")
   .annotate(OpenApi.Description, "Verification by this node against the chains")

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyAuth } from "./auth.ts"
 import { BadRequest, NotFound } from "./errors.ts"
-import { JsonBodyFraming } from "./http.ts"
+import { DatabaseBound, JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { Limit, ok, RecordId } from "./recordSchemas.ts"
 import {
@@ -19,13 +19,13 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       payload: JsonBody(WebhookSettingsPatch),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Change the global webhook")
+    }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Change the global webhook")
       .annotate(OpenApi.Description, "Change the global webhook; members left out keep their value."),
     HttpApiEndpoint.post("rotateSecret", "/webhooks/secret/rotate", {
       payload: JsonBody(EmptyBody),
       success: ok(RotationResult),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Rotate the webhook secret").annotate(
+    }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Rotate the webhook secret").annotate(
       OpenApi.Description,
       "New secret. For 24 h, or until confirmed, x-webhook-signature stays signed with the previous secret and x-webhook-signature-next carries the new one."
     ),
@@ -33,7 +33,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       payload: JsonBody(EmptyBody),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Confirm the secret rotation")
+    }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Confirm the secret rotation")
       .annotate(OpenApi.Description, "End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery."),
     HttpApiEndpoint.get("listDeliveries", "/webhooks/deliveries", {
       query: {
@@ -57,9 +57,10 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       payload: JsonBody(EmptyBody),
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Redeliver a webhook")
+    }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Redeliver a webhook")
       .annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the account's current secret and format.")
   )
+  .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)
   .prefix("/v1")
   .annotate(OpenApi.Description, "The account's global webhook, its secret and the delivery log (SPEC 5)")

@@ -11,7 +11,7 @@ export const DatabaseLayer = Layer.unwrap(
     const url = Option.isSome(config.databaseUrl)
       ? config.databaseUrl.value
       : (yield* embeddedPostgres({ dataDir: config.dataDir })).url
-    return pgClientLayer(url)
+    return pgClientLayer(url, { connectTimeoutMillis: config.dbConnectTimeoutMillis, statementTimeoutMillis: config.dbStatementTimeoutMillis })
   })
 )
 

@@ -19,8 +19,10 @@ import { Admission, type Admitted, andThen, type Headers, type Refused } from ".
 import { parseStrictJson, StrictJsonError } from "../canonical/strictJson.ts"
 import { AppConfig } from "../config.ts"
 import { databaseUnavailable, isConnectionFailure } from "../db/errors.ts"
+import { DatabaseGuard } from "../db/guard.ts"
 import { finish, makeCors, preflight } from "../http/edge.ts"
 import { errorResponse, wireResponse } from "../http/envelope.ts"
+import { BodyBudgetService } from "../http/body.ts"
 import { type FramingError, readJsonText } from "../http/framing.ts"
 import { routeTable } from "../http/routes.ts"
 import { type CreateEndpoint, type CreateError, RecordCreation } from "../records/creation.ts"
@@ -39,6 +41,8 @@ export const GatewayLayer = HttpRouter.middleware(
     const admission = yield* Admission
     const creation = yield* RecordCreation
     const config = yield* AppConfig
+    const budget = yield* BodyBudgetService
+    const guard = yield* DatabaseGuard
     const routes = routeTable(Api as never)
 
     const withHeaders = (response: HttpServerResponse.HttpServerResponse, headers: Headers) =>
@@ -81,9 +85,11 @@ export const GatewayLayer = HttpRouter.middleware(
         andThen(admission.quotaHeaders(principal!), (quota) => Exit.succeed(withHeaders(response, { ...headers, ...quota })))
       const failed = (e: CreateError | FramingError) => {
         const response = createFailed(e)
-        return response === undefined ? Effect.die(e) : finish(response)
+        if (response === undefined) return Effect.die(e)
+        // The database could not be reached: probe now (the breaker, /v1/health) rather than at the next tick.
+        return isConnectionFailure(e) ? Effect.andThen(guard.probeSoon, finish(response)) : finish(response)
       }
-      return Effect.matchEffect(readJsonText(request, config.maxBodyBytes), {
+      return Effect.matchEffect(readJsonText(request, config.maxBodyBytes, budget), {
         onFailure: failed,
         onSuccess: (bodyText) => {
           let body: unknown

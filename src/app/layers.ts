@@ -6,6 +6,7 @@ import { RateLimits } from "../auth/RateLimits.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { ConfiguredNetworks, Networks } from "../anchoring/Networks.ts"
 import { AppConfig } from "../config.ts"
+import { DatabaseGuard } from "../db/guard.ts"
 import { DatabaseLive } from "./database.ts"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import * as EvmAnchoring from "../evm/Anchoring.ts"
@@ -24,6 +25,7 @@ import { ConsoleServicesLayer } from "../console/layer.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
+  Layer.provideMerge(DatabaseGuard.layer),
   Layer.provideMerge(DatabaseLive)
 )
 

@@ -6,6 +6,8 @@ import { HttpRouter, type HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { AddressLimitLayer, ApiKeyAuthLayer, KeyOrAddressLayer } from "../auth/middleware.ts"
+import { DatabaseBoundLayer } from "../db/guard.ts"
+import { BodyBudgetService } from "../http/body.ts"
 import { CertificatesHttpLayer } from "../certificates/http.ts"
 import { ConsoleAuthHttpLayer, ConsoleHttpLayer } from "../console/http.ts"
 import { ConsoleSameOriginLayer, ConsoleSessionLayer } from "../console/middleware.ts"
@@ -34,11 +36,12 @@ export const HttpAppLayer = Layer.merge(
       RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer, CertificatesHttpLayer, ConsoleAuthHttpLayer, ConsoleHttpLayer
     ]),
     Layer.provide([
-      ApiKeyAuthLayer, AddressLimitLayer, KeyOrAddressLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer, ConsoleSessionLayer, ConsoleSameOriginLayer
+      ApiKeyAuthLayer, AddressLimitLayer, KeyOrAddressLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer, ConsoleSessionLayer, ConsoleSameOriginLayer,
+      DatabaseBoundLayer
     ])
   ),
   PagesLayer
-).pipe(Layer.provideMerge(GatewayLayer))
+).pipe(Layer.provideMerge(GatewayLayer), Layer.provide(BodyBudgetService.layer))
 
 /**
  * What node:http answers by itself unless told otherwise (a parse error, an unknown `Expect`,
@@ -96,7 +99,14 @@ export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   const admission = yield* Admission
   const make = () => {
-    const server = Http.createServer({ keepAliveTimeout: 65_000 })
+    // Bounded waits on clients too: a connection that does not send its headers, or its request,
+    // in time is closed; beyond HTTP_MAX_CONNECTIONS new connections are refused (memory stays bounded).
+    const server = Http.createServer({
+      keepAliveTimeout: 65_000,
+      headersTimeout: config.httpHeadersTimeoutMillis,
+      requestTimeout: config.httpRequestTimeoutMillis
+    })
+    server.maxConnections = config.httpMaxConnections
     answerMalformed(server, admission)
     return server
   }

@@ -8,6 +8,8 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import type { Principal } from "../api/auth.ts"
 import { ChainType, Environment } from "../api/recordSchemas.ts"
+import { isConnectionFailure } from "../db/errors.ts"
+import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import { decodeFirst, decodeRows } from "../db/rows.ts"
 import { apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
 import { AccountNotActive, AccountNotFound, ApiKeyNotFound, type AuthFailureReason } from "./errors.ts"
@@ -89,7 +91,7 @@ export class Accounts extends Context.Service<Accounts, {
   readonly getKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
   readonly revokeKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
   /** Resolves `Authorization: Bearer <token>`; never logs or echoes the token. */
-  readonly authenticate: (token: string | undefined) => Sql<AuthResult>
+  readonly authenticate: (token: string | undefined) => Sql<AuthResult, DatabaseUnavailable>
 }>()("anchord/auth/Accounts") {
   static readonly layer = Layer.effect(
     Accounts,
@@ -99,7 +101,8 @@ export class Accounts extends Context.Service<Accounts, {
       // Key expiry and the auth cache on the node's Clock, read without an effect step (every request).
       const clock = yield* Clock.Clock
       const clockDate = () => new Date(clock.currentTimeMillisUnsafe())
-      const cache = new Map<string, { readonly result: AuthResult; readonly expires: number }>()
+      const guard = yield* DatabaseGuard
+      const cache = new Map<string, { readonly result: AuthResult; readonly expires: number; readonly verifiedAt: number }>()
 
       const accountColumns = sql`id, name, email, plan, status, rate_per_second, default_chain, created_at, activated_at`
       const keyColumns = sql`id, account_id, environment, display, name, created_at, expires_at, revoked_at, last_used_at`
@@ -264,12 +267,22 @@ export class Accounts extends Context.Service<Accounts, {
             if (hit.result._tag === "Ok") noteUse(hit.result.principal.keyId, now)
             return Effect.succeed(hit.result)
           }
-          return Effect.tap(lookup(token), (result) =>
-            Effect.sync(() => {
-              if (result._tag === "Ok") noteUse(result.principal.keyId, now)
-              if (cache.size > 10_000) cache.clear()
-              cache.set(cacheKey, { result, expires: now + config.authCacheMillis })
-            }))
+          // While the database cannot confirm a key, the last verification stands for AUTH_STALE_MS: a key
+          // that worked keeps its own limits and headers during a stall instead of being treated as no key.
+          const stale = hit !== undefined && now - hit.verifiedAt <= config.authStaleMillis ? hit : undefined
+          if (!guard.isUp()) return stale !== undefined ? Effect.succeed(stale.result) : guard.refuse
+          // With a verification to fall back on, the database gets a short bound: a stall costs this request
+          // 250 ms, not the whole deadline (which the handler's own statements need).
+          return guard.bounded(lookup(token), stale !== undefined ? 250 : undefined).pipe(
+            Effect.tap((result) =>
+              Effect.sync(() => {
+                if (result._tag === "Ok") noteUse(result.principal.keyId, now)
+                if (cache.size > 10_000) cache.clear()
+                cache.set(cacheKey, { result, expires: now + config.authCacheMillis, verifiedAt: now })
+              })),
+            Effect.catch((e) =>
+              stale !== undefined && (e instanceof DatabaseUnavailable || isConnectionFailure(e)) ? Effect.succeed(stale.result) : Effect.fail(e))
+          )
         }
       })
     })

@@ -12,9 +12,10 @@
 import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import type { Principal } from "../api/auth.ts"
-import { type ServiceUnavailable, TooManyRequests, Unauthorized, errorBody } from "../api/errors.ts"
+import { type ServiceUnavailable, TooManyRequests, toWire, Unauthorized, errorBody } from "../api/errors.ts"
 import { AppConfig } from "../config.ts"
 import { databaseUnavailable, isConnectionFailure } from "../db/errors.ts"
+import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import { Accounts, type AuthResult } from "./Accounts.ts"
 import type { AuthFailureReason } from "./errors.ts"
 import { currentMonth } from "./plans.ts"
@@ -94,6 +95,7 @@ export class Admission extends Context.Service<Admission, {
       const usage = yield* UsageCache
       const config = yield* AppConfig
       const clock = yield* Clock.Clock
+      const guard = yield* DatabaseGuard
 
       const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => clientAddressOf(request, config.trustProxy)
 
@@ -143,7 +145,11 @@ export class Admission extends Context.Service<Admission, {
       const authenticate = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<AuthResult, Refused<ServiceUnavailable | TooManyRequests>> => {
         const auth = accounts.authenticate(bearerToken(request.headers["authorization"]))
         return Exit.isExit(auth) && Exit.isSuccess(auth) ? auth as unknown as Effect.Effect<AuthResult> : Effect.catch(auth, (e) =>
-          isConnectionFailure(e) ? refusedByAddress(request, databaseUnavailable()) : Effect.die(e))
+          e instanceof DatabaseUnavailable
+            ? refusedByAddress(request, toWire(e))
+            : isConnectionFailure(e)
+            ? Effect.andThen(guard.probeSoon, refusedByAddress(request, databaseUnavailable()))
+            : Effect.die(e))
       }
 
       const byKey = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Admitted, Refused<Unauthorized | TooManyRequests | ServiceUnavailable>> =>

@@ -6,6 +6,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { DatabaseGuard } from "../db/guard.ts"
 import { currentMonth } from "./plans.ts"
 
 export class UsageCache extends Context.Service<UsageCache, {
@@ -16,6 +17,7 @@ export class UsageCache extends Context.Service<UsageCache, {
     UsageCache,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const guard = yield* DatabaseGuard
       // Read without an effect step: this runs on every authenticated response.
       const clock = yield* Clock.Clock
       const cache = new Map<string, { used: number; month: string; at: number }>()
@@ -25,13 +27,16 @@ export class UsageCache extends Context.Service<UsageCache, {
           const month = currentMonth(now).month
           const hit = cache.get(accountId)
           if (hit && hit.month === month && now - hit.at < 1000) return Effect.succeed(hit.used)
-          return sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+          const known = hit?.month === month ? hit.used : 0
+          // Headers never wait on a stalled database: the last count known, at once or within the bound.
+          if (!guard.isUp()) return Effect.succeed(known)
+          return guard.bounded(sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`).pipe(
             Effect.map((rows) => {
               const used = rows.length === 0 ? 0 : Number(rows[0].used)
               cache.set(accountId, { used, month, at: now })
               return used
             }),
-            Effect.catch(() => Effect.succeed(hit?.month === month ? hit.used : 0))
+            Effect.catch(() => Effect.succeed(known))
           )
         },
         observe: (accountId, used) => {

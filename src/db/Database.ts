@@ -8,10 +8,29 @@ import { Layer, Redacted, String as Str } from "effect"
 import { Migrator } from "effect/sql"
 import { migrations } from "./migrations/index.ts"
 
-export const pgClientLayer = (url: Redacted.Redacted<string>) =>
+/** The waits the client bounds (AppConfig, docs/operations.md "Bounded waits"); defaults for tools and tests. */
+export interface PgBounds {
+  readonly connectTimeoutMillis: number
+  /** PostgreSQL's `statement_timeout` for the node's sessions (0: none). */
+  readonly statementTimeoutMillis: number
+}
+
+export const defaultPgBounds: PgBounds = { connectTimeoutMillis: 5_000, statementTimeoutMillis: 60_000 }
+
+export const pgClientLayer = (url: Redacted.Redacted<string>, bounds: PgBounds = defaultPgBounds) =>
   PgClient.layer({
     url,
     maxConnections: 20,
+    connectTimeout: `${bounds.connectTimeoutMillis} millis`,
+    // Server-side bounds too: a statement that runs away (a lock wait, a plan gone wrong) ends there,
+    // and a session left idle inside a transaction by a client that vanished does not hold its locks.
+    startupParameters: {
+      statement_timeout: String(bounds.statementTimeoutMillis),
+      idle_in_transaction_session_timeout: String(Math.max(bounds.statementTimeoutMillis, 60_000)),
+      // Short statements on indexes only: JIT compiling one (~15 ms, seen on the webhook render) costs
+      // far more than it can save.
+      jit: "off"
+    },
     transformResultNames: Str.snakeToCamel,
     transformQueryNames: Str.camelToSnake,
     // Column names only: never rename the members of JSON values (clients' metadata keys).

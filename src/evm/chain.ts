@@ -11,7 +11,13 @@ import { anchorRegistryAbi } from "./AnchorRegistry.abi.ts"
 import type { EvmNetworkConfig } from "./config.ts"
 import { classify, EvmError, isAlreadyKnown, isTransient } from "./errors.ts"
 
-/** Transient RPC errors: 4 quick retries (100 ms, 200 ms, 400 ms, 800 ms, jittered). */
+/**
+ * Transient RPC errors: 4 quick retries (100 ms, 200 ms, 400 ms, 800 ms, jittered). Not a call that ran
+ * into its bound: retrying a hung endpoint would multiply the wait (4 × 10 s hid an outage for ~52 s); the
+ * loop reports it at once and tries again on its next tick.
+ */
+const isQuickFailure = (e: EvmError): boolean => isTransient(e) && !/timed? ?out|TimeoutError/i.test(e.reason.message)
+
 export const rpcRetry = Schedule.max([Schedule.exponential("100 millis").pipe(Schedule.jittered), Schedule.recurs(4)])
 
 export const anchoredEvent = anchorRegistryAbi.find((x) => x.type === "event" && x.name === "Anchored")! as Extract<
@@ -58,7 +64,7 @@ export interface Chain {
 }
 
 export const makeChain = (config: EvmNetworkConfig): Chain => {
-  const client = createPublicClient({ transport: http(config.rpcUrl, { retryCount: 0, timeout: 10_000 }) }) as PublicClient
+  const client = createPublicClient({ transport: http(config.rpcUrl, { retryCount: 0, timeout: config.rpcTimeoutMs }) }) as PublicClient
   // The key leaves its Redacted box only here, into viem's local account (never logged, never sent).
   const account: PrivateKeyAccount = privateKeyToAccount(Redacted.value(config.privateKey))
   const address = config.contractAddress
@@ -67,7 +73,7 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
     Effect.tryPromise({
       try: () => f(client),
       catch: (e) => new EvmError({ networkId: config.networkId, operation, reason: classify(e) })
-    }).pipe(Effect.retry({ schedule: rpcRetry, while: isTransient }))
+    }).pipe(Effect.retry({ schedule: rpcRetry, while: isQuickFailure }))
 
   const anchoredLogs = (from: bigint, to: bigint, root?: Hex) =>
     call("eth_getLogs", (c) =>
@@ -144,7 +150,7 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
             ? Effect.void
             : Effect.fail(new EvmError({ networkId: config.networkId, operation: "eth_sendRawTransaction", reason: classify(e) }))
         ),
-        Effect.retry({ schedule: rpcRetry, while: isTransient })
+        Effect.retry({ schedule: rpcRetry, while: isQuickFailure })
       ),
     receipt: (hash) =>
       call("eth_getTransactionReceipt", async (c) => {

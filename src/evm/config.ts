@@ -34,6 +34,8 @@ export interface EvmNetworkConfig extends CommonNetworkConfig {
   readonly confirmations: number
   /** Watcher/writer polling period (ms). */
   readonly pollIntervalMs: number
+  /** Each JSON-RPC call's bound (ms): an endpoint that accepts and never answers is found down within it. */
+  readonly rpcTimeoutMs: number
   /** A sent transaction not mined after this long (ms) is replaced with higher fees. */
   readonly stuckAfterMs: number
   /** Fee bump per replacement, percent (at least 10: nodes reject smaller replacements). */
@@ -62,6 +64,7 @@ export const EvmNetworkJson = Schema.Struct({
   privateKey: Schema.optionalKey(HexKey),
   confirmations: Schema.optionalKey(PositiveInt),
   pollIntervalMs: Schema.optionalKey(PositiveInt),
+  rpcTimeoutMs: Schema.optionalKey(PositiveInt),
   stuckAfterMs: Schema.optionalKey(PositiveInt),
   feeBumpPercent: Schema.optionalKey(Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(10))),
   maxAttempts: Schema.optionalKey(PositiveInt),
@@ -84,6 +87,7 @@ export const fromJson = (n: EvmNetworkJson, privateKey: Redacted.Redacted<Hex>):
   privateKey,
   confirmations: n.confirmations ?? 1,
   pollIntervalMs: n.pollIntervalMs ?? 500,
+  rpcTimeoutMs: n.rpcTimeoutMs ?? 5_000,
   stuckAfterMs: n.stuckAfterMs ?? 30_000,
   feeBumpPercent: n.feeBumpPercent ?? 20,
   maxAttempts: n.maxAttempts ?? 8,

@@ -4,7 +4,8 @@
  * is the ingest hot path. Elsewhere (other platforms, web handlers in tests) it falls back to it.
  */
 import * as Http from "node:http"
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../config.ts"
 import * as ByteSize from "effect/ByteSize"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 
@@ -12,6 +13,8 @@ export type BodyRead =
   | { readonly _tag: "Body"; readonly bytes: Buffer }
   | { readonly _tag: "TooLarge" }
   | { readonly _tag: "Aborted" }
+  /** The bytes being received across all requests would pass the budget (load shedding). */
+  | { readonly _tag: "Overloaded" }
 
 /**
  * Set on a request whose body node:http could not parse (a broken chunk, the connection half-closed
@@ -30,7 +33,39 @@ export const breakBody = (source: Http.IncomingMessage, error: Error) => {
 export const bodyBroken = (request: HttpServerRequest.HttpServerRequest): boolean =>
   (request.source as { [broken]?: Error } | undefined)?.[broken] !== undefined
 
-export const readBody = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<BodyRead> => {
+/**
+ * The request bytes being received at once, across every connection: thousands of slow clients each
+ * trickling a 1 MiB body must not add up to gigabytes. Reserved chunk by chunk, released when a body is
+ * complete or given up.
+ */
+export class BodyBudget {
+  private used = 0
+  readonly maxBytes: number
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes
+  }
+  reserve(n: number): boolean {
+    if (this.used + n > this.maxBytes) return false
+    this.used += n
+    return true
+  }
+  release(n: number): void {
+    this.used -= n
+  }
+}
+
+export const unlimitedBodyBudget = new BodyBudget(Number.MAX_SAFE_INTEGER)
+
+/** The node's one budget (HTTP_MAX_BODY_BYTES_IN_FLIGHT), shared by the framing middleware and the ingest fast path. */
+export class BodyBudgetService extends Context.Service<BodyBudgetService, BodyBudget>()("anchord/http/BodyBudget") {
+  static readonly layer = Layer.effect(BodyBudgetService, Effect.map(AppConfig, (c) => new BodyBudget(c.httpMaxBodyBytesInFlight)))
+}
+
+export const readBody = (
+  request: HttpServerRequest.HttpServerRequest,
+  maxBytes: number,
+  budget: BodyBudget = unlimitedBodyBudget
+): Effect.Effect<BodyRead> => {
   const source = request.source
   if (!(source instanceof Http.IncomingMessage)) {
     return request.arrayBuffer.pipe(
@@ -46,20 +81,29 @@ export const readBody = (request: HttpServerRequest.HttpServerRequest, maxBytes:
     if (source.headers.expect !== undefined) (request as { writeContinue?: () => void }).writeContinue?.()
     const chunks: Array<Buffer> = []
     let size = 0
-    const done = (result: BodyRead) => {
+    const detach = () => {
       source.off("data", onData)
       source.off("end", onEnd)
       source.off("error", onError)
       source.off("aborted", onError)
+      budget.release(size)
+    }
+    const done = (result: BodyRead) => {
+      detach()
       resume(Effect.succeed(result))
     }
     const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > maxBytes) {
+      if (size + chunk.length > maxBytes) {
         done({ _tag: "TooLarge" })
         source.resume() // discard the rest; the 413 goes out without waiting for it
         return
       }
+      if (!budget.reserve(chunk.length)) {
+        done({ _tag: "Overloaded" })
+        source.resume()
+        return
+      }
+      size += chunk.length
       chunks.push(chunk)
     }
     const onEnd = () => done({ _tag: "Body", bytes: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size) })
@@ -68,5 +112,7 @@ export const readBody = (request: HttpServerRequest.HttpServerRequest, maxBytes:
     source.once("end", onEnd)
     source.once("error", onError)
     source.once("aborted", onError)
+    // Interrupted (the request given up): stop listening and give the bytes back.
+    return Effect.sync(detach)
   })
 }

@@ -6,16 +6,17 @@ import { BadRequest, errorBody, InternalError } from "../api/errors.ts"
 import { ErrorEnvelope, JsonBodyFraming } from "../api/http.ts"
 import { isJsonSyntaxIssue } from "../api/jsonBody.ts"
 import { AppConfig } from "../config.ts"
+import { BodyBudgetService } from "./body.ts"
 import { readJsonText, withText } from "./framing.ts"
 import { describeIssue } from "./schemaMessages.ts"
 
 /** Reads the JSON body (size, media type, UTF-8) and hands it to the payload decoding as the request's text. */
 export const JsonBodyFramingLayer = Layer.effect(
   JsonBodyFraming,
-  Effect.map(AppConfig, (config) =>
+  Effect.map(Effect.all([AppConfig, BodyBudgetService]), ([config, budget]) =>
     JsonBodyFraming.of((httpEffect) =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        Effect.flatMap(readJsonText(request, config.maxBodyBytes), (text) =>
+        Effect.flatMap(readJsonText(request, config.maxBodyBytes, budget), (text) =>
           Effect.provideService(httpEffect, HttpServerRequest.HttpServerRequest, withText(request, text))))))
 )
 

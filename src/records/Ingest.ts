@@ -9,14 +9,13 @@ import type { Principal } from "../api/auth.ts"
 import { nextMonthStart } from "../auth/plans.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../anchoring/Networks.ts"
-import type { SqlError } from "effect/sql"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
 import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
-import { IngestWriter, type NewRecord } from "./IngestWriter.ts"
+import { IngestWriter, type NewRecord, type SubmitError } from "./IngestWriter.ts"
 import { AnchorBody, COLLECTION_PATTERN, EncryptedAnchorBody, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
 
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */
@@ -95,7 +94,7 @@ export class Ingest extends Context.Service<Ingest, {
     readonly requestHash: string
     readonly status: number
     readonly body: string
-  }) => Effect.Effect<"committed" | "idempotency-key-taken", QuotaExceeded | SqlError.SqlError>
+  }) => Effect.Effect<"committed" | "idempotency-key-taken", QuotaExceeded | SubmitError>
 }>()("anchord/records/Ingest") {
   static readonly layer = Layer.effect(
     Ingest,

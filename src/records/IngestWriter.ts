@@ -6,11 +6,12 @@
  * The monthly quota is enforced in the same transaction, against a row lock on the account's
  * usage row, so it holds across several nodes sharing the database.
  */
-import { Cause, Clock, Context, Effect, Layer, Queue, Result } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Queue, Result, Schema } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isConnectionFailure } from "../db/errors.ts"
+import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import { currentMonth } from "../auth/plans.ts"
 import type { Environment } from "../api/recordSchemas.ts"
 import type { RecordRow } from "./model.ts"
@@ -118,12 +119,35 @@ export const insertRecords = (sql: SqlClient.SqlClient, rows: ReadonlyArray<NewR
 interface Pending {
   readonly submission: Submission
   /** Resumes the submitting request (a plain callback: no Deferred per record on the hot path). */
-  readonly done: (outcome: Effect.Effect<SubmitOutcome, SqlError.SqlError>) => void
+  readonly done: (outcome: Effect.Effect<SubmitOutcome, SubmitError>) => void
 }
 
+/**
+ * More records accepted and waiting for their commit than INGEST_MAX_PENDING: the node sheds load (503,
+ * Retry-After) instead of queueing without bound.
+ */
+export class IngestOverloaded extends Schema.TaggedError<IngestOverloaded>()("IngestOverloaded", { pending: Schema.Number }) {
+  get errorCode() {
+    return "SERVICE_UNAVAILABLE" as const
+  }
+  get retryAfterSeconds() {
+    return 1
+  }
+  override get message() {
+    return "The node is at capacity; retry shortly"
+  }
+}
+
+export type SubmitError = SqlError.SqlError | DatabaseUnavailable | IngestOverloaded
+
 export class IngestWriter extends Context.Service<IngestWriter, {
-  /** Resolves once the records are committed (or refused by the quota), or with the database's failure. */
-  readonly submit: (submission: Submission) => Effect.Effect<SubmitOutcome, SqlError.SqlError>
+  /**
+   * Resolves once the records are committed (or refused by the quota), or with the database's failure.
+   * The wait is bounded: past REQUEST_DEADLINE_MS it fails with DatabaseUnavailable (the commit may still
+   * happen later: a 503 does not say the records were not stored, which is what Idempotency-Key is for).
+   * While the database is known to be down, and beyond INGEST_MAX_PENDING records waiting, it refuses at once.
+   */
+  readonly submit: (submission: Submission) => Effect.Effect<SubmitOutcome, SubmitError>
 }>()("anchord/records/IngestWriter") {
   static readonly layer = Layer.effect(
     IngestWriter,
@@ -133,6 +157,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       // The month a commit counts against, on the node's Clock (read without an effect step).
       const clock = yield* Clock.Clock
       const queue = yield* Queue.unbounded<Pending>()
+      const guard = yield* DatabaseGuard
 
       /**
        * One round trip for a group of submissions from accounts without a monthly quota (ENTERPRISE):
@@ -265,11 +290,48 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const scope = yield* Effect.scope
       for (let i = 0; i < config.ingestWriters; i++) yield* Effect.forkScoped(Effect.forever(worker))
 
+      // Bounded waits and load shedding, without a timer per request: the waiting submissions in
+      // arrival order, checked by one sweep every 100 ms. A submission answered here (deadline passed) is
+      // still committed if its group goes through; its late outcome is dropped.
+      let pending = 0
+      type Waiting = { readonly deadline: number; readonly resume: (e: Effect.Effect<SubmitOutcome, SubmitError>) => boolean }
+      // A queue as an array and a head index (shift() would move every entry each time).
+      let waiting: Array<Waiting | undefined> = []
+      let head = 0
+      const timedOut = Effect.fail(new DatabaseUnavailable({ retryAfterSeconds: guard.retryAfterSeconds }))
+      yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("100 millis"), Effect.suspend(() => {
+        const now = clock.currentTimeMillisUnsafe()
+        let expired = 0
+        while (head < waiting.length && waiting[head]!.deadline <= now) {
+          if (waiting[head]!.resume(timedOut)) expired++
+          waiting[head++] = undefined
+        }
+        if (head > 4096 && head * 2 > waiting.length) {
+          waiting = waiting.slice(head)
+          head = 0
+        }
+        return expired > 0 ? guard.probeSoon : Effect.void
+      }))))
+
       return IngestWriter.of({
-        submit: (submission) =>
-          Effect.callback<SubmitOutcome, SqlError.SqlError>((done) => {
-            Queue.offerUnsafe(queue, { submission, done })
+        submit: (submission) => {
+          if (!guard.isUp()) return guard.refuse
+          const n = submission.rows.length
+          if (pending + n > config.ingestMaxPending) return Effect.fail(new IngestOverloaded({ pending }))
+          return Effect.callback<SubmitOutcome, SubmitError>((resume) => {
+            let open = true
+            pending += n
+            const once = (outcome: Effect.Effect<SubmitOutcome, SubmitError>) => {
+              if (!open) return false
+              open = false
+              pending -= n
+              resume(outcome)
+              return true
+            }
+            waiting.push({ deadline: clock.currentTimeMillisUnsafe() + config.requestDeadlineMillis, resume: once })
+            Queue.offerUnsafe(queue, { submission, done: (outcome) => void once(outcome) })
           })
+        }
       })
     })
   )

@@ -8,11 +8,11 @@
  * (test/records/fastpath.test.ts runs the same requests both ways).
  */
 import { Context, Effect, Layer } from "effect"
-import type { SqlError } from "effect/sql"
 import type { Principal } from "../api/auth.ts"
 import { decodeWith } from "../http/decode.ts"
 import { IdempotencyConflict, InvalidRecord, type QuotaExceeded } from "./errors.ts"
 import { decodeSubmission, Ingest, type PrepareError, sha256Hex, type SubmissionKind } from "./Ingest.ts"
+import type { SubmitError } from "./IngestWriter.ts"
 import type { NewRecord } from "./IngestWriter.ts"
 import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
@@ -68,7 +68,7 @@ export interface Accepted {
   readonly replayed: boolean
 }
 
-export type CreateError = PrepareError | QuotaExceeded | IdempotencyConflict | SqlError.SqlError
+export type CreateError = PrepareError | QuotaExceeded | IdempotencyConflict | SubmitError
 
 export interface CreateOptions {
   /** The `Idempotency-Key` header, when sent. */

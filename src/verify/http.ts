@@ -41,7 +41,7 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
     const { networks } = yield* EvmNetworks
     // One client per configured network; a bundle naming another network or chain is checked
     // against nothing (an "error" check says so): the node only asks the chains it is configured for.
-    const clients = new Map<string, RpcClient>(networks.map((n) => [n.networkId, rpcClient(n.rpcUrl, 10_000, `the RPC endpoint of network ${n.networkId}`)]))
+    const clients = new Map<string, RpcClient>(networks.map((n) => [n.networkId, rpcClient(n.rpcUrl, n.rpcTimeoutMs, `the RPC endpoint of network ${n.networkId}`)]))
     const rpcFor = (a: { networkId: string }) => clients.get(a.networkId)
     // Fabric anchors: through the gateway peer and with the identity of the node's own network config.
     const fabricNets = new Map((yield* FabricNetworks).networks.map((n) => [n.networkId, n]))

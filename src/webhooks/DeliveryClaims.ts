@@ -174,11 +174,14 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             JOIN events e ON e.id = d.event_seq
             JOIN webhook_settings s ON s.account_id = d.account_id
             LEFT JOIN records r ON r.id = e.record_id
+            -- The kind test inside: a gate checked before the lookup, which then runs only for the rare
+            -- updated/deleted events (as an ON condition it ran for every row, scanning ids below e.id).
             LEFT JOIN LATERAL (
               SELECT p.payload FROM events p
-              WHERE p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
+              WHERE e.kind IN ('record.updated', 'record.deleted')
+                AND p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
               ORDER BY p.id DESC LIMIT 1
-            ) prior ON e.kind IN ('record.updated', 'record.deleted')
+            ) prior ON true
             WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])`, [seqs.join(","), now])
           return rows.map((row) => {
             const useNext = row.overlap && row.previous !== null

@@ -282,18 +282,28 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   }))
 
   /** Supervision: a failing loop (database outage) logs, waits and starts over. */
-  const supervised = <E>(name: string, loop: Effect.Effect<unknown, E>) =>
-    loop.pipe(
+  const supervised = <E>(name: string, loop: Effect.Effect<unknown, E>) => {
+    // During an outage a loop restarts every poll period: one line when it starts failing, then at most
+    // one a minute with the count, never one per restart.
+    let quietUntil = 0
+    let restarts = 0
+    return loop.pipe(
       Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.logWarning(`webhook ${name} restarting`, { error: Cause.pretty(cause).split("\n")[0] }).pipe(
-            Effect.andThen(Effect.sleep(Math.max(250, config.pollMillis)))
-          )
+        Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          restarts++
+          if (now >= quietUntil) {
+            yield* Effect.logWarning(`webhook ${name} restarting`, { error: Cause.pretty(cause).split("\n")[0], restarts })
+            quietUntil = now + 60_000
+            restarts = 0
+          }
+          yield* Effect.sleep(Math.max(250, config.pollMillis))
+        })
       ),
       Effect.forever,
       Effect.forkScoped
     )
+  }
 
   /**
    * Retention (WEBHOOK_RETENTION_DAYS): every WEBHOOK_RETENTION_SWEEP_MS, finished deliveries older than

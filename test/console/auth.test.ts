@@ -5,6 +5,7 @@
  * test/console/console.test.ts.)
  *   npx vitest run test/console/auth.test.ts
  */
+import { DatabaseGuard } from "../../src/db/guard.ts"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -38,6 +39,7 @@ const layer = Layer.mergeAll(ConsoleAuth.layer, ConsoleSessions.layer, ConsoleLi
     idleMillis: IDLE, absoluteMillis: ABSOLUTE, secureCookie: "auto", invitationMillis: 7 * 86_400_000, signInLinkMillis: 3_600_000
   }))),
   Layer.provideMerge(Accounts.layer),
+  Layer.provideMerge(DatabaseGuard.layer),
   Layer.provideMerge(AppConfig.layer)
 )
 const withServices = withDatabaseServices(() => url, layer)

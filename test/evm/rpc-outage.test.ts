@@ -1,5 +1,6 @@
-// The RPC endpoint goes away for a while (a TCP proxy in front of anvil is closed, then reopened):
-// the node keeps accepting records and catches up when the endpoint is back.
+// The RPC endpoint goes away for a while (a TCP proxy in front of anvil is closed, then reopened), or
+// hangs (the proxy accepts and never answers): the node keeps accepting records, reports the endpoint
+// down within its bound, and catches up when the endpoint is back.
 //   npx vitest run test/evm/rpc-outage.test.ts
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startAnvil, type Anvil } from "./anvil.ts"
@@ -18,7 +19,7 @@ describe("RPC outage", () => {
     node = await startEvmNode({
       networks: [network({
         networkId: "anvil-outage", rpcUrl: proxy.url, chainId: d.chainId, contractAddress: d.address,
-        confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150
+        confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150, rpcTimeoutMs: 1_500
       }, pk)]
     })
     key = await node.createKey(await node.createAccount())
@@ -55,5 +56,28 @@ describe("RPC outage", () => {
 
     await proxy.up()
     await waitFor("ANCHORED after the outage", allAnchored(node.databaseUrl, ids), 20_000)
+  }, 60_000)
+
+  it("an endpoint that accepts connections and never answers is reported down within its bound, and ingest keeps answering", async () => {
+    const health = async () =>
+      (await call(node.baseUrl, "GET", "/v1/health")).json.data.networks.find((n: { networkId: string }) => n.networkId === "anvil-outage")
+    await waitFor("the network up before the stall", async () => (await health()).status === "up")
+    proxy.freeze()
+    const frozenAt = performance.now()
+    const ids: Array<string> = []
+    // rpcTimeoutMs is 1,500 here: the next call of the watcher (every 150 ms) runs into it, and the loop
+    // reports the endpoint at once (no retries of a call that hit its bound).
+    await waitFor("the network reported unreachable", async () => {
+      const started = performance.now()
+      const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { stalled: ids.length } } })
+      expect(r.status).toBe(202)
+      expect(performance.now() - started, "ingest answers while the chain hangs").toBeLessThan(1_500)
+      ids.push(r.json.data.recordId)
+      return (await health()).status === "unreachable"
+    }, 15_000, 100)
+    const reportedMs = performance.now() - frozenAt
+    expect(reportedMs, "reported within the RPC bound plus a watcher period").toBeLessThan(1_500 + 150 + 2_000)
+    proxy.thaw()
+    await waitFor("ANCHORED after the stall", allAnchored(node.databaseUrl, ids), 30_000)
   }, 60_000)
 })

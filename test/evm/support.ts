@@ -60,14 +60,25 @@ export const allAnchored = (databaseUrl: string, ids: ReadonlyArray<string>) => 
   return ids.every((id) => s.get(id) === "ANCHORED")
 }
 
-/** A TCP proxy in front of an RPC endpoint: `down()` closes the listener and cuts connections, `up()` reopens it. */
+/**
+ * A TCP proxy in front of an RPC endpoint: `down()` closes the listener and cuts connections, `up()`
+ * reopens it; `freeze()` keeps accepting connections and reading requests but answers nothing (a hung
+ * endpoint: no error, no reset), `thaw()` ends the frozen connections and forwards again.
+ */
 export const rpcProxy = async (target: { host: string; port: number }) => {
   const sockets = new Set<Socket>()
+  const held = new Set<Socket>()
+  let frozen = false
   let server: Server | undefined
   let port = 0
   const listen = () =>
     new Promise<void>((resolve, reject) => {
       server = createServer((client) => {
+        if (frozen) {
+          held.add(client)
+          client.on("data", () => {}).on("error", () => {}).on("close", () => held.delete(client))
+          return
+        }
         const upstream = connect(target.port, target.host)
         sockets.add(client)
         sockets.add(upstream)
@@ -101,6 +112,21 @@ export const rpcProxy = async (target: { host: string; port: number }) => {
         server?.close(() => resolve())
       }),
     up: () => listen(),
+    freeze: () => {
+      frozen = true
+      // Connections already open stop forwarding too: their requests go unanswered.
+      for (const s of sockets) {
+        s.unpipe()
+        s.removeAllListeners("data")
+        s.on("data", () => {})
+        held.add(s)
+      }
+    },
+    thaw: () => {
+      frozen = false
+      for (const s of held) s.destroy()
+      held.clear()
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy()

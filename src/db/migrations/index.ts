@@ -7,6 +7,7 @@ import failedAnchors from "./0006_failed_anchors.ts"
 import webhookSettings from "./0007_webhook_settings.ts"
 import collection from "./0008_collection.ts"
 import console_ from "./0009_console.ts"
+import eventsByRecord from "./0010_events_by_record.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -18,5 +19,6 @@ export const migrations = {
   "0006_failed_anchors": failedAnchors,
   "0007_webhook_settings": webhookSettings,
   "0008_collection": collection,
-  "0009_console": console_
+  "0009_console": console_,
+  "0010_events_by_record": eventsByRecord
 }
