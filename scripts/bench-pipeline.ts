@@ -64,6 +64,14 @@ const treeCpu = (pid: number) => {
   return own.self + own.reaped + children(pid).reduce((sum, c) => sum + stat(c).self, 0)
 }
 
+/** The whole machine's CPU (all cores), from /proc/stat: busy and total jiffies. */
+const machineCpu = () => {
+  const f = Fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number)
+  const idle = f[3]! + f[4]!
+  const total = f.reduce((a, b) => a + b, 0)
+  return { busy: total - idle, total }
+}
+
 const startAnvil = async () => {
   const port = await freePort()
   const child = ChildProcess.spawn(Path.join(root, "node_modules/.bin/anvil"), ["--port", String(port), "--host", "127.0.0.1", "--silent", "--gas-limit", "100000000"], { stdio: "ignore" })
@@ -97,6 +105,10 @@ interface RateResult {
   readonly undeliveredAfterDrain: number
   readonly nodeCpuUsPerRecord: number
   readonly pgCpuUsPerRecord: number
+  /** The machine's CPU busy over the load (all cores; the load generator and receiver included). */
+  readonly machineBusyPercent: number
+  /** This process (the load generator and the webhook receiver), CPU per record. */
+  readonly benchCpuUsPerRecord: number
   readonly held: boolean
 }
 
@@ -188,6 +200,8 @@ const main = async () => {
         const interval = (BATCH / rate) * 1000
         if (statements) await sql((s) => s`SELECT pg_stat_statements_reset()`)
         const cpu0 = { node: treeCpu(node.pid!), pg: pgPid === undefined ? NaN : treeCpu(pgPid) }
+        const machine0 = machineCpu()
+        const self0 = process.cpuUsage()
         const t0 = performance.now()
         const backlog: Array<number> = []
         const sampler = setInterval(() => backlog.push(postedAt.size - [...postedAt.keys()].filter((id) => deliveredAt.has(id)).length), 10_000)
@@ -229,6 +243,8 @@ const main = async () => {
         await Promise.all([...inFlight])
         clearInterval(sampler)
         const loadMs = performance.now() - t0
+        const machine1 = machineCpu()
+        const self1 = process.cpuUsage(self0)
         const ids = [...postedAt.keys()]
         const backlogAtEnd = ids.filter((id) => !deliveredAt.has(id)).length
         // Drain: what was accepted is delivered within 60 s of the end (or counted as not).
@@ -265,6 +281,8 @@ const main = async () => {
           backlogHalves: halves, backlogAtEnd, undeliveredAfterDrain: undelivered,
           nodeCpuUsPerRecord: ((cpu1.node - cpu0.node) * 1000) / Math.max(1, ids.length),
           pgCpuUsPerRecord: ((cpu1.pg - cpu0.pg) * 1000) / Math.max(1, ids.length),
+          benchCpuUsPerRecord: (self1.user + self1.system) / Math.max(1, ids.length),
+          machineBusyPercent: (100 * (machine1.busy - machine0.busy)) / Math.max(1, machine1.total - machine0.total),
           // Held: p99 within the target, the backlog not growing (second half no more than the first plus
           // one window's worth of records), everything delivered after the load.
           held: pct(tail, 99) <= TARGET_P99_MS && halves[1] <= halves[0] + rate * 2 && undelivered === 0 && refused === 0
@@ -272,7 +290,7 @@ const main = async () => {
         results.push(result)
         log(`${chain} ${rate}/s: accepted ${result.acceptedPerSecond.toFixed(0)}/s (${refused} refused), ANCHORED p50/p99 ${secs(result.anchoredP50)} / ${secs(result.anchoredP99)}, ` +
           `webhook p50/p99 ${secs(result.webhookP50)} / ${secs(result.webhookP99)}, backlog ${halves[0]} → ${halves[1]} (end ${backlogAtEnd}, undelivered after 60 s ${undelivered}), ` +
-          `CPU per record node ${result.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${result.pgCpuUsPerRecord.toFixed(0)} µs — ${result.held ? "held" : "not held"}`)
+          `CPU per record node ${result.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${result.pgCpuUsPerRecord.toFixed(0)} µs, load generator ${result.benchCpuUsPerRecord.toFixed(0)} µs, machine ${result.machineBusyPercent.toFixed(0)}% busy — ${result.held ? "held" : "not held"}`)
         // Let the node settle before the next rate.
         await new Promise((r) => setTimeout(r, 3_000))
       }
@@ -289,11 +307,11 @@ const main = async () => {
         `open-loop client in the bench process: batches of ${BATCH} unique records to POST /v1/anchor/batch at a steady rate for ${SECONDS} s per rate; ` +
         `the account's global webhook (anchor.confirmed) to a receiver in the bench process. Backlog: accepted and not yet delivered (max over each half of the run).`,
       "",
-      "| chain | rate | accepted/s | POST → ANCHORED p50 / p99 | POST → webhook p50 / p99 | backlog (1st half → 2nd) | at end | undelivered 60 s later | CPU/record node / PostgreSQL | held |",
-      "|---|---:|---:|---|---|---|---:|---:|---|---|",
+      "| chain | rate | accepted/s | POST → ANCHORED p50 / p99 | POST → webhook p50 / p99 | backlog (1st half → 2nd) | at end | undelivered 60 s later | CPU/record node / PostgreSQL | machine busy | held |",
+      "|---|---:|---:|---|---|---|---:|---:|---|---:|---|",
       ...results.map((r) =>
         `| ${r.chain} | ${r.rate} | ${r.acceptedPerSecond.toFixed(0)} | ${secs(r.anchoredP50)} / ${secs(r.anchoredP99)} | ${secs(r.webhookP50)} / ${secs(r.webhookP99)} | ` +
-        `${r.backlogHalves[0]} → ${r.backlogHalves[1]} | ${r.backlogAtEnd} | ${r.undeliveredAfterDrain} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${r.pgCpuUsPerRecord.toFixed(0)} µs | ${r.held ? "yes" : "no"} |`),
+        `${r.backlogHalves[0]} → ${r.backlogHalves[1]} | ${r.backlogAtEnd} | ${r.undeliveredAfterDrain} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${r.pgCpuUsPerRecord.toFixed(0)} µs | ${r.machineBusyPercent.toFixed(0)}% | ${r.held ? "yes" : "no"} |`),
       "",
       ...(process.env.BENCH_PROFILE === "1" ? profiles : []),
       ...CHAINS.map((c) => `Highest rate held (${c}): **${heldBy(c) || "none of those tried"}**${heldBy(c) ? " records/s" : ""} (p99 POST → webhook ≤ 3 s, backlog flat, all delivered).`),

@@ -104,7 +104,9 @@ export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
     const server = Http.createServer({
       keepAliveTimeout: 65_000,
       headersTimeout: config.httpHeadersTimeoutMillis,
-      requestTimeout: config.httpRequestTimeoutMillis
+      requestTimeout: config.httpRequestTimeoutMillis,
+      // How often those two are checked (Node's default, 30 s, would let a slow client stay that much longer).
+      connectionsCheckingInterval: 1_000
     })
     server.maxConnections = config.httpMaxConnections
     answerMalformed(server, admission)
