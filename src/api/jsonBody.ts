@@ -77,7 +77,16 @@ const makeJsonBody = <S extends Schema.Top & { readonly DecodingServices: never;
  * schema (the text stand-ins are replaced, their components dropped, the targets' components added).
  */
 export const jsonBodiesInOpenApi = (spec: Record<string, any>): Record<string, any> => {
-  const used = [...targets.entries()]
+  // Only bodies of operations in this document (endpoints left out of it, like the console's, have
+  // bodies too: their schemas would be unused components).
+  const referenced = new Set<string>()
+  for (const item of Object.values(spec.paths ?? {})) {
+    for (const op of Object.values(item as Record<string, any>)) {
+      const ref: unknown = op?.requestBody?.content?.["application/json"]?.schema?.$ref
+      if (typeof ref === "string") referenced.add(ref.replace("#/components/schemas/", ""))
+    }
+  }
+  const used = [...targets.entries()].filter(([name]) => referenced.has(name))
   if (used.length === 0) return spec
   // The targets' JSON schemas, as the generator makes them for an ordinary JSON body.
   let group: any = HttpApiGroup.make("bodies")

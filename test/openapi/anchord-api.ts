@@ -411,14 +411,6 @@ export interface components {
             /** @enum {string} */
             errorCode: "INTERNAL_ERROR";
         };
-        /** @description A dependency (the database) is unavailable */
-        ServiceUnavailable: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "SERVICE_UNAVAILABLE";
-        };
         /** @description Per-second rate limit or monthly quota exceeded, or too many failed sign-ins */
         TooManyRequests: {
             /** @enum {boolean} */
@@ -433,6 +425,14 @@ export interface components {
             error: string;
             /** @enum {string} */
             errorCode: "MISSING_API_KEY" | "INVALID_API_KEY" | "EXPIRED_API_KEY" | "INVALID_CREDENTIALS" | "NOT_SIGNED_IN" | "SESSION_EXPIRED";
+        };
+        /** @description A dependency (the database) is unavailable */
+        ServiceUnavailable: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "SERVICE_UNAVAILABLE";
         };
         UnprocessableEncoded: {
             /** @enum {boolean} */
@@ -827,15 +827,6 @@ export interface components {
             /** @description A grouping name (1 to 128 characters, no control characters); not hashed, immutable */
             collection?: string;
         };
-        ConsoleInvite: {
-            email: string;
-            /** @enum {string} */
-            role: "admin" | "viewer";
-        };
-        ConsoleTestEvent: {
-            /** @enum {string} */
-            environment: "test" | "live";
-        };
         /** @description Members left out keep their value */
         WebhookSettingsUpdate: {
             url?: string | null;
@@ -843,38 +834,6 @@ export interface components {
             /** @enum {string} */
             payloadFormat?: "multichain" | "envelope";
             enabled?: boolean;
-        };
-        ConsoleCreateApiKey: {
-            name: string;
-            /** @enum {string} */
-            environment: "test" | "live";
-            expiresInDays?: number;
-        };
-        ConsoleChangePlan: {
-            /** @enum {string} */
-            plan: "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE";
-            ratePerSecond?: number | null;
-        };
-        ConsoleCreateAccount: {
-            name: string;
-            email?: string;
-            /** @enum {string} */
-            plan: "FREE" | "STARTUP" | "SCALE" | "ENTERPRISE";
-            ratePerSecond?: number;
-            /** @enum {string} */
-            defaultChain?: "evm" | "fabric" | "hybrid";
-            activate?: boolean;
-        };
-        ConsoleAcceptInvitation: {
-            token: string;
-            password: string;
-        };
-        ConsoleLinkToken: {
-            token: string;
-        };
-        ConsoleSignIn: {
-            email: string;
-            password: string;
         };
         /** @description {} */
         Empty: Record<string, never>;
