@@ -12,7 +12,7 @@
  * BENCH_RECORDS (default 10000), BENCH_CONCURRENCY (default 32) adjust (a) and (d); BENCH_CHAINS
  * (default `evm,fabric,hybrid`) picks the latency runs.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -29,6 +29,7 @@ import { anchorRegistryAbi } from "../src/evm/AnchorRegistry.abi.ts"
 import { deployAnchorRegistry } from "../src/evm/deploy.ts"
 import { startDevPeer } from "../src/dev/fabric-peer/index.ts"
 import { buildTree } from "../src/anchoring/merkle.ts"
+import { runCli, startAnvil } from "./bench/anvil.ts"
 
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 10_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32)
@@ -39,27 +40,6 @@ const root = Path.resolve(import.meta.dirname, "..")
 const log = (line: string) => console.log(`[bench:anchor] ${line}`)
 const pct = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
 const hashes = (seed: string, n: number) => Array.from({ length: n }, (_, i) => createHash("sha256").update(`${seed}:${i}`).digest("hex"))
-
-const startAnvil = async () => {
-  const port = await freePort()
-  const child = spawn(Path.join(root, "node_modules/.bin/anvil"), ["--port", String(port), "--host", "127.0.0.1", "--silent", "--gas-limit", "100000000"], {
-    stdio: "ignore"
-  })
-  const rpcUrl = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 150; i++) {
-    try {
-      const r = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}' })
-      if (r.ok) break
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  return { rpcUrl, stop: () => void child.kill("SIGTERM") }
-}
-
-const runCli = (args: Array<string>, env: Record<string, string>) =>
-  JSON.parse(execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
-    cwd: root, env: { ...process.env, ...env }, encoding: "utf8"
-  }))
 
 let stopNode = () => {}
 let stopPeer = async () => {}

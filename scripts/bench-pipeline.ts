@@ -27,6 +27,7 @@ import { freePort } from "../src/dev/EmbeddedPostgres.ts"
 import { startDevPeer } from "../src/dev/fabric-peer/index.ts"
 import { deployAnchorRegistry } from "../src/evm/deploy.ts"
 import { benchDatabase } from "./bench/database.ts"
+import { runCli, startAnvil } from "./bench/anvil.ts"
 
 const RATES = (process.env.BENCH_RATES ?? "500,1000,2000").split(",").map(Number)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 300)
@@ -71,23 +72,6 @@ const machineCpu = () => {
   const total = f.reduce((a, b) => a + b, 0)
   return { busy: total - idle, total }
 }
-
-const startAnvil = async () => {
-  const port = await freePort()
-  const child = ChildProcess.spawn(Path.join(root, "node_modules/.bin/anvil"), ["--port", String(port), "--host", "127.0.0.1", "--silent", "--gas-limit", "100000000"], { stdio: "ignore" })
-  const rpcUrl = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 150; i++) {
-    try {
-      const r = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}' })
-      if (r.ok) break
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  return { rpcUrl, stop: () => void child.kill("SIGTERM") }
-}
-
-const runCli = (args: Array<string>, env: Record<string, string>) =>
-  JSON.parse(ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], { cwd: root, env: { ...process.env, ...env }, encoding: "utf8" }))
 
 interface RateResult {
   readonly chain: string
