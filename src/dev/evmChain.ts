@@ -295,6 +295,11 @@ export const serveAnvilChain = (options: AnvilChainOptions) =>
           await new Promise((r) => setTimeout(r, 100))
         }
       }
+      // The fixed genesis time would otherwise also be the clock of every block mined after it, even
+      // after loading later blocks: a record anchored today showed anchoredAt 2023-11-14, before its own
+      // createdAt. Blocks from now on carry the time of day, never earlier than the loaded head's.
+      const head = await rpcCall(rpcUrl, "eth_getBlockByNumber", ["latest", false]) as { timestamp: string }
+      await rpcCall(rpcUrl, "evm_setTime", [Math.max(Math.floor(Date.now() / 1000), Number(BigInt(head.timestamp)))])
       const stop = async () => {
         if (child.exitCode === null && child.signalCode === null) {
           child.kill("SIGTERM") // Anvil dumps its state at exit

@@ -61,6 +61,11 @@ describe("dev chain", () => {
     expect(r.json.data.networkId).toBe("hardhat-local")
     const id = r.json.data.recordId
     await waitFor("ANCHORED", allAnchored(databaseUrl, [id]), 30_000)
+    // The block carries the time of day, not the fixed genesis time: anchored after it was created
+    // (block times are whole seconds).
+    const view = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
+    expect(Date.parse(view.anchoredAt)).toBeGreaterThanOrEqual(Math.floor(Date.parse(view.createdAt) / 1000) * 1000)
+    expect(Date.parse(view.anchoredAt)).toBeLessThanOrEqual(Date.now() + 1000)
     const saved = JSON.parse(Fs.readFileSync(Path.join(dataDir, "dev-chain.json"), "utf8"))
     const first = (await call(node.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).json.data.anchors[0]
     expect(first.contractAddress.toLowerCase()).toBe(saved.contractAddress.toLowerCase())
@@ -79,6 +84,12 @@ describe("dev chain", () => {
       const block = await publicClient(node.rpcUrl).getBlock({ blockNumber: BigInt(first.blockNumber) })
       expect(block.hash).toBe(first.blockHash)
       expect(await events()).toBe(1)
+      // A record anchored after the restart: today's time too, and after the first record's block.
+      const later = (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { dev: 2 } } })).json.data
+      await waitFor("ANCHORED after the restart", allAnchored(databaseUrl, [later.recordId]), 30_000)
+      const laterView = (await call(node.baseUrl, "GET", `/v1/records/${later.recordId}`, { key })).json.data
+      expect(Date.parse(laterView.anchoredAt)).toBeGreaterThanOrEqual(Math.floor(Date.parse(laterView.createdAt) / 1000) * 1000)
+      expect(Date.parse(laterView.anchoredAt)).toBeGreaterThanOrEqual(Date.parse(view.anchoredAt))
     } finally {
       await node.runtime.dispose()
     }
@@ -89,7 +100,7 @@ describe("dev chain", () => {
     try {
       const resetLines = node.logs.filter((l) => /dev chain was reset/.test(l))
       expect(resetLines).toHaveLength(1)
-      expect(resetLines[0]).toMatch(/1 records re-queued/)
+      expect(resetLines[0]).toMatch(/2 records re-queued/)
       const a = await waitFor("re-anchored on the new chain", async () => {
         const p = await call(node.baseUrl, "GET", `/v1/records/${id}/proof`, { key })
         const anchor = p.json?.data?.anchors?.[0]
