@@ -17,18 +17,18 @@ const files = (dir: string): Array<string> =>
 const unitOf = (file: string) => relative(src, file).split("/")[0]!
 
 /** Folder → folders it imports, each edge with one importing line as evidence. */
-export const folderImports = (root: string = src) => {
+const folderImports = () => {
   const edges = new Map<string, Map<string, string>>()
-  for (const file of files(root)) {
+  for (const file of files(src)) {
     const text = readFileSync(file, "utf8")
     for (const m of text.matchAll(/(?:import|export)\s[^"'`]*?from\s*["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g)) {
       const spec = m[1] ?? m[2]!
       const target = resolve(dirname(file), spec)
-      if (!target.startsWith(root + "/")) continue
+      if (!target.startsWith(src + "/")) continue
       const [a, b] = [unitOf(file), unitOf(target)]
       if (a === b) continue
       const out = edges.get(a) ?? new Map<string, string>()
-      if (!out.has(b)) out.set(b, `${relative(root, file)} imports ${spec}`)
+      if (!out.has(b)) out.set(b, `${relative(src, file)} imports ${spec}`)
       edges.set(a, out)
     }
   }
@@ -36,7 +36,7 @@ export const folderImports = (root: string = src) => {
 }
 
 /** Strongly connected groups of more than one folder (Tarjan): each is a cycle. */
-export const cycles = (edges: Map<string, Map<string, string>>) => {
+const cycles = (edges: Map<string, Map<string, string>>) => {
   let next = 0
   const index = new Map<string, number>(), low = new Map<string, number>(), stack: Array<string> = [], on = new Set<string>()
   const groups: Array<Array<string>> = []

@@ -45,6 +45,10 @@ const verifiesOnChain = (rpcUrl: string, hash: string, a: { contractAddress: `0x
     address: a.contractAddress, abi: anchorRegistryAbi, functionName: "verify", args: [`0x${hash}`, a.merkleProof, a.merkleRoot]
   })
 
+/** A record view anchored no earlier than it was created (block times are whole seconds). */
+const expectAnchoredAfterCreated = (view: { anchoredAt: string; createdAt: string }) =>
+  expect(Date.parse(view.anchoredAt)).toBeGreaterThanOrEqual(Math.floor(Date.parse(view.createdAt) / 1000) * 1000)
+
 describe("dev chain", () => {
   afterAll(() => Fs.rmSync(dataDir, { recursive: true, force: true }))
 
@@ -61,10 +65,9 @@ describe("dev chain", () => {
     expect(r.json.data.networkId).toBe("hardhat-local")
     const id = r.json.data.recordId
     await waitFor("ANCHORED", allAnchored(databaseUrl, [id]), 30_000)
-    // The block carries the time of day, not the fixed genesis time: anchored after it was created
-    // (block times are whole seconds).
+    // The block carries the time of day, not the fixed genesis time.
     const view = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
-    expect(Date.parse(view.anchoredAt)).toBeGreaterThanOrEqual(Math.floor(Date.parse(view.createdAt) / 1000) * 1000)
+    expectAnchoredAfterCreated(view)
     expect(Date.parse(view.anchoredAt)).toBeLessThanOrEqual(Date.now() + 1000)
     const saved = JSON.parse(Fs.readFileSync(Path.join(dataDir, "dev-chain.json"), "utf8"))
     const first = (await call(node.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).json.data.anchors[0]
@@ -88,7 +91,7 @@ describe("dev chain", () => {
       const later = (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { dev: 2 } } })).json.data
       await waitFor("ANCHORED after the restart", allAnchored(databaseUrl, [later.recordId]), 30_000)
       const laterView = (await call(node.baseUrl, "GET", `/v1/records/${later.recordId}`, { key })).json.data
-      expect(Date.parse(laterView.anchoredAt)).toBeGreaterThanOrEqual(Math.floor(Date.parse(laterView.createdAt) / 1000) * 1000)
+      expectAnchoredAfterCreated(laterView)
       expect(Date.parse(laterView.anchoredAt)).toBeGreaterThanOrEqual(Date.parse(view.anchoredAt))
     } finally {
       await node.runtime.dispose()
