@@ -24,10 +24,19 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
   // Cut as many full batches as are waiting, then one partial batch once the window has passed.
   let lockedRetries = 0
   for (;;) {
-    const q = yield* store.queueState(network.networkId, network.batchMaxSize, network.hybridEnvironment)
+    // The window first (one index step): when the next record has waited a window, cut without counting.
+    // (The first by id is not always the oldest: ids order by the second, then by process. So when it has
+    // not waited a window, the count's min(created_at) decides.)
+    const first = yield* store.oldestQueued(network.networkId, network.hybridEnvironment)
+    if (first === null) return
+    const now = yield* Clock.currentTimeMillis
+    const overdue = now - first.getTime() >= network.batchWindowMs
+    const q = overdue
+      ? { count: network.batchMaxSize, oldest: first }
+      : yield* store.queueState(network.networkId, network.batchMaxSize, network.hybridEnvironment)
     if (q.count === 0) return
-    const due = q.count >= network.batchMaxSize ||
-      (q.oldest !== null && (yield* Clock.currentTimeMillis) - q.oldest.getTime() >= network.batchWindowMs)
+    const due = overdue || q.count >= network.batchMaxSize ||
+      (q.oldest !== null && now - q.oldest.getTime() >= network.batchWindowMs)
     if (!due) return
     const cut = yield* store.cutBatch(network.networkId, network.batchMaxSize, network.meta, network.hybridEnvironment)
     if (cut === undefined) {
@@ -44,7 +53,8 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
       ...(cut.joined ? { joinedExistingBatch: true } : {})
     }))
     yield* onCut
-    if (cut.leafCount >= network.batchMaxSize) continue
+    // Full, or cut on the window without counting: look at the queue again (what is left may be due too).
+    if (cut.leafCount >= network.batchMaxSize || overdue) continue
     // Fewer than counted: some were row-locked by another batcher (the other network of hybrid records,
     // claiming or confirming them). Look again shortly instead of a whole period later.
     if (cut.leafCount < Math.min(q.count, network.batchMaxSize) && lockedRetries++ < 20) {

@@ -18,7 +18,8 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
-import type { RenderInput, StableHeaders } from "./payload.ts"
+import * as Crypto from "node:crypto"
+import { render, type RenderInput, type StableHeaders } from "./payload.ts"
 import { inOverlap, ROTATION_OVERLAP_SQL } from "./rotation.ts"
 import type { DeliveryEventKind, DeliveryState, PayloadFormat } from "./rows.ts"
 
@@ -67,6 +68,13 @@ export interface Completion {
   readonly retryInMillis: number | null
 }
 
+/** What one fan-out step did: the deliveries it claimed for this node, and whether more may be waiting. */
+export interface FanOut {
+  readonly claimed: ReadonlyArray<Claimed>
+  /** A fan-out row was taken (more ids may remain in it or in later rows). */
+  readonly found: boolean
+}
+
 export interface CompletionResult {
   readonly seq: string
   readonly state: DeliveryState
@@ -78,6 +86,36 @@ export interface CompletionResult {
  * the client's own metadata (my_key → myKey). PostgreSQL's own output, so plain JSON.parse.
  */
 const parseJson = (text: string | null): Record<string, unknown> | null => text === null ? null : JSON.parse(text)
+
+/** An event to fan out with its one target and what its render needs (the claim's secrets too). */
+interface FanRow {
+  readonly seq: string
+  readonly eventId: string
+  readonly kind: DeliveryEventKind
+  readonly payloadText: string
+  readonly eventCreatedAt: Date
+  readonly accountId: string
+  readonly recordId: string
+  readonly environment: Environment
+  readonly target: "record" | "account"
+  readonly url: string
+  readonly host: string
+  readonly format: PayloadFormat
+  readonly secret: string
+  readonly previous: string | null
+  readonly overlap: boolean
+  readonly hash: string | null
+  readonly packageMode: string | null
+  readonly chainType: string | null
+  readonly networkId: string | null
+  readonly metadataText: string | null
+  readonly status: string | null
+  readonly collection: string | null
+}
+
+/** The receiver's authority (host[:port], lowercase) from a URL: the trigger's expression of migration 0003. */
+const HOST_SQL = (url: string) =>
+  `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
 
 interface RenderRow {
   readonly seq: string
@@ -106,6 +144,13 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
    */
   readonly claim: (limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) =>
     Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
+  /**
+   * Fans out up to `limit` events of the oldest `webhook_fanouts` row (migration 0011): their deliveries
+   * are inserted rendered, signed and — up to each receiver's `perHost` cap — claimed by this node, in
+   * one transaction that consumes the ids. The rest are inserted due now, for `claim`.
+   */
+  readonly fanOut: (limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) =>
+    Effect.Effect<FanOut, SqlError.SqlError>
   /** What the first render of these deliveries needs: the stored event, the record, the signing secrets now. */
   readonly renderInputs: (seqs: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<RenderInput & { readonly seq: string }>, SqlError.SqlError>
   /** Stores bodies rendered for the first time; returns what is stored (a concurrent render may have won). */
@@ -160,6 +205,113 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               -- the rotation overlap rule of rotation.ts, on the Clock's time
               CASE WHEN s.previous_secret IS NOT NULL AND s.rotated_at > ${now}::timestamptz - ${sql.unsafe(ROTATION_OVERLAP_SQL)}
                 THEN s.previous_secret END AS secret_previous`
+        }),
+
+        fanOut: Effect.fnUntraced(function*(limit, leaseMillis, nodeId, token, perHost) {
+          const ms = yield* Clock.currentTimeMillis
+          const now = new Date(ms)
+          const until = new Date(ms + leaseMillis)
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            const taken = yield* sql<{ id: string; seqs: string; left: number }>`
+              SELECT id::text AS id, array_to_string(event_seqs[1:${limit}], ',') AS seqs, cardinality(event_seqs) AS left
+              FROM webhook_fanouts ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`
+            const row = taken[0]
+            if (row === undefined) return { claimed: [], found: false }
+            const count = row.seqs === "" ? 0 : row.seqs.split(",").length
+            // The trigger's target rule (migration 0007): the record's webhookUrl, else the account's
+            // global webhook when it is enabled and subscribed to the kind.
+            const events = count === 0 ? [] : yield* sql.unsafe<FanRow>(`
+              SELECT e.id::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
+                e.account_id, e.record_id, r.environment, t.target, t.url, ${HOST_SQL("t.url")} AS host,
+                s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$2", "s.")}) AS overlap,
+                r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection
+              FROM events e
+              JOIN records r ON r.id = e.record_id
+              JOIN webhook_settings s ON s.account_id = e.account_id
+              CROSS JOIN LATERAL (SELECT
+                CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
+                COALESCE(NULLIF(r.webhook_url, ''), s.url) AS url) t
+              WHERE e.id = ANY (string_to_array($1, ',')::bigint[])
+                AND (NULLIF(r.webhook_url, '') IS NOT NULL OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))
+              ORDER BY e.id`, [row.seqs, now])
+            let claimed: ReadonlyArray<Claimed & { readonly eventSeq: string }> = []
+            if (events.length > 0) {
+              const hosts = [...new Set(events.map((e) => e.host))]
+              const busy = yield* sql<{ host: string; n: number }>`
+                SELECT host, count(*)::int AS n FROM webhook_deliveries
+                WHERE locked_until IS NOT NULL AND locked_until > ${now} AND state = 'PENDING' AND host = ANY (${`{${hosts.map((h) => JSON.stringify(h)).join(",")}}`}::text[])
+                GROUP BY host`
+              const inFlight = new Map(busy.map((b) => [b.host, b.n]))
+              const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
+              const values = events.map((e) => {
+                const useNext = e.overlap && e.previous !== null
+                let rendered: ReturnType<typeof render> | undefined
+                try {
+                  rendered = render({
+                    eventId: e.eventId,
+                    kind: e.kind,
+                    payload: parseJson(e.payloadText) ?? {},
+                    eventCreatedAt: e.eventCreatedAt,
+                    format: e.format,
+                    signingSecret: useNext ? e.previous! : e.secret,
+                    nextSecret: useNext ? e.secret : null,
+                    record: {
+                      hash: e.hash,
+                      packageMode: e.packageMode,
+                      chainType: e.chainType,
+                      networkId: e.networkId,
+                      metadata: parseJson(e.metadataText),
+                      status: e.status,
+                      collection: e.collection
+                    },
+                    anchorPayload: null
+                  })
+                } catch {
+                  // Not rendered here: inserted unclaimed and bodiless, the claim's render records the failure.
+                  rendered = undefined
+                }
+                const n = inFlight.get(e.host) ?? 0
+                const claim = rendered !== undefined && n < perHost
+                if (claim) inFlight.set(e.host, n + 1)
+                secrets.set(e.seq, { secret: e.secret, secretPrevious: useNext ? e.previous : null })
+                return {
+                  id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
+                  event_seq: e.seq,
+                  event_id: e.eventId,
+                  account_id: e.accountId,
+                  record_id: e.recordId,
+                  environment: e.environment,
+                  target: e.target,
+                  url: e.url,
+                  host: e.host,
+                  claimed: claim,
+                  body: rendered?.body ?? null,
+                  signature: rendered?.signature ?? null,
+                  signature_next: rendered?.signatureNext ?? null,
+                  headers: rendered?.headers ?? null
+                }
+              })
+              const inserted = yield* sql<Claimed & { readonly eventSeq: string; readonly claimed: boolean }>`
+                INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host,
+                  next_attempt_at, locked_until, locked_by, claim_token, body, signature, signature_next, headers, updated_at)
+                SELECT v.id, v.event_seq, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
+                  CASE WHEN v.claimed THEN ${until}::timestamptz ELSE ${now}::timestamptz END,
+                  CASE WHEN v.claimed THEN ${until}::timestamptz END,
+                  CASE WHEN v.claimed THEN ${nodeId} END,
+                  CASE WHEN v.claimed THEN ${token} END,
+                  v.body, v.signature, v.signature_next, v.headers, ${now}
+                FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(id text, event_seq bigint, event_id text,
+                  account_id text, record_id text, environment text, target text, url text, host text, claimed boolean,
+                  body text, signature text, signature_next text, headers jsonb)
+                ORDER BY v.event_seq
+                RETURNING seq::text AS seq, event_seq::text AS event_seq, id, url, environment, attempts, round, body, signature,
+                  signature_next, headers, claim_token IS NOT NULL AS claimed`
+              claimed = inserted.filter((d) => d.claimed).map((d) => ({ ...d, ...secrets.get(d.eventSeq)! }))
+            }
+            if (count >= row.left) yield* sql`DELETE FROM webhook_fanouts WHERE id = ${row.id}::bigint`
+            else yield* sql`UPDATE webhook_fanouts SET event_seqs = event_seqs[${count + 1}:] WHERE id = ${row.id}::bigint`
+            return { claimed, found: true }
+          }))
         }),
 
         renderInputs: Effect.fnUntraced(function*(seqs) {
@@ -254,7 +406,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
 
         nextDueMillis: Effect.flatMap(clockNow, (now) => sql<{ wait: number | null }>`
           -- GREATEST ignores NULL: without pending deliveries it would answer 0 ("due now") instead of null
-          SELECT CASE WHEN min(next_attempt_at) IS NOT NULL
+          -- (events waiting to be fanned out are due now)
+          SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_fanouts) THEN 0 WHEN min(next_attempt_at) IS NOT NULL
             THEN GREATEST(0, CEIL(EXTRACT(EPOCH FROM (min(next_attempt_at) - ${now}::timestamptz)) * 1000))::int END AS wait
           FROM webhook_deliveries WHERE state = 'PENDING'`).pipe(
           Effect.map((rows) => rows[0]?.wait ?? null)

@@ -139,7 +139,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     const ready: Array<Ready> = []
     const failed: Array<Outcome> = []
     const missing = rows.filter((r) => !isReady(r))
-    if (missing.length === 0) return { ready: rows as ReadonlyArray<Ready>, failed }
+    if (missing.length === 0) return { ready: [...rows as ReadonlyArray<Ready>], failed }
     const inputs = yield* claims.renderInputs(missing.map((r) => r.seq))
     const renderings: Array<Rendering> = []
     const unrendered = new Map<string, { readonly eventId: string; readonly error: string }>()
@@ -184,16 +184,24 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     return { ready, failed }
   })
 
-  /** Claims, renders and starts up to `want` attempts (their permits taken); the number started. */
+  /**
+   * Claims, renders and starts up to `want` attempts (their permits taken): due deliveries first (retries,
+   * redeliveries, record changes), then new `anchor.confirmed` events fanned out with the slots left.
+   * The number started, and whether more work may be waiting.
+   */
   const claimAndStart = Effect.fnUntraced(function*(want: number) {
     const token = Crypto.randomUUID()
     const claimed = yield* claims.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
-    if (claimed.length === 0) return { claimed: 0, started: 0 }
-    const { failed, ready } = yield* renderMissing(claimed, token)
+    const { failed, ready } = claimed.length === 0 ? { failed: [], ready: [] } : yield* renderMissing(claimed, token)
+    const fanned = claimed.length < want
+      ? yield* claims.fanOut(want - claimed.length, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
+      : { claimed: [], found: false }
+    // Rendered and stored in the fan-out's own transaction.
+    for (const row of fanned.claimed) if (isReady(row)) ready.push(row)
     for (const row of ready) yield* FiberSet.run(sends, send(row, token))
     // Not sent, but an outcome like any other: the writer records it and returns its permit.
     if (failed.length > 0) yield* Queue.offerAll(results, failed)
-    return { claimed: claimed.length, started: ready.length + failed.length }
+    return { more: claimed.length === want || fanned.found, started: ready.length + failed.length }
   })
 
   /**
@@ -209,9 +217,9 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       const more = Math.min(config.claimBatch - 1, yield* slots.release(0))
       if (more > 0) yield* slots.take(more)
       const want = 1 + more
-      const { claimed, started } = yield* claimAndStart(want).pipe(Effect.onError(() => slots.release(want)))
+      const { more: waiting, started } = yield* claimAndStart(want).pipe(Effect.onError(() => slots.release(want)))
       if (started < want) yield* slots.release(want - started)
-      return claimed === want ? "more" as const : "idle" as const
+      return waiting ? "more" as const : "idle" as const
     })
   )
 

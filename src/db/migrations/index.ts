@@ -8,6 +8,7 @@ import webhookSettings from "./0007_webhook_settings.ts"
 import collection from "./0008_collection.ts"
 import console_ from "./0009_console.ts"
 import eventsByRecord from "./0010_events_by_record.ts"
+import webhookFanout from "./0011_webhook_fanout.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -20,5 +21,6 @@ export const migrations = {
   "0007_webhook_settings": webhookSettings,
   "0008_collection": collection,
   "0009_console": console_,
-  "0010_events_by_record": eventsByRecord
+  "0010_events_by_record": eventsByRecord,
+  "0011_webhook_fanout": webhookFanout
 }

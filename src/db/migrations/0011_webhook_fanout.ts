@@ -1,0 +1,62 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/**
+ * `anchor.confirmed` deliveries are fanned out by the dispatcher instead of by the trigger (issue 16,
+ * docs/webhooks.md "How it works"). One confirmation writes a batch's worth of events in one statement;
+ * the trigger now writes ONE `webhook_fanouts` row for them (the statement's event ids) and notifies.
+ * The dispatcher takes that row under `FOR UPDATE SKIP LOCKED`, reads the events with their records and
+ * the account's settings, renders and signs each body in the node, and inserts the deliveries already
+ * rendered and claimed by itself — in one transaction that also consumes the row's ids — then sends.
+ *
+ * Per record that is one INSERT instead of four writes (the trigger's INSERT, the claim's UPDATE, the
+ * render read, the UPDATE storing body and signature). Nothing a receiver or the delivery log sees
+ * changes: one delivery per event and target, the body stored durably before the first send, the same
+ * event ids. Every other kind (record.updated, record.deleted, anchor.failed) keeps the trigger's
+ * deliveries: they come one or a few at a time, and their PENDING delivery is in the log at once.
+ *
+ * The target (the record's webhookUrl, else the account's global webhook if subscribed) is chosen when
+ * the dispatcher fans the row out, normally milliseconds after the commit.
+ */
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    CREATE TABLE webhook_fanouts (
+      id          bigserial PRIMARY KEY,
+      -- the events still to fan out (consumed from the front, the row deleted when empty)
+      event_seqs  bigint[] NOT NULL,
+      created_at  timestamptz NOT NULL DEFAULT now()
+    )`
+  yield* sql.unsafe(`
+    CREATE OR REPLACE FUNCTION anchord_webhook_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+      created integer;
+      fanned integer;
+    BEGIN
+      INSERT INTO webhook_fanouts (event_seqs)
+      SELECT array_agg(e.id ORDER BY e.id) FROM new_events e WHERE e.kind = 'anchor.confirmed'
+      HAVING count(*) > 0;
+      GET DIAGNOSTICS fanned = ROW_COUNT;
+      INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
+      SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), t.id, t.event_id, t.account_id, t.record_id, t.environment,
+             t.target, t.url, COALESCE(lower(substring(t.url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), ''), now()
+      FROM (
+        SELECT e.id, e.event_id, e.account_id, e.record_id, r.environment,
+               CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
+               COALESCE(NULLIF(r.webhook_url, ''), s.url) AS url
+        FROM new_events e
+        JOIN records r ON r.id = e.record_id
+        JOIN webhook_settings s ON s.account_id = e.account_id
+        WHERE e.kind <> 'anchor.confirmed' AND (NULLIF(r.webhook_url, '') IS NOT NULL
+           OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))
+      ) t
+      ORDER BY t.id;
+      GET DIAGNOSTICS created = ROW_COUNT;
+      -- Delivered to listeners only after COMMIT (and never for a rolled-back transaction).
+      IF created > 0 OR fanned > 0 THEN
+        PERFORM pg_notify('anchord_webhooks', '');
+      END IF;
+      RETURN NULL;
+    END
+    $$`)
+})
