@@ -31,6 +31,8 @@ export interface Claimed {
   readonly seq: string
   readonly id: string
   readonly url: string
+  /** The receiver (host[:port], lowercase): the unit of the per-host cap. */
+  readonly host: string
   readonly environment: Environment
   readonly attempts: number
   readonly round: number
@@ -113,6 +115,9 @@ interface FanRow {
   readonly collection: string | null
 }
 
+/** How many ids of a fan-out row one step looks at (it claims at most its limit of them). */
+const FANOUT_WINDOW = 1_000
+
 /** The receiver's authority (host[:port], lowercase) from a URL: the trigger's expression of migration 0003. */
 const HOST_SQL = (url: string) =>
   `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
@@ -146,11 +151,18 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
     Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
   /**
    * Fans out up to `limit` events of the oldest `webhook_fanouts` row (migration 0011): their deliveries
-   * are inserted rendered, signed and — up to each receiver's `perHost` cap — claimed by this node, in
-   * one transaction that consumes the ids. The rest are inserted due now, for `claim`.
+   * are inserted rendered, signed and claimed by this node, in one transaction that consumes their ids.
+   * A receiver's events wait in the row while this node has `perHost` attempts in flight to it
+   * (`inFlight`, this node's own count: the fan-out reads no other node's claims).
    */
-  readonly fanOut: (limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) =>
-    Effect.Effect<FanOut, SqlError.SqlError>
+  readonly fanOut: (
+    limit: number,
+    leaseMillis: number,
+    nodeId: string,
+    token: string,
+    perHost: number,
+    inFlight: ReadonlyMap<string, number>
+  ) => Effect.Effect<FanOut, SqlError.SqlError>
   /** What the first render of these deliveries needs: the stored event, the record, the signing secrets now. */
   readonly renderInputs: (seqs: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<RenderInput & { readonly seq: string }>, SqlError.SqlError>
   /** Stores bodies rendered for the first time; returns what is stored (a concurrent render may have won). */
@@ -200,27 +212,30 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             FROM async_commit, webhook_settings s
             -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table
             WHERE d.seq = ANY (ARRAY(SELECT seq FROM due)) AND s.account_id = d.account_id
-            RETURNING d.seq::text AS seq, d.id, d.url, d.environment, d.attempts, d.round, d.body, d.signature,
+            RETURNING d.seq::text AS seq, d.id, d.url, d.host, d.environment, d.attempts, d.round, d.body, d.signature,
               d.signature_next, d.headers, s.secret,
               -- the rotation overlap rule of rotation.ts, on the Clock's time
               CASE WHEN s.previous_secret IS NOT NULL AND s.rotated_at > ${now}::timestamptz - ${sql.unsafe(ROTATION_OVERLAP_SQL)}
                 THEN s.previous_secret END AS secret_previous`
         }),
 
-        fanOut: Effect.fnUntraced(function*(limit, leaseMillis, nodeId, token, perHost) {
+        fanOut: Effect.fnUntraced(function*(limit, leaseMillis, nodeId, token, perHost, inFlight) {
           const ms = yield* Clock.currentTimeMillis
           const now = new Date(ms)
           const until = new Date(ms + leaseMillis)
+          // A window larger than the claim: the events of receivers at their cap stay in the row (in order)
+          // while those of the others, behind them, go on.
+          const window = Math.max(FANOUT_WINDOW, limit)
           return yield* sql.withTransaction(Effect.gen(function*() {
             const taken = yield* sql<{ id: string; seqs: string; left: number }>`
-              SELECT id::text AS id, array_to_string(event_seqs[1:${limit}], ',') AS seqs, cardinality(event_seqs) AS left
+              SELECT id::text AS id, array_to_string(event_seqs[1:${window}], ',') AS seqs, cardinality(event_seqs) AS left
               FROM webhook_fanouts ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`
             const row = taken[0]
             if (row === undefined) return { claimed: [], found: false }
-            const count = row.seqs === "" ? 0 : row.seqs.split(",").length
+            const seqs = row.seqs === "" ? [] : row.seqs.split(",")
             // The trigger's target rule (migration 0007): the record's webhookUrl, else the account's
             // global webhook when it is enabled and subscribed to the kind.
-            const events = count === 0 ? [] : yield* sql.unsafe<FanRow>(`
+            const events = seqs.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
               SELECT e.id::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
                 e.account_id, e.record_id, r.environment, t.target, t.url, ${HOST_SQL("t.url")} AS host,
                 s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$2", "s.")}) AS overlap,
@@ -234,83 +249,93 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               WHERE e.id = ANY (string_to_array($1, ',')::bigint[])
                 AND (NULLIF(r.webhook_url, '') IS NOT NULL OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))
               ORDER BY e.id`, [row.seqs, now])
-            let claimed: ReadonlyArray<Claimed & { readonly eventSeq: string }> = []
-            if (events.length > 0) {
-              const hosts = [...new Set(events.map((e) => e.host))]
-              const busy = yield* sql<{ host: string; n: number }>`
-                SELECT host, count(*)::int AS n FROM webhook_deliveries
-                WHERE locked_until IS NOT NULL AND locked_until > ${now} AND state = 'PENDING' AND host = ANY (${`{${hosts.map((h) => JSON.stringify(h)).join(",")}}`}::text[])
-                GROUP BY host`
-              const inFlight = new Map(busy.map((b) => [b.host, b.n]))
-              const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
-              const values = events.map((e) => {
-                const useNext = e.overlap && e.previous !== null
-                let rendered: ReturnType<typeof render> | undefined
-                try {
-                  rendered = render({
-                    eventId: e.eventId,
-                    kind: e.kind,
-                    payload: parseJson(e.payloadText) ?? {},
-                    eventCreatedAt: e.eventCreatedAt,
-                    format: e.format,
-                    signingSecret: useNext ? e.previous! : e.secret,
-                    nextSecret: useNext ? e.secret : null,
-                    record: {
-                      hash: e.hash,
-                      packageMode: e.packageMode,
-                      chainType: e.chainType,
-                      networkId: e.networkId,
-                      metadata: parseJson(e.metadataText),
-                      status: e.status,
-                      collection: e.collection
-                    },
-                    anchorPayload: null
-                  })
-                } catch {
-                  // Not rendered here: inserted unclaimed and bodiless, the claim's render records the failure.
-                  rendered = undefined
-                }
-                const n = inFlight.get(e.host) ?? 0
-                const claim = rendered !== undefined && n < perHost
-                if (claim) inFlight.set(e.host, n + 1)
-                secrets.set(e.seq, { secret: e.secret, secretPrevious: useNext ? e.previous : null })
-                return {
-                  id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
-                  event_seq: e.seq,
-                  event_id: e.eventId,
-                  account_id: e.accountId,
-                  record_id: e.recordId,
-                  environment: e.environment,
-                  target: e.target,
-                  url: e.url,
-                  host: e.host,
-                  claimed: claim,
-                  body: rendered?.body ?? null,
-                  signature: rendered?.signature ?? null,
-                  signature_next: rendered?.signatureNext ?? null,
-                  headers: rendered?.headers ?? null
-                }
+            const bySeq = new Map(events.map((e) => [e.seq, e]))
+            const counts = new Map(inFlight)
+            const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
+            const kept: Array<string> = []
+            const values: Array<Record<string, unknown>> = []
+            let claiming = 0
+            for (const seq of seqs) {
+              const e = bySeq.get(seq)
+              // No target: nothing to deliver, consumed.
+              if (e === undefined) continue
+              const n = counts.get(e.host) ?? 0
+              if (claiming >= limit || n >= perHost) {
+                kept.push(seq)
+                continue
+              }
+              const useNext = e.overlap && e.previous !== null
+              let rendered: ReturnType<typeof render> | undefined
+              try {
+                rendered = render({
+                  eventId: e.eventId,
+                  kind: e.kind,
+                  payload: parseJson(e.payloadText) ?? {},
+                  eventCreatedAt: e.eventCreatedAt,
+                  format: e.format,
+                  signingSecret: useNext ? e.previous! : e.secret,
+                  nextSecret: useNext ? e.secret : null,
+                  record: {
+                    hash: e.hash,
+                    packageMode: e.packageMode,
+                    chainType: e.chainType,
+                    networkId: e.networkId,
+                    metadata: parseJson(e.metadataText),
+                    status: e.status,
+                    collection: e.collection
+                  },
+                  anchorPayload: null
+                })
+                counts.set(e.host, n + 1)
+                claiming++
+              } catch {
+                // Not rendered here: inserted unclaimed and bodiless; the claim's render records the failure.
+                rendered = undefined
+              }
+              secrets.set(e.seq, { secret: e.secret, secretPrevious: useNext ? e.previous : null })
+              values.push({
+                id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
+                event_seq: e.seq,
+                event_id: e.eventId,
+                account_id: e.accountId,
+                record_id: e.recordId,
+                environment: e.environment,
+                target: e.target,
+                url: e.url,
+                host: e.host,
+                claimed: rendered !== undefined,
+                body: rendered?.body ?? null,
+                signature: rendered?.signature ?? null,
+                signature_next: rendered?.signatureNext ?? null,
+                headers: rendered?.headers ?? null
               })
-              const inserted = yield* sql<Claimed & { readonly eventSeq: string; readonly claimed: boolean }>`
-                INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host,
-                  next_attempt_at, locked_until, locked_by, claim_token, body, signature, signature_next, headers, updated_at)
-                SELECT v.id, v.event_seq, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
-                  CASE WHEN v.claimed THEN ${until}::timestamptz ELSE ${now}::timestamptz END,
-                  CASE WHEN v.claimed THEN ${until}::timestamptz END,
-                  CASE WHEN v.claimed THEN ${nodeId} END,
-                  CASE WHEN v.claimed THEN ${token} END,
-                  v.body, v.signature, v.signature_next, v.headers, ${now}
-                FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(id text, event_seq bigint, event_id text,
-                  account_id text, record_id text, environment text, target text, url text, host text, claimed boolean,
-                  body text, signature text, signature_next text, headers jsonb)
-                ORDER BY v.event_seq
-                RETURNING seq::text AS seq, event_seq::text AS event_seq, id, url, environment, attempts, round, body, signature,
-                  signature_next, headers, claim_token IS NOT NULL AS claimed`
-              claimed = inserted.filter((d) => d.claimed).map((d) => ({ ...d, ...secrets.get(d.eventSeq)! }))
             }
-            if (count >= row.left) yield* sql`DELETE FROM webhook_fanouts WHERE id = ${row.id}::bigint`
-            else yield* sql`UPDATE webhook_fanouts SET event_seqs = event_seqs[${count + 1}:] WHERE id = ${row.id}::bigint`
-            return { claimed, found: true }
+            const inserted = values.length === 0 ? [] : yield* sql<Claimed & { readonly eventSeq: string; readonly claimed: boolean }>`
+              INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host,
+                next_attempt_at, locked_until, locked_by, claim_token, body, signature, signature_next, headers, updated_at)
+              SELECT v.id, v.event_seq, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
+                CASE WHEN v.claimed THEN ${until}::timestamptz ELSE ${now}::timestamptz END,
+                CASE WHEN v.claimed THEN ${until}::timestamptz END,
+                CASE WHEN v.claimed THEN ${nodeId} END,
+                CASE WHEN v.claimed THEN ${token} END,
+                v.body, v.signature, v.signature_next, v.headers, ${now}
+              FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(id text, event_seq bigint, event_id text,
+                account_id text, record_id text, environment text, target text, url text, host text, claimed boolean,
+                body text, signature text, signature_next text, headers jsonb)
+              ORDER BY v.event_seq
+              RETURNING seq::text AS seq, event_seq::text AS event_seq, id, url, host, environment, attempts, round, body,
+                signature, signature_next, headers, claim_token IS NOT NULL AS claimed`
+            if (kept.length === 0 && seqs.length >= row.left) {
+              yield* sql`DELETE FROM webhook_fanouts WHERE id = ${row.id}::bigint`
+            } else {
+              yield* sql`
+                UPDATE webhook_fanouts SET event_seqs = ${`{${kept.join(",")}}`}::bigint[] || event_seqs[${seqs.length + 1}:]
+                WHERE id = ${row.id}::bigint`
+            }
+            const claimed = inserted.filter((d) => d.claimed).map((d) => ({ ...d, ...secrets.get(d.eventSeq)! }))
+            // `found`: something was consumed, so more may be waiting; a row whose events all wait for
+            // their receivers is not progress (the claim loop then waits for outcomes).
+            return { claimed, found: kept.length < seqs.length }
           }))
         }),
 

@@ -36,7 +36,10 @@ const RETENTION_BATCH = 5_000
 interface Outcome extends Completion {
   readonly deliveryId: string
   readonly eventId: string
+  /** For the logs (logHostOf). */
   readonly host: string
+  /** The delivery's `host` column: the key of the in-flight count. */
+  readonly receiver: string
 }
 
 /** A claimed delivery with its body, signatures and headers (rendered now or on an earlier claim). */
@@ -72,6 +75,16 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
    */
   const slots = yield* Semaphore.make(config.concurrency)
   const sends = yield* FiberSet.make<void, never>()
+  /**
+   * This process's attempts in flight per receiver (from their start until their outcome is written):
+   * the fan-out's per-host cap. Touched only by the claim fiber and the writer, between yields.
+   */
+  const inFlight = new Map<string, number>()
+  const track = (host: string, delta: number) => {
+    const n = (inFlight.get(host) ?? 0) + delta
+    if (n > 0) inFlight.set(host, n)
+    else inFlight.delete(host)
+  }
   const userAgent = `anchord/${VERSION}`
 
   const send = Effect.fnUntraced(function*(row: Ready, token: string) {
@@ -126,7 +139,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale),
       deliveryId: row.id,
       eventId: h.eventId,
-      host: logHostOf(row.url)
+      host: logHostOf(row.url),
+      receiver: row.host
     })
   })
 
@@ -178,7 +192,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         retryInMillis: retryDelayMillis(row.attempts, config.retryScale),
         deliveryId: row.id,
         eventId: problem.eventId,
-        host: logHostOf(row.url)
+        host: logHostOf(row.url),
+        receiver: row.host
       })
     }
     return { ready, failed }
@@ -194,10 +209,12 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     const claimed = yield* claims.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
     const { failed, ready } = claimed.length === 0 ? { failed: [], ready: [] } : yield* renderMissing(claimed, token)
     const fanned = claimed.length < want
-      ? yield* claims.fanOut(want - claimed.length, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
+      ? yield* claims.fanOut(want - claimed.length, config.leaseMillis, config.nodeId, token, config.perHostConcurrency, inFlight)
       : { claimed: [], found: false }
     // Rendered and stored in the fan-out's own transaction.
     for (const row of fanned.claimed) if (isReady(row)) ready.push(row)
+    for (const row of ready) track(row.host, 1)
+    for (const row of failed) track(row.receiver, 1)
     for (const row of ready) yield* FiberSet.run(sends, send(row, token))
     // Not sent, but an outcome like any other: the writer records it and returns its permit.
     if (failed.length > 0) yield* Queue.offerAll(results, failed)
@@ -254,7 +271,10 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
           Effect.as(Effect.logError("webhook outcomes not recorded", { count: batch.length, cause: Cause.pretty(cause) }), [])
         ),
         // Whatever happened, these attempts are no longer in flight here.
-        Effect.ensuring(Effect.andThen(slots.release(batch.length), Queue.offer(freed, undefined)))
+        Effect.ensuring(Effect.suspend(() => {
+          for (const o of batch) track(o.receiver, -1)
+          return Effect.andThen(slots.release(batch.length), Queue.offer(freed, undefined))
+        }))
       )
       const next = new Map(written.map((w) => [w.seq, w]))
       let retries = false
