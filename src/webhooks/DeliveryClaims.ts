@@ -115,8 +115,13 @@ interface FanRow {
   readonly collection: string | null
 }
 
-/** How many ids of a fan-out row one step looks at (it claims at most its limit of them). */
+/** At most this many ids of a fan-out row are looked at in one step (4 × its limit, which it claims at most). */
 const FANOUT_WINDOW = 1_000
+
+/** A fan-out's target (events `e`, records `r`, webhook_settings `s`): the record's webhookUrl, else the global webhook. */
+const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
+const HAS_TARGET_SQL =
+  "(NULLIF(r.webhook_url, '') IS NOT NULL OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))"
 
 /** The receiver's authority (host[:port], lowercase) from a URL: the trigger's expression of migration 0003. */
 const HOST_SQL = (url: string) =>
@@ -225,7 +230,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
           const until = new Date(ms + leaseMillis)
           // A window larger than the claim: the events of receivers at their cap stay in the row (in order)
           // while those of the others, behind them, go on.
-          const window = Math.max(FANOUT_WINDOW, limit)
+          const window = Math.min(FANOUT_WINDOW, 4 * limit)
           return yield* sql.withTransaction(Effect.gen(function*() {
             const taken = yield* sql<{ id: string; seqs: string; left: number }>`
               SELECT id::text AS id, array_to_string(event_seqs[1:${window}], ',') AS seqs, cardinality(event_seqs) AS left
@@ -234,36 +239,43 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             if (row === undefined) return { claimed: [], found: false }
             const seqs = row.seqs === "" ? [] : row.seqs.split(",")
             // The trigger's target rule (migration 0007): the record's webhookUrl, else the account's
-            // global webhook when it is enabled and subscribed to the kind.
-            const events = seqs.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
+            // global webhook when it is enabled and subscribed to the kind. First only each event's
+            // receiver (no target: nothing to deliver), to choose; then what the chosen ones render from.
+            const targets = seqs.length === 0 ? [] : yield* sql.unsafe<{ seq: string; host: string }>(`
+              SELECT e.id::text AS seq, ${HOST_SQL(TARGET_URL_SQL)} AS host
+              FROM events e
+              JOIN records r ON r.id = e.record_id
+              JOIN webhook_settings s ON s.account_id = e.account_id
+              WHERE e.id = ANY (string_to_array($1, ',')::bigint[]) AND ${HAS_TARGET_SQL}`, [row.seqs])
+            const hostOf = new Map(targets.map((t) => [t.seq, t.host]))
+            const counts = new Map(inFlight)
+            const kept: Array<string> = []
+            const chosen: Array<string> = []
+            for (const seq of seqs) {
+              const host = hostOf.get(seq)
+              if (host === undefined) continue
+              const n = counts.get(host) ?? 0
+              if (chosen.length >= limit || n >= perHost) {
+                kept.push(seq)
+                continue
+              }
+              counts.set(host, n + 1)
+              chosen.push(seq)
+            }
+            const events = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
               SELECT e.id::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
-                e.account_id, e.record_id, r.environment, t.target, t.url, ${HOST_SQL("t.url")} AS host,
+                e.account_id, e.record_id, r.environment,
+                CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
+                ${TARGET_URL_SQL} AS url, ${HOST_SQL(TARGET_URL_SQL)} AS host,
                 s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$2", "s.")}) AS overlap,
                 r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection
               FROM events e
               JOIN records r ON r.id = e.record_id
               JOIN webhook_settings s ON s.account_id = e.account_id
-              CROSS JOIN LATERAL (SELECT
-                CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
-                COALESCE(NULLIF(r.webhook_url, ''), s.url) AS url) t
               WHERE e.id = ANY (string_to_array($1, ',')::bigint[])
-                AND (NULLIF(r.webhook_url, '') IS NOT NULL OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))
-              ORDER BY e.id`, [row.seqs, now])
-            const bySeq = new Map(events.map((e) => [e.seq, e]))
-            const counts = new Map(inFlight)
+              ORDER BY e.id`, [chosen.join(","), now])
             const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
-            const kept: Array<string> = []
-            const values: Array<Record<string, unknown>> = []
-            let claiming = 0
-            for (const seq of seqs) {
-              const e = bySeq.get(seq)
-              // No target: nothing to deliver, consumed.
-              if (e === undefined) continue
-              const n = counts.get(e.host) ?? 0
-              if (claiming >= limit || n >= perHost) {
-                kept.push(seq)
-                continue
-              }
+            const values = events.map((e) => {
               const useNext = e.overlap && e.previous !== null
               let rendered: ReturnType<typeof render> | undefined
               try {
@@ -286,14 +298,12 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                   },
                   anchorPayload: null
                 })
-                counts.set(e.host, n + 1)
-                claiming++
               } catch {
                 // Not rendered here: inserted unclaimed and bodiless; the claim's render records the failure.
                 rendered = undefined
               }
               secrets.set(e.seq, { secret: e.secret, secretPrevious: useNext ? e.previous : null })
-              values.push({
+              return {
                 id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
                 event_seq: e.seq,
                 event_id: e.eventId,
@@ -308,8 +318,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 signature: rendered?.signature ?? null,
                 signature_next: rendered?.signatureNext ?? null,
                 headers: rendered?.headers ?? null
-              })
-            }
+              }
+            })
             const inserted = values.length === 0 ? [] : yield* sql<Claimed & { readonly eventSeq: string; readonly claimed: boolean }>`
               INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host,
                 next_attempt_at, locked_until, locked_by, claim_token, body, signature, signature_next, headers, updated_at)
