@@ -120,8 +120,6 @@ const FANOUT_WINDOW = 1_000
 
 /** A fan-out's target (events `e`, records `r`, webhook_settings `s`): the record's webhookUrl, else the global webhook. */
 const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
-const HAS_TARGET_SQL =
-  "(NULLIF(r.webhook_url, '') IS NOT NULL OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))"
 
 /** The receiver's authority (host[:port], lowercase) from a URL: the trigger's expression of migration 0003. */
 const HOST_SQL = (url: string) =>
@@ -232,36 +230,27 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
           // while those of the others, behind them, go on.
           const window = Math.min(FANOUT_WINDOW, 4 * limit)
           return yield* sql.withTransaction(Effect.gen(function*() {
-            const taken = yield* sql<{ id: string; seqs: string; left: number }>`
-              SELECT id::text AS id, array_to_string(event_seqs[1:${window}], ',') AS seqs, cardinality(event_seqs) AS left
+            const taken = yield* sql<{ id: string; seqs: string; hosts: string; left: number }>`
+              SELECT id::text AS id, array_to_string(event_seqs[1:${window}], ',') AS seqs,
+                array_to_json(hosts[1:${window}])::text AS hosts, cardinality(event_seqs) AS left
               FROM webhook_fanouts ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`
             const row = taken[0]
             if (row === undefined) return { claimed: [], found: false }
             const seqs = row.seqs === "" ? [] : row.seqs.split(",")
-            // The trigger's target rule (migration 0007): the record's webhookUrl, else the account's
-            // global webhook when it is enabled and subscribed to the kind. First only each event's
-            // receiver (no target: nothing to deliver), to choose; then what the chosen ones render from.
-            const targets = seqs.length === 0 ? [] : yield* sql.unsafe<{ seq: string; host: string }>(`
-              SELECT e.id::text AS seq, ${HOST_SQL(TARGET_URL_SQL)} AS host
-              FROM events e
-              JOIN records r ON r.id = e.record_id
-              JOIN webhook_settings s ON s.account_id = e.account_id
-              WHERE e.id = ANY (string_to_array($1, ',')::bigint[]) AND ${HAS_TARGET_SQL}`, [row.seqs])
-            const hostOf = new Map(targets.map((t) => [t.seq, t.host]))
+            const hosts: ReadonlyArray<string> = JSON.parse(row.hosts)
             const counts = new Map(inFlight)
-            const kept: Array<string> = []
+            const kept: Array<number> = []
             const chosen: Array<string> = []
-            for (const seq of seqs) {
-              const host = hostOf.get(seq)
-              if (host === undefined) continue
+            seqs.forEach((seq, i) => {
+              const host = hosts[i] ?? ""
               const n = counts.get(host) ?? 0
               if (chosen.length >= limit || n >= perHost) {
-                kept.push(seq)
-                continue
+                kept.push(i)
+                return
               }
               counts.set(host, n + 1)
               chosen.push(seq)
-            }
+            })
             const events = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
               SELECT e.id::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
                 e.account_id, e.record_id, r.environment,
@@ -272,7 +261,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               FROM events e
               JOIN records r ON r.id = e.record_id
               JOIN webhook_settings s ON s.account_id = e.account_id
-              WHERE e.id = ANY (string_to_array($1, ',')::bigint[])
+              -- (a URL cleared since the event leaves nothing to deliver to)
+              WHERE e.id = ANY (string_to_array($1, ',')::bigint[]) AND NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL
               ORDER BY e.id`, [chosen.join(","), now])
             const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
             const values = events.map((e) => {
@@ -339,7 +329,9 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               yield* sql`DELETE FROM webhook_fanouts WHERE id = ${row.id}::bigint`
             } else {
               yield* sql`
-                UPDATE webhook_fanouts SET event_seqs = ${`{${kept.join(",")}}`}::bigint[] || event_seqs[${seqs.length + 1}:]
+                UPDATE webhook_fanouts SET
+                  event_seqs = ${`{${kept.map((i) => seqs[i]).join(",")}}`}::bigint[] || event_seqs[${seqs.length + 1}:],
+                  hosts = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.map((i) => hosts[i]))}::jsonb)) || hosts[${seqs.length + 1}:]
                 WHERE id = ${row.id}::bigint`
             }
             const claimed = inserted.filter((d) => d.claimed).map((d) => ({ ...d, ...secrets.get(d.eventSeq)! }))

@@ -4,7 +4,8 @@ import { SqlClient } from "effect/sql"
 /**
  * `anchor.confirmed` deliveries are fanned out by the dispatcher instead of by the trigger (issue 16,
  * docs/webhooks.md "How it works"). One confirmation writes a batch's worth of events in one statement;
- * the trigger now writes ONE `webhook_fanouts` row for them (the statement's event ids) and notifies.
+ * the trigger now writes ONE `webhook_fanouts` row for those that have a target (the statement's event
+ * ids and each one's receiver, chosen by the same rule as before) and notifies.
  * The dispatcher takes that row under `FOR UPDATE SKIP LOCKED`, reads the events with their records and
  * the account's settings, renders and signs each body in the node, and inserts the deliveries already
  * rendered and claimed by itself — in one transaction that also consumes the row's ids — then sends.
@@ -15,16 +16,18 @@ import { SqlClient } from "effect/sql"
  * event ids. Every other kind (record.updated, record.deleted, anchor.failed) keeps the trigger's
  * deliveries: they come one or a few at a time, and their PENDING delivery is in the log at once.
  *
- * The target (the record's webhookUrl, else the account's global webhook if subscribed) is chosen when
- * the dispatcher fans the row out, normally milliseconds after the commit.
+ * Whether an event has a target is decided by the trigger, as before; the URL itself is read when the
+ * dispatcher fans the row out, normally milliseconds after the commit.
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`
     CREATE TABLE webhook_fanouts (
       id          bigserial PRIMARY KEY,
-      -- the events still to fan out (consumed from the front, the row deleted when empty)
+      -- the events still to fan out (consumed from the front, the row deleted when empty), and each
+      -- one's receiver (host[:port]): the unit of the per-host cap
       event_seqs  bigint[] NOT NULL,
+      hosts       text[] NOT NULL,
       created_at  timestamptz NOT NULL DEFAULT now()
     )`
   yield* sql.unsafe(`
@@ -33,8 +36,16 @@ export default Effect.gen(function*() {
       created integer;
       fanned integer;
     BEGIN
-      INSERT INTO webhook_fanouts (event_seqs)
-      SELECT array_agg(e.id ORDER BY e.id) FROM new_events e WHERE e.kind = 'anchor.confirmed'
+      INSERT INTO webhook_fanouts (event_seqs, hosts)
+      SELECT array_agg(t.id ORDER BY t.id), array_agg(t.host ORDER BY t.id) FROM (
+        SELECT e.id, COALESCE(lower(substring(COALESCE(NULLIF(r.webhook_url, ''), s.url)
+                 FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '') AS host
+        FROM new_events e
+        JOIN records r ON r.id = e.record_id
+        JOIN webhook_settings s ON s.account_id = e.account_id
+        WHERE e.kind = 'anchor.confirmed' AND (NULLIF(r.webhook_url, '') IS NOT NULL
+           OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))
+      ) t
       HAVING count(*) > 0;
       GET DIAGNOSTICS fanned = ROW_COUNT;
       INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
