@@ -115,8 +115,8 @@ interface FanRow {
   readonly collection: string | null
 }
 
-/** At most this many ids of a fan-out row are looked at in one step (4 × its limit, which it claims at most). */
-const FANOUT_WINDOW = 1_000
+/** Fan-out rows (of at most 128 events each, migration 0011) one step looks at. */
+const FANOUT_ROWS = 8
 
 /** A fan-out's target (events `e`, records `r`, webhook_settings `s`): the record's webhookUrl, else the global webhook. */
 const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
@@ -226,31 +226,36 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
           const ms = yield* Clock.currentTimeMillis
           const now = new Date(ms)
           const until = new Date(ms + leaseMillis)
-          // A window larger than the claim: the events of receivers at their cap stay in the row (in order)
-          // while those of the others, behind them, go on.
-          const window = Math.min(FANOUT_WINDOW, 4 * limit)
           return yield* sql.withTransaction(Effect.gen(function*() {
-            const taken = yield* sql<{ id: string; seqs: string; hosts: string; left: number }>`
-              SELECT id::text AS id, array_to_string(event_seqs[1:${window}], ',') AS seqs,
-                array_to_json(hosts[1:${window}])::text AS hosts, cardinality(event_seqs) AS left
-              FROM webhook_fanouts ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`
-            const row = taken[0]
-            if (row === undefined) return { claimed: [], found: false }
-            const seqs = row.seqs === "" ? [] : row.seqs.split(",")
-            const hosts: ReadonlyArray<string> = JSON.parse(row.hosts)
+            // Several rows: the events of receivers at their cap stay in their rows (in order) while those
+            // of the others, in rows behind them, go on.
+            const rows = yield* sql<{ id: string; seqs: string; hosts: string }>`
+              SELECT id::text AS id, array_to_string(event_seqs, ',') AS seqs, array_to_json(hosts)::text AS hosts
+              FROM webhook_fanouts ORDER BY id LIMIT ${FANOUT_ROWS} FOR UPDATE SKIP LOCKED`
+            if (rows.length === 0) return { claimed: [], found: false }
             const counts = new Map(inFlight)
-            const kept: Array<number> = []
             const chosen: Array<string> = []
-            seqs.forEach((seq, i) => {
-              const host = hosts[i] ?? ""
-              const n = counts.get(host) ?? 0
-              if (chosen.length >= limit || n >= perHost) {
-                kept.push(i)
-                return
-              }
-              counts.set(host, n + 1)
-              chosen.push(seq)
-            })
+            const done: Array<string> = []
+            const partial: Array<{ readonly id: string; readonly seqs: Array<string>; readonly hosts: Array<string> }> = []
+            for (const row of rows) {
+              const seqs = row.seqs === "" ? [] : row.seqs.split(",")
+              const hosts: ReadonlyArray<string> = JSON.parse(row.hosts)
+              const kept = { id: row.id, seqs: [] as Array<string>, hosts: [] as Array<string> }
+              seqs.forEach((seq, i) => {
+                const host = hosts[i] ?? ""
+                const n = counts.get(host) ?? 0
+                if (chosen.length >= limit || n >= perHost) {
+                  kept.seqs.push(seq)
+                  kept.hosts.push(host)
+                  return
+                }
+                counts.set(host, n + 1)
+                chosen.push(seq)
+              })
+              if (kept.seqs.length === 0) done.push(row.id)
+              else if (kept.seqs.length < seqs.length) partial.push(kept)
+              if (chosen.length >= limit) break
+            }
             const events = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
               SELECT e.id::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
                 e.account_id, e.record_id, r.environment,
@@ -325,19 +330,17 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               ORDER BY v.event_seq
               RETURNING seq::text AS seq, event_seq::text AS event_seq, id, url, host, environment, attempts, round, body,
                 signature, signature_next, headers, claim_token IS NOT NULL AS claimed`
-            if (kept.length === 0 && seqs.length >= row.left) {
-              yield* sql`DELETE FROM webhook_fanouts WHERE id = ${row.id}::bigint`
-            } else {
+            if (done.length > 0) yield* sql`DELETE FROM webhook_fanouts WHERE id = ANY (${`{${done.join(",")}}`}::bigint[])`
+            for (const kept of partial) {
               yield* sql`
-                UPDATE webhook_fanouts SET
-                  event_seqs = ${`{${kept.map((i) => seqs[i]).join(",")}}`}::bigint[] || event_seqs[${seqs.length + 1}:],
-                  hosts = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.map((i) => hosts[i]))}::jsonb)) || hosts[${seqs.length + 1}:]
-                WHERE id = ${row.id}::bigint`
+                UPDATE webhook_fanouts SET event_seqs = ${`{${kept.seqs.join(",")}}`}::bigint[],
+                  hosts = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.hosts)}::jsonb))
+                WHERE id = ${kept.id}::bigint`
             }
             const claimed = inserted.filter((d) => d.claimed).map((d) => ({ ...d, ...secrets.get(d.eventSeq)! }))
-            // `found`: something was consumed, so more may be waiting; a row whose events all wait for
-            // their receivers is not progress (the claim loop then waits for outcomes).
-            return { claimed, found: kept.length < seqs.length }
+            // `found`: something was consumed, so more may be waiting; rows whose events all wait for
+            // their receivers are not progress (the claim loop then waits for outcomes).
+            return { claimed, found: chosen.length > 0 }
           }))
         }),
 

@@ -13,12 +13,18 @@ import { startReceiver, startWebhookNode, waitFor, type WebhookNode } from "./su
 const TIMEOUT = 4_000
 
 describe("webhook fairness", () => {
-  let node: WebhookNode | undefined
+  const nodes: Array<WebhookNode> = []
   afterAll(async () => {
-    await node?.stop()
+    for (const n of nodes) await n.stop()
   })
 
-  it("a hanging receiver holds at most its cap of slots; another receiver's events go out at once", async () => {
+  // record.deleted: deliveries made by the events trigger, taken by the claim; anchor.confirmed: fanned
+  // out by the dispatcher itself (migration 0011), which applies the cap as it inserts them claimed.
+  it.each([
+    ["record.deleted", "jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')"],
+    ["anchor.confirmed", `jsonb_build_object('recordId', id, 'hash', hash, 'recordChainType', chain_type, 'networkId', network_id,
+      'anchoredAt', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'anchors', '[]'::jsonb)`]
+  ])("%s: a hanging receiver holds at most its cap of slots; another receiver's events go out at once", async (kind, payload) => {
     let open = 0
     let maxOpen = 0
     let slowSeen = 0
@@ -40,25 +46,26 @@ describe("webhook fairness", () => {
     const slowUrl = `http://127.0.0.1:${(slow.address() as { port: number }).port}/slow`
     const fast = await startReceiver()
     try {
-      node = await startWebhookNode({
+      const node = await startWebhookNode({
         env: { WEBHOOK_PER_HOST: "4", WEBHOOK_CLAIM_BATCH: "2", WEBHOOK_CONCURRENCY: "32", WEBHOOK_TIMEOUT_MS: String(TIMEOUT), WEBHOOK_RETRY_SCALE: "1", WEBHOOK_POLL_MS: "500" }
       })
+      nodes.push(node)
       const key = await node.createKey(await node.createAccount())
       const batch = async (n: number, url: string, tag: string) => {
-        const r = await call(node!.baseUrl, "POST", "/v1/anchor/batch", { key, body: { records: Array.from({ length: n }, (_, i) => ({ data: { tag, i }, webhookUrl: url })) } })
+        const r = await call(node.baseUrl, "POST", "/v1/anchor/batch", { key, body: { records: Array.from({ length: n }, (_, i) => ({ data: { tag, i }, webhookUrl: url })) } })
         expect(r.status).toBe(202)
         return r.json.data.results.map((x: any) => x.data.recordId) as Array<string>
       }
       const slowIds = await batch(60, slowUrl, "slow")
       const fastIds = await batch(20, `${fast.url}/fast`, "fast")
-      const events = (ids: Array<string>) => query(node!.databaseUrl, `
+      const events = (ids: Array<string>) => query(node.databaseUrl, `
         INSERT INTO events (event_id, account_id, record_id, kind, payload)
-        SELECT 'evt_' || substr(md5(id || random()::text), 1, 24), account_id, id, 'record.deleted',
-          jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')
-        FROM records WHERE id = ANY($1) ORDER BY id`, [ids])
+        SELECT 'evt_' || substr(md5(id || random()::text), 1, 24), account_id, id, $2, ${payload}
+        FROM records WHERE id = ANY($1) ORDER BY id`, [ids, kind])
       await events(slowIds) // the backlog for the hanging receiver is committed first ...
       await events(fastIds) // ... and the other receiver's events right behind it
       await fast.waitFor(20, 10_000)
+      expect(fast.received.every((r) => r.headers["x-service-event"] === (kind === "anchor.confirmed" ? "ANCHORED" : "DELETED"))).toBe(true)
       const fastDone = Math.max(...fast.received.map((r) => r.at))
       // all of them while the hanging receiver still held its first slots: before any hung attempt timed out
       expect(firstTimedOut === undefined || fastDone < firstTimedOut, "fast deliveries before the first timeout").toBe(true)

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 /**
  * `anchor.confirmed` deliveries are fanned out by the dispatcher instead of by the trigger (issue 16,
  * docs/webhooks.md "How it works"). One confirmation writes a batch's worth of events in one statement;
- * the trigger now writes ONE `webhook_fanouts` row for those that have a target (the statement's event
+ * the trigger now writes one `webhook_fanouts` row per 128 of those that have a target (the statement's event
  * ids and each one's receiver, chosen by the same rule as before) and notifies.
  * The dispatcher takes that row under `FOR UPDATE SKIP LOCKED`, reads the events with their records and
  * the account's settings, renders and signs each body in the node, and inserts the deliveries already
@@ -36,9 +36,11 @@ export default Effect.gen(function*() {
       created integer;
       fanned integer;
     BEGIN
+      -- rows of at most 128 events: a fan-out step rewrites only the row it takes
       INSERT INTO webhook_fanouts (event_seqs, hosts)
       SELECT array_agg(t.id ORDER BY t.id), array_agg(t.host ORDER BY t.id) FROM (
-        SELECT e.id, COALESCE(lower(substring(COALESCE(NULLIF(r.webhook_url, ''), s.url)
+        SELECT e.id, (row_number() OVER (ORDER BY e.id) - 1) / 128 AS part,
+               COALESCE(lower(substring(COALESCE(NULLIF(r.webhook_url, ''), s.url)
                  FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '') AS host
         FROM new_events e
         JOIN records r ON r.id = e.record_id
@@ -46,7 +48,7 @@ export default Effect.gen(function*() {
         WHERE e.kind = 'anchor.confirmed' AND (NULLIF(r.webhook_url, '') IS NOT NULL
            OR (s.enabled AND NULLIF(s.url, '') IS NOT NULL AND e.kind = ANY (s.events)))
       ) t
-      HAVING count(*) > 0;
+      GROUP BY t.part ORDER BY t.part;
       GET DIAGNOSTICS fanned = ROW_COUNT;
       INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
       SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), t.id, t.event_id, t.account_id, t.record_id, t.environment,
