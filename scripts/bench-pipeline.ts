@@ -128,6 +128,7 @@ const main = async () => {
     cleanups.push(() => receiver.close())
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`
 
+    if (process.env.BENCH_DIAG) Fs.writeFileSync("/tmp/bench-db-url", db.url)
     const env: Record<string, string> = {
       DATABASE_URL: db.url,
       ANCHORD_DATA_DIR: tmp,
@@ -188,7 +189,13 @@ const main = async () => {
         const self0 = process.cpuUsage()
         const t0 = performance.now()
         const backlog: Array<number> = []
-        const sampler = setInterval(() => backlog.push(postedAt.size - [...postedAt.keys()].filter((id) => deliveredAt.has(id)).length), 10_000)
+        const sampler = setInterval(() => {
+          backlog.push(postedAt.size - [...postedAt.keys()].filter((id) => deliveredAt.has(id)).length)
+          // progress every 30 s: a 5-minute run is otherwise silent
+          if (backlog.length % 3 === 0) {
+            log(`${chain} ${rate}/s: ${Math.round((performance.now() - t0) / 1000)} of ${SECONDS} s, ${postedAt.size} accepted, backlog ${backlog.at(-1)}`)
+          }
+        }, 10_000)
         const inFlight = new Set<Promise<void>>()
         // Open loop: request i goes at t0 + i × interval, whether or not earlier ones were answered.
         for (let i = 0; performance.now() - t0 < SECONDS * 1000; i++) {

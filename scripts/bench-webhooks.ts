@@ -212,7 +212,7 @@ const main = async () => {
   const bp99 = percentile(single, 99)
   log(`(b) baseline: one bare POST round trip p50 ${bp50.toFixed(1)} ms, p99 ${bp99.toFixed(1)} ms`)
 
-  const attempts = await sql<{ n: string; failed: string }>(`SELECT count(*) AS n, count(*) FILTER (WHERE status_code IS DISTINCT FROM 200) AS failed FROM webhook_attempts`)
+  const attempts = await sql<{ n: string; failed: string }>(`SELECT count(*) AS n, count(*) FILTER (WHERE status_code IS DISTINCT FROM 200) AS failed FROM webhook_attempt_log`)
   node.kill("SIGTERM")
   await new Promise((r) => node.once("exit", r))
   await db.dispose()
@@ -243,7 +243,7 @@ const main = async () => {
     `| (b) baseline: one bare POST round trip, p50 / p99 | ${bp50.toFixed(1)} / ${bp99.toFixed(1)} ms | |`,
     "",
     `Attempts logged: ${attempts[0].n}, non-200: ${attempts[0].failed}. Each delivery: claim (SKIP LOCKED, lease), render + HMAC once, ` +
-      "stored before sending, POST, outcome batched into webhook_attempts + webhook_deliveries.",
+      "stored before sending, POST, outcome batched into webhook_deliveries (+ webhook_attempts for failures).",
     ""
   ]
   console.log(lines.join("\n"))

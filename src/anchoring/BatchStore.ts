@@ -40,7 +40,7 @@ export const batchColumns = (sql: Sql) =>
 /** The batches of a network still under way (PENDING, SENT, MINED), oldest first; rows to decode. */
 export const selectOpenBatches = (sql: Sql, networkId: string) =>
   sql`SELECT ${batchColumns(sql)} FROM anchor_batches
-      WHERE network_id = ${networkId} AND state IN ('PENDING', 'SENT', 'MINED') ORDER BY id`
+      WHERE network_id = ${networkId} AND state IN ('PENDING', 'SENT', 'MINED') ORDER BY anchor_batches.id`
 
 /**
  * The records a network's batcher claims: its own; with `hybridEnvironment` (the Fabric network of an
@@ -324,7 +324,7 @@ export class BatchStore extends Context.Service<BatchStore, {
         return yield* sql`
           SELECT ${batchColumns(sql)} FROM anchor_batches
           WHERE network_id = ${networkId} AND merkle_root = ${root} AND state = 'FAILED'
-          ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeBatch))
+          ORDER BY anchor_batches.id DESC LIMIT 1`.pipe(Effect.flatMap(decodeBatch))
       })
 
       const resetToPending = Effect.fn("BatchStore.resetToPending")(function*(batchId: string, error: string) {
@@ -386,7 +386,7 @@ export class BatchStore extends Context.Service<BatchStore, {
 
       const forgetNetwork = Effect.fn("BatchStore.forgetNetwork")(function*(networkId: string) {
         const batches = yield* sql`
-          SELECT id::text AS id FROM anchor_batches WHERE network_id = ${networkId} AND state NOT IN ('DROPPED', 'FAILED') ORDER BY id`
+          SELECT id::text AS id FROM anchor_batches WHERE network_id = ${networkId} AND state NOT IN ('DROPPED', 'FAILED') ORDER BY anchor_batches.id`
           .pipe(Effect.flatMap(decodeIds))
         let requeued = 0
         for (const b of batches) requeued += yield* sql.withTransaction(dropBatch(sql, b.id, "chain reset"))

@@ -231,7 +231,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             // of the others, in rows behind them, go on.
             const rows = yield* sql<{ id: string; seqs: string; hosts: string }>`
               SELECT id::text AS id, array_to_string(event_seqs, ',') AS seqs, array_to_json(hosts)::text AS hosts
-              FROM webhook_fanouts ORDER BY id LIMIT ${FANOUT_ROWS} FOR UPDATE SKIP LOCKED`
+              FROM webhook_fanouts ORDER BY webhook_fanouts.id LIMIT ${FANOUT_ROWS} FOR UPDATE SKIP LOCKED`
             if (rows.length === 0) return { claimed: [], found: false }
             const counts = new Map(inFlight)
             const chosen: Array<string> = []
@@ -415,23 +415,31 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 status_code: i.statusCode, latency_ms: i.latencyMs, error: i.error, ok: i.ok, retry_ms: i.retryInMillis
               })))}::jsonb) AS v(seq bigint, token text, round int, attempt int, started_at timestamptz, status_code int,
                 latency_ms int, error text, ok boolean, retry_ms bigint)
+            ), moved AS (
+              UPDATE webhook_deliveries d SET
+                attempts = v.attempt + 1,
+                state = CASE WHEN v.ok THEN 'SUCCEEDED' WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END,
+                next_attempt_at = CASE WHEN v.ok OR v.retry_ms IS NULL THEN NULL
+                  ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
+                last_status_code = v.status_code, last_error = v.error,
+                locked_until = NULL, locked_by = NULL, claim_token = NULL,
+                delivered_at = CASE WHEN v.ok THEN ${now}::timestamptz ELSE d.delivered_at END,
+                -- the successful attempt lives here (migration 0011), not in webhook_attempts
+                success_started_at = CASE WHEN v.ok THEN v.started_at END,
+                success_latency_ms = CASE WHEN v.ok THEN v.latency_ms END,
+                success_node_id = CASE WHEN v.ok THEN ${nodeId} END,
+                updated_at = ${now}
+              FROM v
+              WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
+                AND d.claim_token = v.token AND d.state = 'PENDING'
+              RETURNING d.seq, d.state, d.next_attempt_at
             ), logged AS (
+              -- failed attempts, and any attempt whose claim was lost (it happened; the row did not take it)
               INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
-              SELECT seq, round, attempt, started_at, status_code, latency_ms, error, CASE WHEN ok THEN NULL ELSE retry_ms END, ${nodeId} FROM v
+              SELECT seq, round, attempt, started_at, status_code, latency_ms, error, CASE WHEN ok THEN NULL ELSE retry_ms END, ${nodeId}
+              FROM v WHERE NOT v.ok OR v.seq NOT IN (SELECT seq FROM moved)
             )
-            UPDATE webhook_deliveries d SET
-              attempts = v.attempt + 1,
-              state = CASE WHEN v.ok THEN 'SUCCEEDED' WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END,
-              next_attempt_at = CASE WHEN v.ok OR v.retry_ms IS NULL THEN NULL
-                ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
-              last_status_code = v.status_code, last_error = v.error,
-              locked_until = NULL, locked_by = NULL, claim_token = NULL,
-              delivered_at = CASE WHEN v.ok THEN ${now}::timestamptz ELSE d.delivered_at END,
-              updated_at = ${now}
-            FROM v
-            WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
-              AND d.claim_token = v.token AND d.state = 'PENDING'
-            RETURNING d.seq::text AS seq, d.state, d.next_attempt_at`
+            SELECT seq::text AS seq, state, next_attempt_at FROM moved`
         }),
 
         nextDueMillis: Effect.flatMap(clockNow, (now) => sql<{ wait: number | null }>`

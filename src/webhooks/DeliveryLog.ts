@@ -1,8 +1,10 @@
 /**
  * The delivery log the API serves (GET /v1/webhooks/deliveries…): deliveries with their attempts,
  * scoped to an account and environment, manual redelivery, and the retention purge of finished ones.
- * The rows are `webhook_deliveries` (one per event and target, created by the trigger on `events`)
- * and `webhook_attempts`, the same rows the dispatcher claims (./DeliveryClaims.ts).
+ * The rows are `webhook_deliveries` (one per event and target, created by the trigger on `events` or
+ * the dispatcher's fan-out) and the attempt log `webhook_attempt_log` (failed attempts in
+ * `webhook_attempts`, a round's successful one on its delivery row: migration 0011), the same rows the
+ * dispatcher claims (./DeliveryClaims.ts).
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -88,7 +90,8 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
           if (seqs.length === 0) return []
           const rows = yield* sql.unsafe(
             `SELECT delivery_seq::text AS delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms::float8 AS retry_in_ms
-             FROM webhook_attempts WHERE delivery_seq = ANY(string_to_array($1, ',')::bigint[]) ORDER BY id`,
+             FROM webhook_attempt_log WHERE delivery_seq = ANY(string_to_array($1, ',')::bigint[])
+             ORDER BY delivery_seq, round, attempt, started_at`,
             [seqs.join(",")]
           )
           return yield* attempts(rows)
@@ -96,11 +99,20 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
 
         redeliver: Effect.fn("DeliveryLog.redeliver")(function*(owner, id) {
           const now = new Date(yield* Clock.currentTimeMillis)
+          // The round's successful attempt (kept on the row, migration 0011) moves to the attempt log first.
           const rows = yield* sql`
+            WITH kept AS (
+              INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
+              SELECT seq, round, attempts - 1, success_started_at, last_status_code, success_latency_ms, NULL, NULL, success_node_id
+              FROM webhook_deliveries
+              WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
+                AND success_started_at IS NOT NULL
+            )
             UPDATE webhook_deliveries SET
               state = 'PENDING', round = round + 1, attempts = 0, next_attempt_at = ${now},
               locked_until = NULL, locked_by = NULL, claim_token = NULL,
-              body = NULL, signature = NULL, signature_next = NULL, headers = NULL, updated_at = ${now}
+              body = NULL, signature = NULL, signature_next = NULL, headers = NULL,
+              success_started_at = NULL, success_latency_ms = NULL, success_node_id = NULL, updated_at = ${now}
             WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
             RETURNING id`
           if (rows.length === 0) return undefined

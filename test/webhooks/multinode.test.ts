@@ -40,7 +40,7 @@ describe("webhook dispatch across nodes", () => {
       expect(new Set(ids).size).toBe(400)
       expect(ids).toHaveLength(400)
       const byNode = await query<{ node_id: string; n: string }>(databaseUrl,
-        "SELECT node_id, count(*) AS n FROM webhook_attempts GROUP BY node_id")
+        "SELECT node_id, count(*) AS n FROM webhook_attempt_log GROUP BY node_id")
       expect(byNode).toHaveLength(2)
       for (const row of byNode) expect(Number(row.n)).toBeGreaterThan(40)
     } finally {

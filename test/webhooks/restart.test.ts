@@ -94,7 +94,7 @@ describe("webhook durability", () => {
       stopped = true
       const received = receiver.received.length
       expect(received).toBeLessThan(40)
-      const attempts = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM webhook_attempts WHERE status_code = 200")
+      const attempts = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM webhook_attempt_log WHERE status_code = 200")
       expect(Number(attempts[0].n)).toBe(received)
       const claimed = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM webhook_deliveries WHERE locked_by IS NOT NULL")
       expect(Number(claimed[0].n)).toBe(0)

@@ -30,7 +30,7 @@ describe("webhook delivery retention", () => {
     (await query<{ seq: string; id: string; state: string }>(node.databaseUrl,
       "SELECT seq::text AS seq, id, state FROM webhook_deliveries WHERE record_id = $1", [recordId]))[0]
   const attemptsOf = async (seq: string) =>
-    (await query(node.databaseUrl, "SELECT 1 FROM webhook_attempts WHERE delivery_seq = $1", [seq])).length
+    (await query(node.databaseUrl, "SELECT 1 FROM webhook_attempt_log WHERE delivery_seq = $1", [seq])).length
 
   it("deletes finished deliveries past the retention with their attempts; keeps recent and pending ones, and every event", async () => {
     const ids: Record<"old" | "recent" | "pending", string> = { old: "", recent: "", pending: "" }

@@ -16,6 +16,10 @@ import { SqlClient } from "effect/sql"
  * event ids. Every other kind (record.updated, record.deleted, anchor.failed) keeps the trigger's
  * deliveries: they come one or a few at a time, and their PENDING delivery is in the log at once.
  *
+ * Attempts: a successful attempt is kept on its delivery row (`success_*` columns, with `round`,
+ * `attempts` and `last_status_code`), failed ones in `webhook_attempts` as before; the view
+ * `webhook_attempt_log` shows both, as the one log. A redelivery moves the kept success into the table.
+ *
  * Whether an event has a target is decided by the trigger, as before; the URL itself is read when the
  * dispatcher fans the row out, normally milliseconds after the commit.
  */
@@ -30,6 +34,20 @@ export default Effect.gen(function*() {
       hosts       text[] NOT NULL,
       created_at  timestamptz NOT NULL DEFAULT now()
     )`
+  // A successful attempt is kept on its delivery row instead of a webhook_attempts row (one INSERT less
+  // per delivery); the log the API serves, and operators' SQL, read the view, which shows both.
+  yield* sql`
+    ALTER TABLE webhook_deliveries
+      ADD COLUMN success_started_at timestamptz,
+      ADD COLUMN success_latency_ms integer,
+      ADD COLUMN success_node_id    text`
+  yield* sql`
+    CREATE VIEW webhook_attempt_log AS
+      SELECT delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id
+      FROM webhook_attempts
+      UNION ALL
+      SELECT seq, round, attempts - 1, success_started_at, last_status_code, success_latency_ms, NULL, NULL, success_node_id
+      FROM webhook_deliveries WHERE success_started_at IS NOT NULL`
   yield* sql.unsafe(`
     CREATE OR REPLACE FUNCTION anchord_webhook_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
