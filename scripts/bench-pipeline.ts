@@ -128,7 +128,6 @@ const main = async () => {
     cleanups.push(() => receiver.close())
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`
 
-    if (process.env.BENCH_DIAG) Fs.writeFileSync("/tmp/bench-db-url", db.url)
     const env: Record<string, string> = {
       DATABASE_URL: db.url,
       ANCHORD_DATA_DIR: tmp,

@@ -138,6 +138,20 @@ describe("webhook retries", () => {
     await waitFor("the redelivery's outcome recorded", async () => (await deliveryRow(node.databaseUrl, { id: failed[0].id }))?.state !== "PENDING")
     const row = await query<{ state: string; round: number }>(node.databaseUrl, "SELECT state, round FROM webhook_deliveries WHERE id = $1", [failed[0].id])
     expect(row[0]).toEqual({ state: "SUCCEEDED", round: 1 })
+    // The log keeps every round: the six failures and the redelivery's success (a success is kept on its
+    // delivery row, not in webhook_attempts) ...
+    const roundsOf = async () => (await api("GET", `/v1/webhooks/deliveries?recordId=${down.recordId}`)).json.data.deliveries[0]
+      .attempts.map((a: any) => [a.round, a.attempt, a.statusCode, a.error])
+    const failures = [0, 1, 2, 3, 4, 5].map((n) => [0, n, 500, "HTTP 500"])
+    expect(await roundsOf()).toEqual([...failures, [1, 0, 200, null]])
+    // ... and a second redelivery moves that success into the attempt log before its own round starts.
+    expect((await api("POST", `/v1/webhooks/deliveries/${failed[0].id}/redeliver`, {})).status).toBe(202)
+    await receiver.waitFor(8, 15_000, (r) => r.path === "/down")
+    await waitFor("the second redelivery's outcome recorded", async () => {
+      const d = await query<{ state: string; round: number }>(node.databaseUrl, "SELECT state, round FROM webhook_deliveries WHERE id = $1", [failed[0].id])
+      return d[0]?.round === 2 && d[0]?.state === "SUCCEEDED"
+    })
+    expect(await roundsOf()).toEqual([...failures, [1, 0, 200, null], [2, 0, 200, null]])
   }, 60_000)
 
   it("a receiver that hangs: the timeout counts as a failure and the next attempt follows", async () => {
