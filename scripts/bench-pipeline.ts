@@ -12,7 +12,8 @@
  * end). Appends the figures to docs/benchmarks.md (BENCH_NO_APPEND=1 to skip).
  *
  * BENCH_RATES (records/s, default "500,1000,2000"), BENCH_SECONDS (per rate, default 300),
- * BENCH_CHAINS (default "evm"; "evm,fabric,hybrid" for all three), DATABASE_URL.
+ * BENCH_CHAINS (default "evm"; "evm,fabric,hybrid" for all three), DATABASE_URL, BENCH_NODE_ARGS (extra
+ * Node flags for the node's process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
@@ -148,7 +149,9 @@ const main = async () => {
     const account = runCli(["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], env)
     const key = runCli(["keys", "create", account.id, "--json"], env).key as string
     const port = await freePort()
-    const node = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
+    // BENCH_NODE_ARGS: extra Node flags for the node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it
+    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
+    const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "start"], {
       cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"]
     })
     cleanups.unshift(() => node.kill("SIGTERM"))
