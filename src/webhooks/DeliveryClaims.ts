@@ -315,7 +315,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 headers: rendered?.headers ?? null
               }
             })
-            const inserted = values.length === 0 ? [] : yield* sql<Claimed & { readonly eventSeq: string; readonly claimed: boolean }>`
+            const inserted = values.length === 0 ? [] : yield* sql<{ readonly seq: string; readonly id: string }>`
               INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host,
                 next_attempt_at, locked_until, locked_by, claim_token, body, signature, signature_next, headers, updated_at)
               SELECT v.id, v.event_seq, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
@@ -328,8 +328,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 account_id text, record_id text, environment text, target text, url text, host text, claimed boolean,
                 body text, signature text, signature_next text, headers jsonb)
               ORDER BY v.event_seq
-              RETURNING seq::text AS seq, event_seq::text AS event_seq, id, url, host, environment, attempts, round, body,
-                signature, signature_next, headers, claim_token IS NOT NULL AS claimed`
+              RETURNING seq::text AS seq, id`
             if (done.length > 0) yield* sql`DELETE FROM webhook_fanouts WHERE id = ANY (${`{${done.join(",")}}`}::bigint[])`
             for (const kept of partial) {
               yield* sql`
@@ -337,7 +336,26 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                   hosts = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.hosts)}::jsonb))
                 WHERE id = ${kept.id}::bigint`
             }
-            const claimed = inserted.filter((d) => d.claimed).map((d) => ({ ...d, ...secrets.get(d.eventSeq)! }))
+            // What the send needs is here already (only the keys come back from the INSERT).
+            const seqOf = new Map(inserted.map((d) => [d.id, d.seq]))
+            const claimed: Array<Claimed> = []
+            for (const v of values) {
+              if (!v.claimed) continue
+              claimed.push({
+                seq: seqOf.get(v.id)!,
+                id: v.id,
+                url: v.url,
+                host: v.host,
+                environment: v.environment,
+                attempts: 0,
+                round: 0,
+                body: v.body,
+                signature: v.signature,
+                signatureNext: v.signature_next,
+                headers: v.headers,
+                ...secrets.get(v.event_seq)!
+              })
+            }
             // `found`: something was consumed, so more may be waiting; rows whose events all wait for
             // their receivers are not progress (the claim loop then waits for outcomes).
             return { claimed, found: chosen.length > 0 }
