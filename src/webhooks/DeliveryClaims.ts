@@ -89,32 +89,6 @@ export interface CompletionResult {
  */
 const parseJson = (text: string | null): Record<string, unknown> | null => text === null ? null : JSON.parse(text)
 
-/** An event to fan out with its one target and what its render needs (the claim's secrets too). */
-interface FanRow {
-  readonly seq: string
-  readonly eventId: string
-  readonly kind: DeliveryEventKind
-  readonly payloadText: string
-  readonly eventCreatedAt: Date
-  readonly accountId: string
-  readonly recordId: string
-  readonly environment: Environment
-  readonly target: "record" | "account"
-  readonly url: string
-  readonly host: string
-  readonly format: PayloadFormat
-  readonly secret: string
-  readonly previous: string | null
-  readonly overlap: boolean
-  readonly hash: string | null
-  readonly packageMode: string | null
-  readonly chainType: string | null
-  readonly networkId: string | null
-  readonly metadataText: string | null
-  readonly status: string | null
-  readonly collection: string | null
-}
-
 /** Fan-out rows (of at most 128 events each, migration 0011) one step looks at. */
 const FANOUT_ROWS = 8
 
@@ -125,6 +99,7 @@ const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
 const HOST_SQL = (url: string) =>
   `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
 
+/** What a delivery's first render reads: the stored event, the record, the account's settings. */
 interface RenderRow {
   readonly seq: string
   readonly eventId: string
@@ -143,6 +118,41 @@ interface RenderRow {
   readonly status: string | null
   readonly collection: string | null
   readonly anchorPayloadText: string | null
+}
+
+/** The render's input from its row: the secrets by the rotation overlap, the jsonb parsed. */
+const toRenderInput = (row: RenderRow): RenderInput & { readonly seq: string } => {
+  const useNext = row.overlap && row.previous !== null
+  return {
+    seq: row.seq,
+    eventId: row.eventId,
+    kind: row.kind,
+    payload: parseJson(row.payloadText) ?? {},
+    eventCreatedAt: row.eventCreatedAt,
+    format: row.format,
+    signingSecret: useNext ? row.previous! : row.secret,
+    nextSecret: useNext ? row.secret : null,
+    record: {
+      hash: row.hash,
+      packageMode: row.packageMode,
+      chainType: row.chainType,
+      networkId: row.networkId,
+      metadata: parseJson(row.metadataText),
+      status: row.status,
+      collection: row.collection
+    },
+    anchorPayload: parseJson(row.anchorPayloadText)
+  }
+}
+
+/** An event to fan out (`seq` is the event's): its render's row, and its one target. */
+interface FanRow extends RenderRow {
+  readonly accountId: string
+  readonly recordId: string
+  readonly environment: Environment
+  readonly target: "record" | "account"
+  readonly url: string
+  readonly host: string
 }
 
 export class DeliveryClaims extends Context.Service<DeliveryClaims, {
@@ -262,7 +272,9 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
                 ${TARGET_URL_SQL} AS url, ${HOST_SQL(TARGET_URL_SQL)} AS host,
                 s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$2", "s.")}) AS overlap,
-                r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection
+                r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
+                -- anchor.confirmed: no prior anchor to show
+                NULL AS anchor_payload_text
               FROM events e
               JOIN records r ON r.id = e.record_id
               JOIN webhook_settings s ON s.account_id = e.account_id
@@ -271,33 +283,15 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               ORDER BY e.id`, [chosen.join(","), now])
             const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
             const values = events.map((e) => {
-              const useNext = e.overlap && e.previous !== null
+              const input = toRenderInput(e)
               let rendered: ReturnType<typeof render> | undefined
               try {
-                rendered = render({
-                  eventId: e.eventId,
-                  kind: e.kind,
-                  payload: parseJson(e.payloadText) ?? {},
-                  eventCreatedAt: e.eventCreatedAt,
-                  format: e.format,
-                  signingSecret: useNext ? e.previous! : e.secret,
-                  nextSecret: useNext ? e.secret : null,
-                  record: {
-                    hash: e.hash,
-                    packageMode: e.packageMode,
-                    chainType: e.chainType,
-                    networkId: e.networkId,
-                    metadata: parseJson(e.metadataText),
-                    status: e.status,
-                    collection: e.collection
-                  },
-                  anchorPayload: null
-                })
+                rendered = render(input)
               } catch {
                 // Not rendered here: inserted unclaimed and bodiless; the claim's render records the failure.
                 rendered = undefined
               }
-              secrets.set(e.seq, { secret: e.secret, secretPrevious: useNext ? e.previous : null })
+              secrets.set(e.seq, { secret: e.secret, secretPrevious: input.nextSecret === null ? null : e.previous })
               return {
                 id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
                 event_seq: e.seq,
@@ -383,29 +377,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               ORDER BY p.id DESC LIMIT 1
             ) prior ON true
             WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])`, [seqs.join(","), now])
-          return rows.map((row) => {
-            const useNext = row.overlap && row.previous !== null
-            return {
-              seq: row.seq,
-              eventId: row.eventId,
-              kind: row.kind,
-              payload: parseJson(row.payloadText) ?? {},
-              eventCreatedAt: row.eventCreatedAt,
-              format: row.format,
-              signingSecret: useNext ? row.previous! : row.secret,
-              nextSecret: useNext ? row.secret : null,
-              record: {
-                hash: row.hash,
-                packageMode: row.packageMode,
-                chainType: row.chainType,
-                networkId: row.networkId,
-                metadata: parseJson(row.metadataText),
-                status: row.status,
-                collection: row.collection
-              },
-              anchorPayload: parseJson(row.anchorPayloadText)
-            }
-          })
+          return rows.map(toRenderInput)
         }),
 
         saveRendered: Effect.fnUntraced(function*(items) {
