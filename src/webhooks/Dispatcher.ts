@@ -153,7 +153,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     const ready: Array<Ready> = []
     const failed: Array<Outcome> = []
     const missing = rows.filter((r) => !isReady(r))
-    if (missing.length === 0) return { ready: [...rows as ReadonlyArray<Ready>], failed }
+    if (missing.length === 0) return { ready: rows as ReadonlyArray<Ready>, failed }
     const inputs = yield* claims.renderInputs(missing.map((r) => r.seq))
     const renderings: Array<Rendering> = []
     const unrendered = new Map<string, { readonly eventId: string; readonly error: string }>()
@@ -199,26 +199,41 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     return { ready, failed }
   })
 
+  /** Starts attempts (their permits taken by the caller), counting them in `progress`. */
+  const start = Effect.fnUntraced(function*(
+    ready: ReadonlyArray<Ready>,
+    failed: ReadonlyArray<Outcome>,
+    token: string,
+    progress: { started: number }
+  ) {
+    for (const row of ready) {
+      track(row.host, 1)
+      yield* FiberSet.run(sends, send(row, token))
+    }
+    // Not sent, but an outcome like any other: the writer records it and returns its permit.
+    for (const row of failed) track(row.receiver, 1)
+    if (failed.length > 0) yield* Queue.offerAll(results, failed)
+    progress.started += ready.length + failed.length
+  })
+
   /**
    * Claims, renders and starts up to `want` attempts (their permits taken): due deliveries first (retries,
    * redeliveries, record changes), then new `anchor.confirmed` events fanned out with the slots left.
-   * The number started, and whether more work may be waiting.
+   * Those claimed are started before the fan-out runs, so a failing fan-out strands none of them; `progress`
+   * counts what was started, whatever fails after. Whether more work may be waiting.
    */
-  const claimAndStart = Effect.fnUntraced(function*(want: number) {
+  const claimAndStart = Effect.fnUntraced(function*(want: number, progress: { started: number }) {
     const token = Crypto.randomUUID()
     const claimed = yield* claims.claim(want, config.leaseMillis, config.nodeId, token, config.perHostConcurrency)
-    const { failed, ready } = claimed.length === 0 ? { failed: [], ready: [] } : yield* renderMissing(claimed, token)
-    const fanned = claimed.length < want
-      ? yield* claims.fanOut(want - claimed.length, config.leaseMillis, config.nodeId, token, config.perHostConcurrency, inFlight)
-      : { claimed: [], found: false }
+    if (claimed.length > 0) {
+      const { failed, ready } = yield* renderMissing(claimed, token)
+      yield* start(ready, failed, token, progress)
+    }
+    if (claimed.length === want) return true
+    const fanned = yield* claims.fanOut(want - claimed.length, config.leaseMillis, config.nodeId, token, config.perHostConcurrency, inFlight)
     // Rendered and stored in the fan-out's own transaction.
-    for (const row of fanned.claimed) if (isReady(row)) ready.push(row)
-    for (const row of ready) track(row.host, 1)
-    for (const row of failed) track(row.receiver, 1)
-    for (const row of ready) yield* FiberSet.run(sends, send(row, token))
-    // Not sent, but an outcome like any other: the writer records it and returns its permit.
-    if (failed.length > 0) yield* Queue.offerAll(results, failed)
-    return { more: claimed.length === want || fanned.found, started: ready.length + failed.length }
+    yield* start(fanned.claimed.filter(isReady), [], token, progress)
+    return fanned.found
   })
 
   /**
@@ -234,8 +249,9 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       const more = Math.min(config.claimBatch - 1, yield* slots.release(0))
       if (more > 0) yield* slots.take(more)
       const want = 1 + more
-      const { more: waiting, started } = yield* claimAndStart(want).pipe(Effect.onError(() => slots.release(want)))
-      if (started < want) yield* slots.release(want - started)
+      const progress = { started: 0 }
+      const waiting = yield* claimAndStart(want, progress).pipe(Effect.onError(() => slots.release(want - progress.started)))
+      if (progress.started < want) yield* slots.release(want - progress.started)
       return waiting ? "more" as const : "idle" as const
     })
   )
