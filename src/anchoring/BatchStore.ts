@@ -207,12 +207,6 @@ export class BatchStore extends Context.Service<BatchStore, {
     { readonly count: number; readonly oldest: Date | null },
     SqlError.SqlError
   >
-  /**
-   * When the queue's first record by id (the first a cut takes) was created; null when nothing is queued.
-   * One index step however long the queue: a batcher that is behind cuts on this alone, without
-   * counting a full batch's worth of rows each time (a count that grew with the backlog it was behind on).
-   */
-  readonly oldestQueued: (networkId: string, hybridEnvironment?: Environment) => Effect.Effect<Date | null, SqlError.SqlError>
   /** Claims up to `max` QUEUED records, builds the tree, persists batch + proofs, records → BATCHING. */
   readonly cutBatch: (networkId: string, max: number, meta: BatchMeta, hybridEnvironment?: Environment) => Effect.Effect<
     CutBatch | undefined,
@@ -248,16 +242,6 @@ export class BatchStore extends Context.Service<BatchStore, {
             ORDER BY r.id LIMIT ${max}
           ) q`.pipe(Effect.flatMap(decodeQueue))
         return row ?? { count: 0, oldest: null }
-      })
-
-      const oldestQueued = Effect.fn("BatchStore.oldestQueued")(function*(networkId: string, hybridEnvironment?: Environment) {
-        const row = yield* sql`
-          SELECT count(*)::int AS count, min(created_at) AS oldest FROM (
-            SELECT r.created_at FROM records r WHERE ${claimScope(sql, networkId, hybridEnvironment)} AND r.status = 'QUEUED'
-              AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId})
-            ORDER BY r.id LIMIT 1
-          ) q`.pipe(Effect.flatMap(decodeQueue))
-        return row?.oldest ?? null
       })
 
       const cutBatch = Effect.fn("BatchStore.cutBatch")(function*(
@@ -395,7 +379,6 @@ export class BatchStore extends Context.Service<BatchStore, {
 
       return BatchStore.of({
         queueState,
-        oldestQueued,
         cutBatch,
         openBatches,
         findLiveBatchByRoot,

@@ -27,7 +27,7 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
     // The window first (one index step): when the next record has waited a window, cut without counting.
     // (The first by id is not always the oldest: ids order by the second, then by process. So when it has
     // not waited a window, the count's min(created_at) decides.)
-    const first = yield* store.oldestQueued(network.networkId, network.hybridEnvironment)
+    const first = (yield* store.queueState(network.networkId, 1, network.hybridEnvironment)).oldest
     if (first === null) return
     const now = yield* Clock.currentTimeMillis
     const overdue = now - first.getTime() >= network.batchWindowMs

@@ -1,14 +1,15 @@
 /**
- * The dispatcher's side of `webhook_deliveries`: claiming due deliveries under a lease, reading what a
- * first render needs and storing the rendered bodies, recording outcomes (attempt log + next state on
- * the ladder), and when the next one is due.
+ * The dispatcher's side of `webhook_deliveries`: claiming due deliveries under a lease, fanning out a
+ * confirmation's `anchor.confirmed` events into deliveries rendered and claimed at once (migration 0011),
+ * reading what a first render needs and storing the rendered bodies, recording outcomes (failed attempts
+ * logged, a success kept on its row; next state on the ladder), and when the next one is due.
  *
  * These statements run per claim batch on every node, so they stay as they were measured (docs/webhooks.md,
  * "Performance"): batches, `FOR UPDATE SKIP LOCKED`, primary-key lookups, claims and outcomes committed
  * asynchronously, rows read as typed without a decoding pass, and untraced (`Effect.fnUntraced`).
  *
  * Why a table of our own rather than `PersistedQueue`: deliveries are created by a trigger on the
- * `events` outbox (same transaction as any producer's state change, producers need no code), and
+ * `events` outbox (or from its fan-out rows) (same transaction as any producer's state change, producers need no code), and
  * the delivery log the API serves (./DeliveryLog.ts) is the same row that carries the retry state.
  *
  * Leases, the retry ladder and the rotation overlap read time through Effect's Clock (passed to the
@@ -73,7 +74,7 @@ export interface Completion {
 /** What one fan-out step did: the deliveries it claimed for this node, and whether more may be waiting. */
 export interface FanOut {
   readonly claimed: ReadonlyArray<Claimed>
-  /** A fan-out row was taken (more ids may remain in it or in later rows). */
+  /** Some events were taken (more may wait); false when there were none, or all wait for their receivers. */
   readonly found: boolean
 }
 
@@ -95,8 +96,11 @@ const FANOUT_ROWS = 8
 /** A fan-out's target (events `e`, records `r`, webhook_settings `s`): the record's webhookUrl, else the global webhook. */
 const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
 
-/** The receiver's authority (host[:port], lowercase) from a URL: the trigger's expression of migration 0003. */
-const HOST_SQL = (url: string) =>
+/**
+ * The receiver's authority (host[:port], lowercase) from a URL column: the deliveries trigger's expression
+ * (migrations 0003, 0007, 0011), for the deliveries the node inserts itself.
+ */
+export const HOST_SQL = (url: string) =>
   `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
 
 /** What a delivery's first render reads: the stored event, the record, the account's settings. */

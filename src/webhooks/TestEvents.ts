@@ -12,7 +12,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { appendOne } from "../outbox/Outbox.ts"
-import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { HOST_SQL, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog, type Owner } from "./DeliveryLog.ts"
 import { InvalidWebhookSettings } from "./errors.ts"
 import type { DeliveryRow } from "./rows.ts"
@@ -39,7 +39,7 @@ export class WebhookTests extends Context.Service<WebhookTests, {
             INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
             SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ${event.seq}::bigint, ${event.eventId}, ${owner.accountId}, '',
                    ${owner.environment}, 'account', s.url,
-                   COALESCE(lower(substring(s.url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), ''), ${now}
+                   ${sql.unsafe(HOST_SQL("s.url"))}, ${now}
             FROM webhook_settings s WHERE s.account_id = ${owner.accountId}
             RETURNING id`
           return rows[0]!.id
