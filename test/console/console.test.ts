@@ -530,6 +530,28 @@ describe("the console", () => {
     await wide.context().close()
   })
 
+  it("a page that answers late never replaces the page the user went to next", async () => {
+    const page = await signedInAs(ADMIN)
+    await go(page, acct("overview"), "Overview — Acme Records")
+    // The records list's answer is held until the user has moved on to the webhooks page.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    await page.route((url) => url.pathname.endsWith(`/accounts/${accountId}/records`), async (route) => {
+      await held
+      await route.continue()
+    })
+    const late = page.waitForEvent("requestfinished", { predicate: (r) => new URL(r.url()).pathname.endsWith("/records"), timeout: WAIT_MS })
+    await page.goto(`${base}/console/${acct("records")}`)
+    await go(page, acct("webhooks"), "Webhooks")
+    release()
+    await late
+    // Let the late answer's page be built (its body is in; what is left is the page's own script).
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)))
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Webhooks")
+    expect(await page.title()).toBe("Webhooks · anchord console")
+    await page.context().close()
+  })
+
   it("an expired session sends the user back to sign-in with the reason, and back to their page after", async () => {
     const page = await signedInAs(ADMIN)
     await go(page, acct("deliveries"), "Deliveries")

@@ -97,7 +97,9 @@ export const signIn = async (page: Page, baseUrl: string, email: string, passwor
 }
 
 /** Waits until the console shows the page with this heading (level 1). */
-export const heading = (page: Page, text: string | RegExp) => page.getByRole("heading", { level: 1, name: text }).waitFor({ timeout: WAIT_MS })
+// Exact for a text: "Records" must not match "Overview — Acme Records" while the records page is on its way.
+export const heading = (page: Page, text: string | RegExp) =>
+  page.getByRole("heading", { level: 1, name: text, exact: typeof text === "string" }).waitFor({ timeout: WAIT_MS })
 
 /** The console's pages' screenshots, also written to docs/console/ when UPDATE_SCREENSHOTS=1 (README shows them). */
 export const docsScreenshot = async (kit: BrowserKit, page: Page, name: string) => {

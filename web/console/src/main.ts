@@ -65,7 +65,7 @@ const parse = () => {
 
 const main = () => $("#main")
 
-const show = (title: string, content: Node) => {
+const showPage = (title: string, content: Node) => {
   document.title = `${title} · anchord console`
   main().replaceChildren(content)
   // Keyboard and screen-reader users land on the new page's heading.
@@ -76,7 +76,7 @@ const show = (title: string, content: Node) => {
   }
 }
 
-const header = (current: { accountId?: string; page?: string }) => {
+const showHeader = (current: { accountId?: string; page?: string }) => {
   const s = session!
   const nav = h("ul", { class: "nav" })
   const item = (href: string, label: string, active: boolean) =>
@@ -128,19 +128,34 @@ const header = (current: { accountId?: string; page?: string }) => {
 
 const clearHeader = () => $("#top").replaceChildren(h("span", { class: "brand" }, "anchord console"))
 
+/** Renders started so far: a render that finishes after a newer one started (a slow page, a quick
+ * click elsewhere) must not replace the newer page. */
+let renders = 0
+
 const render = async () => {
+  const mine = ++renders
+  const current = () => mine === renders
+  const show = (title: string, content: Node) => {
+    if (current()) showPage(title, content)
+  }
+  const header = (at: { accountId?: string; page?: string }) => {
+    if (current()) showHeader(at)
+  }
+  const clearTop = () => {
+    if (current()) clearHeader()
+  }
   const { segments, query } = parse()
   const [first, ...rest] = segments
   // Pages without a session.
   if (first === "link" && rest[0] !== undefined) {
-    clearHeader()
+    clearTop()
     return show("Signing in", await redeemLinkPage(rest[0], async (s) => {
       await signedIn(s)
       navigate("#/")
     }))
   }
   if (first === "invite" && rest[0] !== undefined) {
-    clearHeader()
+    clearTop()
     return show("Accept the invitation", await acceptInvitationPage(rest[0], async (s) => {
       await signedIn(s)
       navigate("#/")
@@ -151,7 +166,7 @@ const render = async () => {
       await signedIn(await api.session())
     } catch (e) {
       if (!(e instanceof ApiError) || e.status !== 401) {
-        clearHeader()
+        clearTop()
         return show("Console", h("section", {}, h("h1", {}, "Console"), message("error", e instanceof Error ? e.message : String(e))))
       }
       if (first !== undefined) returnTo = location.hash
@@ -160,7 +175,7 @@ const render = async () => {
     }
   }
   if (first === "sign-in" || session === undefined) {
-    clearHeader()
+    clearTop()
     const notice = signInNotice
     signInNotice = undefined
     return show("Sign in", signInPage(notice, async (s) => {
