@@ -94,7 +94,24 @@ interface RateResult {
   readonly machineBusyPercent: number
   /** This process (the load generator and the webhook receiver), CPU per record. */
   readonly benchCpuUsPerRecord: number
+  /** PostgreSQL's write-ahead log over the load and drain: bytes per record, the full-page images' share, checkpoints. */
+  readonly walBytesPerRecord: number
+  readonly walFpiShare: number
+  readonly checkpoints: number
   readonly held: boolean
+}
+
+/**
+ * The server's WAL written so far (bytes; full-page images estimated as 8 KiB each, before compression)
+ * and its checkpoints (pg_stat_checkpointer from PostgreSQL 17, pg_stat_bgwriter before).
+ */
+const walStats = async (sql: <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => Promise<A>) => {
+  const [wal] = await sql((s) => s<{ bytes: number; fpi: number; version: number }>`
+    SELECT wal_bytes::float8 AS bytes, wal_fpi::float8 AS fpi, current_setting('server_version_num')::int AS version FROM pg_stat_wal`)
+  const [cp] = await sql((s) => wal!.version >= 170000
+    ? s<{ n: number }>`SELECT (num_timed + num_requested)::float8 AS n FROM pg_stat_checkpointer`
+    : s<{ n: number }>`SELECT (checkpoints_timed + checkpoints_req)::float8 AS n FROM pg_stat_bgwriter`)
+  return { bytes: wal!.bytes, fpiBytes: wal!.fpi * 8192, checkpoints: cp!.n }
 }
 
 const main = async () => {
@@ -186,6 +203,7 @@ const main = async () => {
         let requests = 0
         const interval = (BATCH / rate) * 1000
         if (statements) await sql((s) => s`SELECT pg_stat_statements_reset()`)
+        const wal0 = await walStats(sql)
         const cpu0 = { node: treeCpu(node.pid!), pg: pgPid === undefined ? NaN : treeCpu(pgPid) }
         const machine0 = machineCpu()
         const self0 = process.cpuUsage()
@@ -246,6 +264,7 @@ const main = async () => {
         const undelivered = ids.filter((id) => !deliveredAt.has(id)).length
         // CPU over the load and the drain: the work each accepted record caused, wherever it happened.
         const cpu1 = { node: treeCpu(node.pid!), pg: pgPid === undefined ? NaN : treeCpu(pgPid) }
+        const wal1 = await walStats(sql)
         if (statements) {
           const top = await sql((s) => s<{ query: string; calls: number; total: number }>`
             SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::float8 AS calls, total_exec_time::float8 AS total
@@ -276,6 +295,9 @@ const main = async () => {
           pgCpuUsPerRecord: ((cpu1.pg - cpu0.pg) * 1000) / Math.max(1, ids.length),
           benchCpuUsPerRecord: (self1.user + self1.system) / Math.max(1, ids.length),
           machineBusyPercent: (100 * (machine1.busy - machine0.busy)) / Math.max(1, machine1.total - machine0.total),
+          walBytesPerRecord: (wal1.bytes - wal0.bytes) / Math.max(1, ids.length),
+          walFpiShare: (wal1.fpiBytes - wal0.fpiBytes) / Math.max(1, wal1.bytes - wal0.bytes),
+          checkpoints: wal1.checkpoints - wal0.checkpoints,
           // Held: p99 within the target, the backlog not growing (second half no more than the first plus
           // one window's worth of records), everything delivered after the load.
           held: pct(tail, 99) <= TARGET_P99_MS && halves[1] <= halves[0] + rate * 2 && undelivered === 0 && refused === 0
@@ -283,7 +305,8 @@ const main = async () => {
         results.push(result)
         log(`${chain} ${rate}/s: accepted ${result.acceptedPerSecond.toFixed(0)}/s (${refused} refused), ANCHORED p50/p99 ${secs(result.anchoredP50)} / ${secs(result.anchoredP99)}, ` +
           `webhook p50/p99 ${secs(result.webhookP50)} / ${secs(result.webhookP99)}, backlog ${halves[0]} → ${halves[1]} (end ${backlogAtEnd}, undelivered after 60 s ${undelivered}), ` +
-          `CPU per record node ${result.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${result.pgCpuUsPerRecord.toFixed(0)} µs, load generator ${result.benchCpuUsPerRecord.toFixed(0)} µs, machine ${result.machineBusyPercent.toFixed(0)}% busy — ${result.held ? "held" : "not held"}`)
+          `CPU per record node ${result.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${result.pgCpuUsPerRecord.toFixed(0)} µs, load generator ${result.benchCpuUsPerRecord.toFixed(0)} µs, machine ${result.machineBusyPercent.toFixed(0)}% busy, ` +
+          `WAL ${(result.walBytesPerRecord / 1024).toFixed(1)} KiB per record (${(100 * result.walFpiShare).toFixed(0)}% full-page images), ${result.checkpoints} checkpoints — ${result.held ? "held" : "not held"}`)
         // Let the node settle before the next rate.
         await new Promise((r) => setTimeout(r, 3_000))
       }
@@ -300,11 +323,12 @@ const main = async () => {
         `open-loop client in the bench process: batches of ${BATCH} unique records to POST /v1/anchor/batch at a steady rate for ${SECONDS} s per rate; ` +
         `the account's global webhook (anchor.confirmed) to a receiver in the bench process. Backlog: accepted and not yet delivered (max over each half of the run).`,
       "",
-      "| chain | rate | accepted/s | POST → ANCHORED p50 / p99 | POST → webhook p50 / p99 | backlog (1st half → 2nd) | at end | undelivered 60 s later | CPU/record node / PostgreSQL | machine busy | held |",
-      "|---|---:|---:|---|---|---|---:|---:|---|---:|---|",
+      "| chain | rate | accepted/s | POST → ANCHORED p50 / p99 | POST → webhook p50 / p99 | backlog (1st half → 2nd) | at end | undelivered 60 s later | CPU/record node / PostgreSQL | machine busy | WAL/record (full pages) | checkpoints | held |",
+      "|---|---:|---:|---|---|---|---:|---:|---|---:|---|---:|---|",
       ...results.map((r) =>
         `| ${r.chain} | ${r.rate} | ${r.acceptedPerSecond.toFixed(0)} | ${secs(r.anchoredP50)} / ${secs(r.anchoredP99)} | ${secs(r.webhookP50)} / ${secs(r.webhookP99)} | ` +
-        `${r.backlogHalves[0]} → ${r.backlogHalves[1]} | ${r.backlogAtEnd} | ${r.undeliveredAfterDrain} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${r.pgCpuUsPerRecord.toFixed(0)} µs | ${r.machineBusyPercent.toFixed(0)}% | ${r.held ? "yes" : "no"} |`),
+        `${r.backlogHalves[0]} → ${r.backlogHalves[1]} | ${r.backlogAtEnd} | ${r.undeliveredAfterDrain} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${r.pgCpuUsPerRecord.toFixed(0)} µs | ${r.machineBusyPercent.toFixed(0)}% | ` +
+        `${(r.walBytesPerRecord / 1024).toFixed(1)} KiB (${(100 * r.walFpiShare).toFixed(0)}%) | ${r.checkpoints} | ${r.held ? "yes" : "no"} |`),
       "",
       ...(process.env.BENCH_PROFILE === "1" ? profiles : []),
       ...CHAINS.map((c) => `Highest rate held (${c}): **${heldBy(c) || "none of those tried"}**${heldBy(c) ? " records/s" : ""} (p99 POST → webhook ≤ 3 s, backlog flat, all delivered).`),
