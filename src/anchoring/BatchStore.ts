@@ -52,6 +52,25 @@ const claimScope = (sql: Sql, networkId: string, hybridEnvironment: Environment 
     : sql`(r.network_id = ${networkId} OR (r.chain_type = 'hybrid' AND r.environment = ${hybridEnvironment}))`
 
 /**
+ * The queue's records not yet in a batch of this network, as a per-row probe of `anchors`. Written as a
+ * scalar subquery, not NOT EXISTS: PostgreSQL turns NOT EXISTS into an anti-join, and once `anchors`
+ * and the queue are large (a backlog) it chose a merge anti-join over the whole `records` primary key
+ * and all of the network's anchors, so one look at the queue took 0.5 s to 49 s and the batcher
+ * stalled. The probe keeps the statement walking the queue index in id order, reading only the rows
+ * it returns (docs/benchmarks.md, 2026-11-25 night).
+ */
+const notYetInBatchOf = (sql: Sql, networkId: string) =>
+  sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
+
+/**
+ * The queue's order. For one network, the queue index's own key (network_id, id): the primary key
+ * cannot give that order, so no plan walks it from the start through every anchored record (the
+ * anti-join plan above did, ordered by id alone).
+ */
+const queueOrder = (sql: Sql, hybridEnvironment: Environment | undefined) =>
+  hybridEnvironment === undefined ? sql`ORDER BY r.network_id, r.id` : sql`ORDER BY r.id`
+
+/**
  * The anchors a record needs (SPEC 4): one EVM anchor; a hybrid record an EVM and a Fabric one.
  * A record stays QUEUED until every required anchor is in a batch (each batcher claims QUEUED records
  * lacking its own anchor), BATCHING until all are confirmed, then ANCHORED.
@@ -238,8 +257,8 @@ export class BatchStore extends Context.Service<BatchStore, {
         const row = yield* sql`
           SELECT count(*)::int AS count, min(created_at) AS oldest FROM (
             SELECT r.created_at FROM records r WHERE ${claimScope(sql, networkId, hybridEnvironment)} AND r.status = 'QUEUED'
-              AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId})
-            ORDER BY r.id LIMIT ${max}
+              AND ${notYetInBatchOf(sql, networkId)}
+            ${queueOrder(sql, hybridEnvironment)} LIMIT ${max}
           ) q`.pipe(Effect.flatMap(decodeQueue))
         return row ?? { count: 0, oldest: null }
       })
@@ -254,8 +273,8 @@ export class BatchStore extends Context.Service<BatchStore, {
           const claimed = yield* sql`
             SELECT r.id, r.hash FROM records r
             WHERE ${claimScope(sql, networkId, hybridEnvironment)} AND r.status = 'QUEUED'
-              AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId})
-            ORDER BY r.id LIMIT ${max}
+              AND ${notYetInBatchOf(sql, networkId)}
+            ${queueOrder(sql, hybridEnvironment)} LIMIT ${max}
             FOR UPDATE OF r SKIP LOCKED`.pipe(Effect.flatMap(decodeClaimed))
           if (claimed.length === 0) return undefined
           const tree = buildTree(claimed.map((r) => r.hash))
