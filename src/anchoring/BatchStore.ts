@@ -70,6 +70,12 @@ const notYetInBatchOf = (sql: Sql, networkId: string) =>
 const queueOrder = (sql: Sql, hybridEnvironment: Environment | undefined) =>
   hybridEnvironment === undefined ? sql`ORDER BY r.network_id, r.id` : sql`ORDER BY r.id`
 
+/** The first `max` records of a network's queue, in the order a cut takes them: the look and the claim read the same rows. */
+const queueHead = (sql: Sql, networkId: string, max: number, hybridEnvironment: Environment | undefined) =>
+  sql`FROM records r
+    WHERE ${claimScope(sql, networkId, hybridEnvironment)} AND r.status = 'QUEUED' AND ${notYetInBatchOf(sql, networkId)}
+    ${queueOrder(sql, hybridEnvironment)} LIMIT ${max}`
+
 /**
  * The anchors a record needs (SPEC 4): one EVM anchor; a hybrid record an EVM and a Fabric one.
  * A record stays QUEUED until every required anchor is in a batch (each batcher claims QUEUED records
@@ -256,9 +262,7 @@ export class BatchStore extends Context.Service<BatchStore, {
       const queueState = Effect.fn("BatchStore.queueState")(function*(networkId: string, max: number, hybridEnvironment?: Environment) {
         const row = yield* sql`
           SELECT count(*)::int AS count, min(created_at) AS oldest FROM (
-            SELECT r.created_at FROM records r WHERE ${claimScope(sql, networkId, hybridEnvironment)} AND r.status = 'QUEUED'
-              AND ${notYetInBatchOf(sql, networkId)}
-            ${queueOrder(sql, hybridEnvironment)} LIMIT ${max}
+            SELECT r.created_at ${queueHead(sql, networkId, max, hybridEnvironment)}
           ) q`.pipe(Effect.flatMap(decodeQueue))
         return row ?? { count: 0, oldest: null }
       })
@@ -271,10 +275,7 @@ export class BatchStore extends Context.Service<BatchStore, {
       ) {
         return yield* sql.withTransaction(Effect.gen(function*() {
           const claimed = yield* sql`
-            SELECT r.id, r.hash FROM records r
-            WHERE ${claimScope(sql, networkId, hybridEnvironment)} AND r.status = 'QUEUED'
-              AND ${notYetInBatchOf(sql, networkId)}
-            ${queueOrder(sql, hybridEnvironment)} LIMIT ${max}
+            SELECT r.id, r.hash ${queueHead(sql, networkId, max, hybridEnvironment)}
             FOR UPDATE OF r SKIP LOCKED`.pipe(Effect.flatMap(decodeClaimed))
           if (claimed.length === 0) return undefined
           const tree = buildTree(claimed.map((r) => r.hash))
