@@ -9,7 +9,7 @@
  * asynchronously, rows read as typed without a decoding pass, and untraced (`Effect.fnUntraced`).
  *
  * Why a table of our own rather than `PersistedQueue`: deliveries are created by a trigger on the
- * `events` outbox (or from its fan-out rows) (same transaction as any producer's state change, producers need no code), and
+ * `events` outbox, directly or through its fan-out rows (same transaction as any producer's state change, producers need no code), and
  * the delivery log the API serves (./DeliveryLog.ts) is the same row that carries the retry state.
  *
  * Leases, the retry ladder and the rotation overlap read time through Effect's Clock (passed to the
@@ -167,7 +167,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
   readonly claim: (limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) =>
     Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
   /**
-   * Fans out up to `limit` events of the oldest `webhook_fanouts` row (migration 0011): their deliveries
+   * Fans out up to `limit` events of the oldest `webhook_fanouts` rows (migration 0011): their deliveries
    * are inserted rendered, signed and claimed by this node, in one transaction that consumes their ids.
    * A receiver's events wait in the row while this node has `perHost` attempts in flight to it
    * (`inFlight`, this node's own count: the fan-out reads no other node's claims).
