@@ -14,8 +14,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { append } from "../outbox/Outbox.ts"
-import { ChainType } from "../api/recordSchemas.ts"
-import { anchorRows, toEventAnchor } from "./anchorViews.ts"
 import { buildTree, type Hex } from "./merkle.ts"
 import {
   AnchorChainType,
@@ -94,10 +92,6 @@ const ExistingBatchRow = Schema.Struct({ id: Schema.String, state: BatchState })
 const CompletedRow = Schema.Struct({
   id: Schema.String,
   accountId: Schema.String,
-  hash: Schema.String,
-  networkId: Schema.String,
-  chainType: ChainType,
-  anchoredAt: Schema.Date,
   announced: Schema.Boolean
 })
 const FailedRow = Schema.Struct({
@@ -121,8 +115,10 @@ const decodeBatch = decodeFirst(BatchRow)
 
 /**
  * Records of the batch reaching ANCHORED now that all their required anchors are confirmed (SPEC 4),
- * with one `anchor.confirmed` event each: one UPDATE … RETURNING, one query for their anchors, one
- * append. The number of events written.
+ * announced by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed`
+ * is derived from the record, its anchors and this batch (view `anchor_confirmed_events`), and the
+ * row's trigger writes the webhook fan-out. One UPDATE … RETURNING, one INSERT. The number of records
+ * announced.
  */
 export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: Sql, batchId: string) {
   const completed = yield* sql`
@@ -136,28 +132,25 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
         EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric' AND f.confirmed)))
     -- A soft-deleted record anchored again (its dev chain was reset) was announced already: its owner
     -- deleted it since, so the re-anchoring is silent (docs/dev-chain.md).
-    RETURNING r.id, r.account_id, r.hash, r.network_id, r.chain_type, b.anchored_at,
-      (r.deleted_at IS NOT NULL AND EXISTS (
-        SELECT 1 FROM events pe WHERE pe.record_id = r.id AND pe.kind = 'anchor.confirmed')) AS announced`.pipe(
+    RETURNING r.id, r.account_id, (r.deleted_at IS NOT NULL AND r.announced) AS announced`.pipe(
     Effect.flatMap(decodeCompleted)
   )
-  const toAnnounce = completed.filter((r) => !r.announced)
-  if (toAnnounce.length === 0) return 0
-  const anchors = yield* anchorRows(sql, toAnnounce.map((r) => r.id))
-  // The record's primary anchor (its network_id: the EVM one for hybrid records) and its anchoredAt go on
-  // top of the stored payload, a hybrid record's other anchor in dualAnchor (src/outbox/events.ts).
-  return yield* append(sql, toAnnounce.map((r) => ({
-    accountId: r.accountId,
-    event: {
-      kind: "anchor.confirmed" as const,
-      recordId: r.id,
-      hash: r.hash,
-      recordChainType: r.chainType,
-      networkId: r.networkId,
-      anchoredAt: r.anchoredAt.toISOString(),
-      anchors: (anchors.get(r.id) ?? []).map(toEventAnchor)
-    }
-  })))
+  const byAccount = new Map<string, Array<string>>()
+  for (const r of completed) {
+    if (r.announced) continue
+    const ids = byAccount.get(r.accountId)
+    if (ids === undefined) byAccount.set(r.accountId, [r.id])
+    else ids.push(r.id)
+  }
+  if (byAccount.size === 0) return 0
+  yield* sql`
+    INSERT INTO batch_events (batch_id, account_id, record_ids)
+    SELECT ${batchId}, x.account_id, ARRAY(SELECT jsonb_array_elements_text(x.ids))
+    FROM jsonb_to_recordset(${JSON.stringify([...byAccount].map(([account_id, ids]) => ({ account_id, ids })))}::jsonb)
+      AS x(account_id text, ids jsonb)`
+  let n = 0
+  for (const ids of byAccount.values()) n += ids.length
+  return n
 })
 
 /**
@@ -209,7 +202,8 @@ const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId:
   if (rows.length === 0) return 0
   const requeued = yield* sql`
     WITH gone AS (DELETE FROM anchors WHERE batch_id = ${batchId} RETURNING record_id)
-    UPDATE records r SET status = 'QUEUED', anchored_at = NULL, updated_at = now()
+    -- an ANCHORED record was announced: a soft-deleted one anchored again stays silent (completeRecords)
+    UPDATE records r SET status = 'QUEUED', anchored_at = NULL, announced = r.announced OR r.status = 'ANCHORED', updated_at = now()
     FROM gone WHERE gone.record_id = r.id AND r.status IN ('BATCHING', 'ANCHORED')
     RETURNING r.id`
   return requeued.length

@@ -149,8 +149,9 @@ const toRenderInput = (row: RenderRow): RenderInput & { readonly seq: string } =
   }
 }
 
-/** An event to fan out (`seq` is the event's): its render's row, and its one target. */
+/** An event to fan out (`seq` is its key, "<batch event id>:<record id>"): its render's row, and its one target. */
 interface FanRow extends RenderRow {
+  readonly batchEventId: string
   readonly accountId: string
   readonly recordId: string
   readonly environment: Environment
@@ -241,52 +242,59 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
           const now = new Date(ms)
           const until = new Date(ms + leaseMillis)
           return yield* sql.withTransaction(Effect.gen(function*() {
-            // Several rows: the events of receivers at their cap stay in their rows (in order) while those
+            // Several rows: the records of receivers at their cap stay in their rows (in order) while those
             // of the others, in rows behind them, go on.
-            const rows = yield* sql<{ id: string; seqs: string; hosts: string }>`
-              SELECT id::text AS id, array_to_string(event_seqs, ',') AS seqs, array_to_json(hosts)::text AS hosts
+            const rows = yield* sql<{ id: string; batchEventId: string; recordIds: string; hosts: string }>`
+              SELECT id::text AS id, batch_event_id::text AS batch_event_id, array_to_json(record_ids)::text AS record_ids,
+                array_to_json(hosts)::text AS hosts
               FROM webhook_fanouts ORDER BY webhook_fanouts.id LIMIT ${FANOUT_ROWS} FOR UPDATE SKIP LOCKED`
             if (rows.length === 0) return { claimed: [], found: false }
             const counts = new Map(inFlight)
+            // chosen events, each as "<batch event id>:<record id>" (the derived event's key)
             const chosen: Array<string> = []
             const done: Array<string> = []
-            const partial: Array<{ readonly id: string; readonly seqs: Array<string>; readonly hosts: Array<string> }> = []
+            const partial: Array<{ readonly id: string; readonly recordIds: Array<string>; readonly hosts: Array<string> }> = []
             for (const row of rows) {
-              const seqs = row.seqs === "" ? [] : row.seqs.split(",")
+              const recordIds: ReadonlyArray<string> = JSON.parse(row.recordIds)
               const hosts: ReadonlyArray<string> = JSON.parse(row.hosts)
-              const kept = { id: row.id, seqs: [] as Array<string>, hosts: [] as Array<string> }
-              seqs.forEach((seq, i) => {
+              const kept = { id: row.id, recordIds: [] as Array<string>, hosts: [] as Array<string> }
+              recordIds.forEach((recordId, i) => {
                 const host = hosts[i] ?? ""
                 const n = counts.get(host) ?? 0
                 if (chosen.length >= limit || n >= perHost) {
-                  kept.seqs.push(seq)
+                  kept.recordIds.push(recordId)
                   kept.hosts.push(host)
                   return
                 }
                 counts.set(host, n + 1)
-                chosen.push(seq)
+                chosen.push(`${row.batchEventId}:${recordId}`)
               })
-              if (kept.seqs.length === 0) done.push(row.id)
-              else if (kept.seqs.length < seqs.length) partial.push(kept)
+              if (kept.recordIds.length === 0) done.push(row.id)
+              else if (kept.recordIds.length < recordIds.length) partial.push(kept)
               if (chosen.length >= limit) break
             }
-            const events = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
-              SELECT e.id::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
-                e.account_id, e.record_id, r.environment,
+            const order = new Map(chosen.map((key, i) => [key, i]))
+            const derived = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
+              SELECT v.id::text || ':' || v.record_id AS seq, v.id::text AS batch_event_id, v.event_id, v.kind,
+                v.payload::text AS payload_text, v.created_at AS event_created_at,
+                v.account_id, v.record_id, r.environment,
                 CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
                 ${TARGET_URL_SQL} AS url, ${HOST_SQL(TARGET_URL_SQL)} AS host,
-                s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$2", "s.")}) AS overlap,
+                s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$3", "s.")}) AS overlap,
                 r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
                 -- anchor.confirmed: no prior anchor to show
                 NULL AS anchor_payload_text
-              FROM events e
-              JOIN records r ON r.id = e.record_id
-              JOIN webhook_settings s ON s.account_id = e.account_id
+              FROM anchor_confirmed_events v
+              JOIN records r ON r.id = v.record_id
+              JOIN webhook_settings s ON s.account_id = v.account_id
               -- (a URL cleared since the event leaves nothing to deliver to)
-              WHERE e.id = ANY (string_to_array($1, ',')::bigint[]) AND NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL
-              ORDER BY e.id`, [chosen.join(","), now])
+              WHERE v.id = ANY (string_to_array($1, ',')::bigint[]) AND v.record_id = ANY (string_to_array($2, ','))
+                AND NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL`,
+              [[...new Set(chosen.map((k) => k.split(":")[0]))].join(","), chosen.map((k) => k.split(":")[1]).join(","), now])
+            // Only the chosen pairs (a record in two chosen batch events is in the product above twice), in their order.
+            const events = derived.filter((e) => order.has(e.seq)).sort((x, y) => order.get(x.seq)! - order.get(y.seq)!)
             const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
-            const values = events.map((e) => {
+            const values = events.map((e, ord) => {
               const input = toRenderInput(e)
               let rendered: ReturnType<typeof render> | undefined
               try {
@@ -297,8 +305,10 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               }
               secrets.set(e.seq, { secret: e.secret, secretPrevious: input.nextSecret === null ? null : e.previous })
               return {
+                ord,
+                key: e.seq,
                 id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
-                event_seq: e.seq,
+                batch_event_id: e.batchEventId,
                 event_id: e.eventId,
                 account_id: e.accountId,
                 record_id: e.recordId,
@@ -314,23 +324,23 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               }
             })
             const inserted = values.length === 0 ? [] : yield* sql<{ readonly seq: string; readonly id: string }>`
-              INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host,
+              INSERT INTO webhook_deliveries (id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
                 next_attempt_at, locked_until, locked_by, claim_token, body, signature, signature_next, headers, updated_at)
-              SELECT v.id, v.event_seq, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
+              SELECT v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
                 CASE WHEN v.claimed THEN ${until}::timestamptz ELSE ${now}::timestamptz END,
                 CASE WHEN v.claimed THEN ${until}::timestamptz END,
                 CASE WHEN v.claimed THEN ${nodeId} END,
                 CASE WHEN v.claimed THEN ${token} END,
                 v.body, v.signature, v.signature_next, v.headers, ${now}
-              FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(id text, event_seq bigint, event_id text,
+              FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(ord int, id text, batch_event_id bigint, event_id text,
                 account_id text, record_id text, environment text, target text, url text, host text, claimed boolean,
                 body text, signature text, signature_next text, headers jsonb)
-              ORDER BY v.event_seq
+              ORDER BY v.ord
               RETURNING seq::text AS seq, id`
             if (done.length > 0) yield* sql`DELETE FROM webhook_fanouts WHERE id = ANY (${`{${done.join(",")}}`}::bigint[])`
             for (const kept of partial) {
               yield* sql`
-                UPDATE webhook_fanouts SET event_seqs = ${`{${kept.seqs.join(",")}}`}::bigint[],
+                UPDATE webhook_fanouts SET record_ids = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.recordIds)}::jsonb)),
                   hosts = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.hosts)}::jsonb))
                 WHERE id = ${kept.id}::bigint`
             }
@@ -351,7 +361,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 signature: v.signature,
                 signatureNext: v.signature_next,
                 headers: v.headers,
-                ...secrets.get(v.event_seq)!
+                ...secrets.get(v.key)!
               })
             }
             // `found`: something was consumed, so more may be waiting; rows whose events all wait for
@@ -363,24 +373,42 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
         renderInputs: Effect.fnUntraced(function*(seqs) {
           const now = yield* clockNow
           const rows = yield* sql.unsafe<RenderRow>(`
-            SELECT d.seq::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
+            WITH d AS (
+              SELECT d.seq, d.account_id, d.event_seq, d.batch_event_id, d.record_id FROM webhook_deliveries d
+              WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])
+            ), e AS (
+              -- the delivery's event: a stored one, or one derived from its batch event (migration 0012)
+              SELECT d.seq, d.account_id, e.id, e.event_id, e.kind, e.payload, e.created_at, e.record_id
+              FROM d JOIN events e ON e.id = d.event_seq
+              UNION ALL
+              SELECT d.seq, d.account_id, v.id, v.event_id, v.kind, v.payload, v.created_at, v.record_id
+              FROM d JOIN anchor_confirmed_events v ON v.id = d.batch_event_id AND v.record_id = d.record_id
+            )
+            SELECT e.seq::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
               s.payload_format AS format, s.secret, s.previous_secret AS previous,
               (${inOverlap("$2", "s.")}) AS overlap,
               r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
               prior.payload::text AS anchor_payload_text
-            FROM webhook_deliveries d
-            JOIN events e ON e.id = d.event_seq
-            JOIN webhook_settings s ON s.account_id = d.account_id
+            FROM e
+            JOIN webhook_settings s ON s.account_id = e.account_id
             LEFT JOIN records r ON r.id = e.record_id
-            -- The kind test inside: a gate checked before the lookup, which then runs only for the rare
-            -- updated/deleted events (as an ON condition it ran for every row, scanning ids below e.id).
+            -- The record's last anchor.confirmed before the event. The kind test inside: a gate checked before
+            -- the lookup, which then runs only for the rare updated/deleted events. Stored ones (written before
+            -- migration 0012) by the events index; derived ones through the record's anchors' batches.
             LEFT JOIN LATERAL (
-              SELECT p.payload FROM events p
-              WHERE e.kind IN ('record.updated', 'record.deleted')
-                AND p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
-              ORDER BY p.id DESC LIMIT 1
-            ) prior ON true
-            WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])`, [seqs.join(","), now])
+              SELECT p.payload FROM (
+                (SELECT p.id, p.payload FROM events p
+                 WHERE e.kind IN ('record.updated', 'record.deleted')
+                   AND p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
+                 ORDER BY p.id DESC LIMIT 1)
+                UNION ALL
+                (SELECT v.id, v.payload FROM anchor_confirmed_events v
+                 WHERE e.kind IN ('record.updated', 'record.deleted') AND v.record_id = e.record_id AND v.id < e.id
+                   AND v.id IN (SELECT be.id FROM anchors a JOIN batch_events be ON be.batch_id = a.batch_id
+                                WHERE a.record_id = e.record_id AND e.record_id = ANY (be.record_ids))
+                 ORDER BY v.id DESC LIMIT 1)
+              ) p ORDER BY p.id DESC LIMIT 1
+            ) prior ON true`, [seqs.join(","), now])
           return rows.map(toRenderInput)
         }),
 

@@ -2,7 +2,7 @@
  * The delivery log the API serves (GET /v1/webhooks/deliveries…): deliveries with their attempts,
  * scoped to an account and environment, manual redelivery, and the retention purge of finished ones.
  * The rows are `webhook_deliveries` (one per event and target, created by the trigger on `events` or
- * the dispatcher's fan-out) and the attempt log `webhook_attempt_log` (failed attempts in
+ * the dispatcher's fan-out of `batch_events`) and the attempt log `webhook_attempt_log` (failed attempts in
  * `webhook_attempts`, a round's successful one on its delivery row: migration 0011), the same rows the
  * dispatcher claims (./DeliveryClaims.ts).
  */
@@ -28,7 +28,9 @@ export interface ListOptions {
 }
 
 const deliveryColumns = `
-  d.seq::text AS seq, d.id, d.event_id, e.kind, d.record_id, d.environment, d.target, d.url, d.state, d.round, d.attempts,
+  d.seq::text AS seq, d.id, d.event_id,
+  -- a delivery of a batch event (migration 0012) is an anchor.confirmed; the others name their event row
+  CASE WHEN d.batch_event_id IS NOT NULL THEN 'anchor.confirmed' ELSE e.kind END AS kind, d.record_id, d.environment, d.target, d.url, d.state, d.round, d.attempts,
   d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
 
 export class DeliveryLog extends Context.Service<DeliveryLog, {
@@ -56,7 +58,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
 
       const get = Effect.fn("DeliveryLog.get")(function*(owner: Owner, id: string) {
         const rows = yield* sql.unsafe(
-          `SELECT ${deliveryColumns} FROM webhook_deliveries d JOIN events e ON e.id = d.event_seq
+          `SELECT ${deliveryColumns} FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_seq
            WHERE d.id = $1 AND d.account_id = $2 AND d.environment = $3`,
           [id, owner.accountId, owner.environment]
         )
@@ -76,7 +78,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
           if (options.recordId !== undefined) add((n) => `d.record_id = $${n}`, options.recordId)
           if (options.eventId !== undefined) add((n) => `d.event_id = $${n}`, options.eventId)
           const rows = yield* sql.unsafe(
-            `SELECT ${deliveryColumns} FROM webhook_deliveries d JOIN events e ON e.id = d.event_seq
+            `SELECT ${deliveryColumns} FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_seq
              WHERE d.account_id = $1 AND d.environment = $2 ${where.map((w) => `AND ${w}`).join(" ")}
              ORDER BY d.seq DESC LIMIT $3`,
             params

@@ -35,7 +35,7 @@ const txHash = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as const
 const events = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql.unsafe<{ kind: string; recordId: string; payload: string }>(
-    "SELECT kind, record_id, payload::text AS payload FROM events ORDER BY id")
+    "SELECT kind, record_id, payload::text AS payload FROM all_events ORDER BY id, record_id")
   return rows.map((r) => ({ kind: r.kind, recordId: r.recordId, payload: JSON.parse(r.payload) as Record<string, unknown> }))
 })
 

@@ -73,7 +73,7 @@ describe("dev chain", () => {
     const first = (await call(node.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).json.data.anchors[0]
     expect(first.contractAddress.toLowerCase()).toBe(saved.contractAddress.toLowerCase())
     const events = async () =>
-      (await query(databaseUrl, `SELECT count(*)::int AS n FROM events WHERE record_id = '${id}' AND kind = 'anchor.confirmed'`))[0].n
+      (await query(databaseUrl, `SELECT count(*)::int AS n FROM all_events WHERE record_id = '${id}' AND kind = 'anchor.confirmed'`))[0].n
     expect(await events()).toBe(1)
     await node.runtime.dispose()
 

@@ -61,7 +61,7 @@ describe("hybrid records", () => {
       expect(bundle.anchors).toHaveLength(2)
       for (const a of bundle.anchors) expect(StandardMerkleTree.verify(a.merkleRoot, ["bytes32"], [`0x${bundle.hash}`], a.merkleProof)).toBe(true)
 
-      const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1", [id])
+      const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1", [id])
       expect(events).toHaveLength(1)
       const p = events[0]!.payload
       expect(p).toMatchObject({ networkId: "anvil-hybrid", chainType: "evm", recordChainType: "hybrid", txHash: byChain.evm.txHash })
@@ -105,7 +105,7 @@ describe("hybrid records", () => {
       expect(view.status).toBe("QUEUED")
       expect(view.anchors.map((a: any) => a.chainType)).toEqual(["evm"])
       expect((await call(evmOnly.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).status).toBe(409)
-      expect(await query(node.databaseUrl, "SELECT 1 FROM events WHERE record_id = $1", [id])).toHaveLength(0)
+      expect(await query(node.databaseUrl, "SELECT 1 FROM all_events WHERE record_id = $1", [id])).toHaveLength(0)
     } finally {
       await evmOnly.stop()
     }
@@ -114,7 +114,7 @@ describe("hybrid records", () => {
       databaseUrl: node.databaseUrl, evm: [evmNet], fabric: [fabricNetwork(peer, { networkId: "fabric-hybrid", batchWindowMs: 200 })]
     })
     await waitFor("ANCHORED", allAnchored(node.databaseUrl, [id]), 15_000)
-    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1", [id])
+    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1", [id])
     expect(events).toHaveLength(1)
     expect(events[0]!.payload.dualAnchor.chainType).toBe("fabric")
     // The Fabric anchor completed the record, well after the EVM one: the event's top level still

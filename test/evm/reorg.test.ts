@@ -70,7 +70,7 @@ describe("reorg", () => {
     const view = await call(node.baseUrl, "GET", `/v1/records/${ids[0]}`, { key })
     expect(view.json.data.status).toBe("ANCHORED")
     expect(view.json.data.anchors).toHaveLength(1)
-    const events = await query(node.databaseUrl, "SELECT 1 FROM events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [ids])
+    const events = await query(node.databaseUrl, "SELECT 1 FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [ids])
     expect(events).toHaveLength(ids.length)
   }, 30_000)
 })

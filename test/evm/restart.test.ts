@@ -65,7 +65,7 @@ describe("restart between send and confirmation", () => {
     const confirmed = await query(databaseUrl, "SELECT 1 FROM anchor_batches WHERE state = 'CONFIRMED'")
     const count = await client.readContract({ address: contract, abi: anchorRegistryAbi, functionName: "batchCount" })
     expect(Number(count)).toBe(confirmed.length)
-    const events = await query(databaseUrl, "SELECT 1 FROM events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [ids])
+    const events = await query(databaseUrl, "SELECT 1 FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [ids])
     expect(events).toHaveLength(ids.length)
   }
 

@@ -104,7 +104,7 @@ export const anchorSuite = (chain: SuiteChain, { beforeAll, afterAll, it }: Hook
 
     // Outbox: one anchor.confirmed event per record, with the anchor facts.
     const events = await query<{ recordId: string; payload: any }>(node.databaseUrl,
-      `SELECT record_id AS "recordId", payload FROM events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)`, [ids])
+      `SELECT record_id AS "recordId", payload FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)`, [ids])
     expect(events).toHaveLength(ids.length)
     for (const e of events) {
       expect(e.payload.status).toBe("ANCHORED")

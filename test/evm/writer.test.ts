@@ -73,7 +73,7 @@ describe("chain writer", () => {
     const ids: Array<string> = []
     for (let i = 0; i < 2; i++) ids.push((await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { norole: i } } })).json.data.recordId)
     await waitFor("FAILED", async () => [...(await statusesOf(node.databaseUrl, ids)).values()].every((s) => s === "FAILED"), 15_000)
-    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE kind = 'anchor.failed' AND record_id = ANY($1)", [ids])
+    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE kind = 'anchor.failed' AND record_id = ANY($1)", [ids])
     expect(events).toHaveLength(2)
     expect(events[0].payload.status).toBe("FAILED")
     expect(events[0].payload.reason).toMatch(/AccessControl|revert/i)
@@ -104,7 +104,7 @@ describe("chain writer", () => {
       expect(await query(node.databaseUrl, "SELECT 1 FROM failed_anchors WHERE batch_id = $1", [given.id])).toHaveLength(0)
       // The client heard anchor.failed, then anchor.confirmed, for each record.
       const events = await query<{ recordId: string; kind: string; payload: any }>(node.databaseUrl,
-        `SELECT record_id AS "recordId", kind, payload FROM events WHERE record_id = ANY($1) ORDER BY id`, [ids])
+        `SELECT record_id AS "recordId", kind, payload FROM all_events WHERE record_id = ANY($1) ORDER BY id`, [ids])
       for (const id of ids) {
         const own = events.filter((e) => e.recordId === id)
         expect(own.map((e) => e.kind)).toEqual(["anchor.failed", "anchor.confirmed"])

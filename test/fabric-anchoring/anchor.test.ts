@@ -85,7 +85,7 @@ describe("Fabric anchoring over the real gateway client", () => {
 
     // Outbox: one anchor.confirmed per record, Fabric-shaped (raw tx id, string batchId, blockNumber null).
     const events = await query<{ payload: any }>(node.databaseUrl,
-      "SELECT payload FROM events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [ids])
+      "SELECT payload FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [ids])
     expect(events).toHaveLength(ids.length)
     for (const e of events) {
       expect(e.payload).toMatchObject({ chainType: "fabric", networkId: "fabric-dev", blockNumber: null, status: "ANCHORED" })

@@ -40,7 +40,7 @@ describe("Fabric leadership", () => {
     await waitFor("the follower leads", () => follower.isLeader(), 20_000)
     const second = (await call(follower.baseUrl, "POST", "/v1/anchor", { key, body: { data: { n: 2 }, chain: "fabric" } })).json.data.recordId
     await waitFor("second ANCHORED", allAnchored(databaseUrl, [second]), 20_000)
-    const events = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM events WHERE kind = 'anchor.confirmed'")
+    const events = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM all_events WHERE kind = 'anchor.confirmed'")
     expect(events[0]!.n).toBe(2)
   }, 60_000)
 })

@@ -106,7 +106,7 @@ describe("Fabric indexer restart", () => {
     expect(blocks[0]).toEqual({ n: peer.blockHeight(), min: "0", max: String(peer.blockHeight() - 1), distinct: peer.blockHeight() })
     // The hash chain the indexer checked: each stored block's hash is what the next one chains to (verified on the way in).
     const events = await query<{ recordId: string; n: number }>(databaseUrl, `
-      SELECT record_id AS "recordId", count(*)::int AS n FROM events WHERE kind = 'anchor.confirmed' GROUP BY record_id`)
+      SELECT record_id AS "recordId", count(*)::int AS n FROM all_events WHERE kind = 'anchor.confirmed' GROUP BY record_id`)
     expect(events).toHaveLength(all.length)
     for (const e of events) expect(e.n).toBe(1)
   }, 60_000)

@@ -271,7 +271,7 @@ describe("records", () => {
       expectError(await api("PATCH", `/v1/records/${created.recordId}`, body), 422, "IMMUTABLE_FIELD")
     }
     expectError(await api("PATCH", `/v1/records/${created.recordId}`, { metadata: [1] }), 400, "VALIDATION_ERROR")
-    const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM events WHERE record_id = $1", [created.recordId])
+    const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM all_events WHERE record_id = $1", [created.recordId])
     // webhookUrl was null already: not a change, so not in `changes` (docs/api.md, "Update and delete")
     expect(events).toEqual([{ kind: "record.updated", payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: { tag: "x" } } }) }])
     const unchanged = await query<{ data_jcs: string }>(node.databaseUrl, "SELECT data_jcs FROM records WHERE id = $1", [created.recordId])
@@ -280,7 +280,7 @@ describe("records", () => {
 
   it("PATCH that changes nothing ({} or the current values): 200 with the record as it is, no event, updatedAt kept", async () => {
     const created = (await api("POST", "/v1/anchor", { data: { noop: 1 }, metadata: { a: 1, b: { c: [1, 2] } }, webhookUrl: "http://127.0.0.1:9/hook" })).json.data
-    const eventsOf = () => query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM events WHERE record_id = $1 ORDER BY id", [created.recordId])
+    const eventsOf = () => query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1 ORDER BY id", [created.recordId])
     for (const body of [{}, { metadata: { b: { c: [1, 2] }, a: 1 } }, { webhookUrl: "http://127.0.0.1:9/hook" }, { metadata: { a: 1, b: { c: [1, 2] } }, webhookUrl: "http://127.0.0.1:9/hook" }]) {
       const r = await api("PATCH", `/v1/records/${created.recordId}`, body)
       expect(r.status, JSON.stringify(body)).toBe(200)
@@ -320,7 +320,7 @@ describe("records", () => {
     expect((await api("DELETE", `/v1/records/${soft.recordId}?mode=hard`)).status).toBe(200)
     expectError(await api("DELETE", `/v1/records/${soft.recordId}?mode=nope`), 400, "VALIDATION_ERROR", /mode/)
     const events = await query<{ kind: string; payload: any }>(node.databaseUrl,
-      "SELECT kind, payload FROM events WHERE record_id = ANY($1) ORDER BY id", [[soft.recordId, hard.recordId]])
+      "SELECT kind, payload FROM all_events WHERE record_id = ANY($1) ORDER BY id", [[soft.recordId, hard.recordId]])
     expect(events.map((e) => `${e.kind}:${e.payload.mode}`)).toEqual(["record.deleted:soft", "record.deleted:hard", "record.deleted:hard"])
   })
 

@@ -124,7 +124,7 @@ describe("anchord/client retries", () => {
       // GET and PATCH are repeated too (a repeated PATCH changes nothing more)
       lossy.dropNextResponse()
       expect((await client.update(record.recordId, { metadata: { v: 1 } })).metadata).toEqual({ v: 1 })
-      const events = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM events WHERE record_id = $1", [record.recordId])
+      const events = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM all_events WHERE record_id = $1", [record.recordId])
       expect(events[0].n).toBe(1)
     })
 

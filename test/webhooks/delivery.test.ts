@@ -36,7 +36,7 @@ describe("webhook delivery", () => {
   })
 
   const eventsOf = (recordId: string) =>
-    query<{ event_id: string; kind: string }>(node.databaseUrl, "SELECT event_id, kind FROM events WHERE record_id = $1 ORDER BY id", [recordId])
+    query<{ event_id: string; kind: string }>(node.databaseUrl, "SELECT event_id, kind FROM all_events WHERE record_id = $1 ORDER BY id", [recordId])
 
   it("record.updated and record.deleted from PATCH / DELETE reach the record's webhookUrl, form A, signed", async () => {
     const url = `${receiver.url}/per-record?x=1`

@@ -45,7 +45,7 @@ describe("webhook durability", () => {
       expect(atKill).toBeLessThan(200)
 
       child = await spawnNode(env)
-      const events = await query<{ event_id: string }>(databaseUrl, "SELECT event_id FROM events")
+      const events = await query<{ event_id: string }>(databaseUrl, "SELECT event_id FROM all_events")
       expect(events).toHaveLength(200)
       await waitFor("every delivery SUCCEEDED", async () =>
         Number((await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM webhook_deliveries WHERE state <> 'SUCCEEDED'"))[0].n) === 0, 30_000)

@@ -46,7 +46,7 @@ describe("webhook delivery retention", () => {
     const pending = await waitFor("pending attempted", async () => (await attemptsOf((await deliveryOf(ids.pending)).seq)) === 1 && deliveryOf(ids.pending))
     expect(pending.state).toBe("PENDING")
     expect(await attemptsOf(old.seq)).toBe(1)
-    const eventsBefore = await query(node.databaseUrl, "SELECT id FROM events WHERE record_id = ANY($1)", [Object.values(ids)])
+    const eventsBefore = await query(node.databaseUrl, "SELECT id FROM all_events WHERE record_id = ANY($1)", [Object.values(ids)])
     expect(eventsBefore).toHaveLength(3)
 
     // Two days ago: past the one-day retention (the pending one too, which must stay).
@@ -58,7 +58,7 @@ describe("webhook delivery retention", () => {
     expect((await deliveryOf(ids.recent))?.state).toBe("SUCCEEDED")
     expect(await attemptsOf(recent.seq)).toBe(1)
     expect((await deliveryOf(ids.pending))?.state).toBe("PENDING")
-    expect(await query(node.databaseUrl, "SELECT id FROM events WHERE record_id = ANY($1)", [Object.values(ids)])).toEqual(eventsBefore)
+    expect(await query(node.databaseUrl, "SELECT id FROM all_events WHERE record_id = ANY($1)", [Object.values(ids)])).toEqual(eventsBefore)
     // Through the API: gone from the log, 404 for its id and for a redelivery; the others are listed.
     expectError(await api("GET", `/v1/webhooks/deliveries/${old.id}`), 404, "NOT_FOUND")
     expectError(await api("POST", `/v1/webhooks/deliveries/${old.id}/redeliver`, {}), 404, "NOT_FOUND")

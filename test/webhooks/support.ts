@@ -175,48 +175,68 @@ export const startWebhookNode = async (options: { env?: Record<string, string>; 
   }
 }
 
-/**
- * What the anchoring pipeline does when a record is confirmed: status + outbox event in one transaction.
- * The event is the outbox's `anchor.confirmed` (src/outbox/events.ts): the record's primary network and
- * every anchor, the primary one built from `facts`, a hybrid record's other one from `dualAnchor`.
- */
-export const confirmAnchor = (databaseUrl: string, recordId: string, facts: {
+interface AnchorFacts {
   txHash?: string
-  blockNumber?: number
+  blockNumber?: number | null
   batchId?: number | string
   merkleProof?: Array<string>
   chainType?: string
   networkId?: string
-  dualAnchor?: Record<string, unknown>
-} = {}) => {
-  const eventId = `evt_${Crypto.randomBytes(12).toString("hex")}`
-  const anchoredAt = new Date().toISOString()
-  const merkleRoot = `0x${"cd".repeat(32)}`
-  const primary = {
-    chainType: facts.chainType ?? "evm",
-    networkId: facts.networkId ?? "hardhat-local",
-    batchId: facts.batchId ?? 7,
-    txHash: facts.txHash ?? `0x${"ab".repeat(32)}`,
-    blockNumber: facts.blockNumber ?? 42,
-    merkleRoot,
-    merkleProof: facts.merkleProof ?? [`0x${"ef".repeat(32)}`],
-    anchoredAt
-  }
-  const payload = {
-    recordId,
-    networkId: primary.networkId,
-    anchoredAt,
-    anchors: facts.dualAnchor ? [primary, { merkleRoot, ...facts.dualAnchor }] : [primary]
-  }
-  return query(databaseUrl, `
-    WITH r AS (
-      UPDATE records SET status = 'ANCHORED', anchored_at = $3::timestamptz, updated_at = now() WHERE id = $1
-      RETURNING id, account_id, hash, chain_type
+  anchoredAt?: string
+}
+
+/** A confirmed batch of these records on one network, with their anchors (no chain behind it); its id. */
+const confirmedBatch = async (databaseUrl: string, recordIds: Array<string>, facts: AnchorFacts, anchoredAt: string) => {
+  const chainType = facts.chainType ?? "evm"
+  const batchId = facts.batchId ?? 7
+  const rows = await query<{ id: string }>(databaseUrl, `
+    WITH b AS (
+      INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_batch_id, chain_batch_ref, tx_hash,
+        block_number, anchored_at)
+      VALUES ($1, $2, $3, $4, 'CONFIRMED', $5, $6, $7, $8, $9::timestamptz) RETURNING id
+    ), a AS (
+      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
+      SELECT x.r, $1, $2, b.id, x.ord - 1, $10::text[], true FROM b, unnest($11::text[]) WITH ORDINALITY AS x(r, ord)
     )
-    INSERT INTO events (event_id, account_id, record_id, kind, payload)
-    SELECT $2, r.account_id, r.id, 'anchor.confirmed', $4::jsonb || jsonb_build_object('hash', r.hash, 'recordChainType', r.chain_type)
-    FROM r`,
-    [recordId, eventId, anchoredAt, JSON.stringify(payload)]).then(() => ({ eventId, anchoredAt, payload }))
+    SELECT id::text AS id FROM b`, [
+    facts.networkId ?? "hardhat-local", chainType, `0x${Crypto.randomBytes(32).toString("hex")}`, recordIds.length,
+    chainType === "evm" ? batchId : null, chainType === "evm" ? null : String(batchId), facts.txHash ?? `0x${"ab".repeat(32)}`,
+    facts.blockNumber === undefined ? 42 : facts.blockNumber, facts.anchoredAt ?? anchoredAt,
+    facts.merkleProof ?? [`0x${"ef".repeat(32)}`], recordIds
+  ])
+  return rows[0]!.id
+}
+
+/**
+ * What the anchoring pipeline does when records are confirmed (src/anchoring/BatchStore.ts): a
+ * confirmed batch with their anchors (`facts`; a hybrid record's other anchor in its own batch from
+ * `dualAnchor`), the records ANCHORED, and one `batch_events` row per account, in one transaction,
+ * from which each record's `anchor.confirmed` is derived and fanned out (migration 0012). Each
+ * record's event id, and the anchoredAt.
+ */
+export const confirmBatch = async (databaseUrl: string, recordIds: Array<string>, facts: AnchorFacts & {
+  dualAnchor?: AnchorFacts
+} = {}) => {
+  const anchoredAt = new Date().toISOString()
+  if (facts.dualAnchor !== undefined) await confirmedBatch(databaseUrl, recordIds, facts.dualAnchor, anchoredAt)
+  const batchId = await confirmedBatch(databaseUrl, recordIds, facts, anchoredAt)
+  await query(databaseUrl, `
+    WITH r AS (
+      UPDATE records SET status = 'ANCHORED', anchored_at = $3::timestamptz, updated_at = now() WHERE id = ANY($2::text[])
+      RETURNING id, account_id
+    )
+    INSERT INTO batch_events (batch_id, account_id, record_ids)
+    SELECT $1::bigint, r.account_id, array_agg(r.id ORDER BY array_position($2::text[], r.id)) FROM r GROUP BY r.account_id`,
+    [batchId, recordIds, anchoredAt])
+  const events = await query<{ record_id: string; event_id: string }>(databaseUrl,
+    "SELECT record_id, event_id FROM anchor_confirmed_events WHERE id IN (SELECT id FROM batch_events WHERE batch_id = $1)", [batchId])
+  return { eventIds: new Map(events.map((e) => [e.record_id, e.event_id])), anchoredAt }
+}
+
+/** `confirmBatch` of one record: its event id and anchoredAt. */
+export const confirmAnchor = async (databaseUrl: string, recordId: string, facts: AnchorFacts & { dualAnchor?: AnchorFacts } = {}) => {
+  const { eventIds, anchoredAt } = await confirmBatch(databaseUrl, [recordId], facts)
+  return { eventId: eventIds.get(recordId)!, anchoredAt }
 }
 
 /**

@@ -9,6 +9,7 @@ import collection from "./0008_collection.ts"
 import console_ from "./0009_console.ts"
 import eventsByRecord from "./0010_events_by_record.ts"
 import webhookFanout from "./0011_webhook_fanout.ts"
+import batchEvents from "./0012_batch_events.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_collection": collection,
   "0009_console": console_,
   "0010_events_by_record": eventsByRecord,
-  "0011_webhook_fanout": webhookFanout
+  "0011_webhook_fanout": webhookFanout,
+  "0012_batch_events": batchEvents
 }
