@@ -43,7 +43,10 @@ const decodeAnchorRows = decodeRows(AnchorRow)
 
 /**
  * The anchors of the given records whose transaction is in a block, by record id (one query), each
- * record's in (chain type, network) order.
+ * record's in (chain type, network) order. Written as per-record lookups behind fences (OFFSET 0): as a
+ * plain join, stale statistics on anchor_batches (their states change by the second) once made
+ * PostgreSQL walk every anchor of every confirmed batch to find 128 records — 120–330 ms per call
+ * (docs/benchmarks.md, issue 16).
  */
 export const anchorRows = (
   sql: SqlClient.SqlClient,
@@ -53,8 +56,11 @@ export const anchorRows = (
     SELECT a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
       b.block_number::text AS block_number, b.block_hash, b.merkle_root, a.merkle_proof, a.leaf_index, b.leaf_count,
       a.confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
-    FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
-    WHERE a.record_id IN ${sql.in(ids as Array<string>)} AND b.state IN ('MINED', 'CONFIRMED') AND b.tx_hash IS NOT NULL
+    FROM unnest(string_to_array(${ids.join(",")}, ',')) AS x(id)
+    CROSS JOIN LATERAL (SELECT * FROM anchors a WHERE a.record_id = x.id OFFSET 0) a
+    CROSS JOIN LATERAL (
+      SELECT * FROM anchor_batches b WHERE b.id = a.batch_id AND b.state IN ('MINED', 'CONFIRMED') AND b.tx_hash IS NOT NULL OFFSET 0
+    ) b
     ORDER BY a.record_id, a.chain_type, a.network_id`.pipe(
     Effect.flatMap(decodeAnchorRows),
     Effect.map((rows) => {
@@ -96,6 +102,25 @@ export const toAnchor = (a: AnchorRow): typeof Anchor.Type => ({
  */
 export const toEventAnchor = (a: AnchorRow): typeof Anchor.Type =>
   a.chainType === "fabric" ? { ...toAnchor(a), blockNumber: null } : toAnchor(a)
+
+/**
+ * A record's `anchor.confirmed` as the outbox schema's facts (src/outbox/events.ts AnchorConfirmed):
+ * every anchor it has as events carry them, and when it became ANCHORED (its completing batch's time).
+ * The webhook fan-out derives each record's event from this (migration 0012).
+ */
+export const anchorConfirmedFacts = (
+  record: { readonly id: string; readonly hash: string; readonly chainType: string; readonly networkId: string },
+  anchoredAt: Date,
+  anchors: ReadonlyArray<AnchorRow>
+) => ({
+  kind: "anchor.confirmed" as const,
+  recordId: record.id,
+  hash: record.hash,
+  recordChainType: record.chainType,
+  networkId: record.networkId,
+  anchoredAt: anchoredAt.toISOString(),
+  anchors: anchors.map(toEventAnchor)
+})
 
 /** Anchors of the given records, by record id (one query), for the read paths (SqlError typed: 503 at the edge). */
 export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => anchorRows(sql, ids)

@@ -20,6 +20,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import * as Crypto from "node:crypto"
+import { anchorConfirmedFacts, anchorRows } from "../anchoring/anchorViews.ts"
 import { render, type RenderInput, type StableHeaders } from "./payload.ts"
 import { inOverlap, ROTATION_OVERLAP_SQL } from "./rotation.ts"
 import type { DeliveryEventKind, DeliveryState, PayloadFormat } from "./rows.ts"
@@ -108,7 +109,8 @@ interface RenderRow {
   readonly seq: string
   readonly eventId: string
   readonly kind: DeliveryEventKind
-  readonly payloadText: string
+  /** A stored event's payload; null for a derived anchor.confirmed (built from `derived`). */
+  readonly payloadText: string | null
   readonly eventCreatedAt: Date
   readonly format: PayloadFormat
   readonly secret: string
@@ -124,14 +126,20 @@ interface RenderRow {
   readonly anchorPayloadText: string | null
 }
 
-/** The render's input from its row: the secrets by the rotation overlap, the jsonb parsed. */
-const toRenderInput = (row: RenderRow): RenderInput & { readonly seq: string } => {
+/**
+ * The render's input from its row: the secrets by the rotation overlap, the jsonb parsed; a derived
+ * anchor.confirmed's payload (and a derived prior one) built by the caller from the record's anchors.
+ */
+const toRenderInput = (
+  row: RenderRow,
+  derived?: { readonly payload?: Record<string, unknown> | undefined; readonly prior?: Record<string, unknown> | undefined }
+): RenderInput & { readonly seq: string } => {
   const useNext = row.overlap && row.previous !== null
   return {
     seq: row.seq,
     eventId: row.eventId,
     kind: row.kind,
-    payload: parseJson(row.payloadText) ?? {},
+    payload: derived?.payload ?? parseJson(row.payloadText) ?? {},
     eventCreatedAt: row.eventCreatedAt,
     format: row.format,
     signingSecret: useNext ? row.previous! : row.secret,
@@ -145,13 +153,38 @@ const toRenderInput = (row: RenderRow): RenderInput & { readonly seq: string } =
       status: row.status,
       collection: row.collection
     },
-    anchorPayload: parseJson(row.anchorPayloadText)
+    anchorPayload: derived?.prior ?? parseJson(row.anchorPayloadText)
   }
 }
+
+/**
+ * The `anchor.confirmed` of derived events (migration 0012), built here from the record and its
+ * anchors (`anchorRows`, the query of the record views) rather than in SQL: a payload assembled in
+ * jsonb cost ~80 µs per record, more than the event row it replaced (docs/benchmarks.md, issue 16).
+ * The view `anchor_confirmed_events` assembles the same for operators; test/anchoring/outbox-events
+ * holds both to the same payloads.
+ */
+const derivedPayloads = (
+  sql: SqlClient.SqlClient,
+  rows: ReadonlyArray<{ readonly key: string; readonly recordId: string; readonly anchoredAt: Date; readonly hash: string | null; readonly chainType: string | null; readonly networkId: string | null }>
+) =>
+  Effect.map(anchorRows(sql, [...new Set(rows.map((r) => r.recordId))]), (anchors) => {
+    const out = new Map<string, Record<string, unknown>>()
+    for (const r of rows) {
+      out.set(r.key, anchorConfirmedFacts(
+        { id: r.recordId, hash: r.hash ?? "", chainType: r.chainType ?? "", networkId: r.networkId ?? "" },
+        r.anchoredAt,
+        anchors.get(r.recordId) ?? []
+      ))
+    }
+    return out
+  })
 
 /** An event to fan out (`seq` is its key, "<batch event id>:<record id>"): its render's row, and its one target. */
 interface FanRow extends RenderRow {
   readonly batchEventId: string
+  /** The completing batch's anchoredAt: the record's anchoredAt in its event. */
+  readonly anchoredAt: Date
   readonly accountId: string
   readonly recordId: string
   readonly environment: Environment
@@ -273,29 +306,30 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               else if (kept.recordIds.length < recordIds.length) partial.push(kept)
               if (chosen.length >= limit) break
             }
-            const order = new Map(chosen.map((key, i) => [key, i]))
-            const derived = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
-              SELECT v.id::text || ':' || v.record_id AS seq, v.id::text AS batch_event_id, v.event_id, v.kind,
-                v.payload::text AS payload_text, v.created_at AS event_created_at,
-                v.account_id, v.record_id, r.environment,
+            const events = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
+              SELECT c.batch_event_id::text || ':' || c.record_id AS seq, be.id::text AS batch_event_id,
+                anchord_event_id(be.id, r.id) AS event_id, 'anchor.confirmed' AS kind, NULL AS payload_text,
+                be.created_at AS event_created_at, cb.anchored_at,
+                be.account_id, r.id AS record_id, r.environment,
                 CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
                 ${TARGET_URL_SQL} AS url, ${HOST_SQL(TARGET_URL_SQL)} AS host,
                 s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$3", "s.")}) AS overlap,
                 r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
                 -- anchor.confirmed: no prior anchor to show
                 NULL AS anchor_payload_text
-              FROM anchor_confirmed_events v
-              JOIN records r ON r.id = v.record_id
-              JOIN webhook_settings s ON s.account_id = v.account_id
+              FROM unnest(string_to_array($1, ',')::bigint[], string_to_array($2, ',')) WITH ORDINALITY AS c(batch_event_id, record_id, ord)
+              JOIN batch_events be ON be.id = c.batch_event_id
+              JOIN anchor_batches cb ON cb.id = be.batch_id
+              JOIN records r ON r.id = c.record_id
+              JOIN webhook_settings s ON s.account_id = be.account_id
               -- (a URL cleared since the event leaves nothing to deliver to)
-              WHERE v.id = ANY (string_to_array($1, ',')::bigint[]) AND v.record_id = ANY (string_to_array($2, ','))
-                AND NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL`,
-              [[...new Set(chosen.map((k) => k.split(":")[0]))].join(","), chosen.map((k) => k.split(":")[1]).join(","), now])
-            // Only the chosen pairs (a record in two chosen batch events is in the product above twice), in their order.
-            const events = derived.filter((e) => order.has(e.seq)).sort((x, y) => order.get(x.seq)! - order.get(y.seq)!)
+              WHERE NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL
+              ORDER BY c.ord`,
+              [chosen.map((k) => k.split(":")[0]).join(","), chosen.map((k) => k.split(":")[1]).join(","), now])
+            const payloads = yield* derivedPayloads(sql, events.map((e) => ({ key: e.seq, ...e })))
             const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
             const values = events.map((e, ord) => {
-              const input = toRenderInput(e)
+              const input = toRenderInput(e, { payload: payloads.get(e.seq) })
               let rendered: ReturnType<typeof render> | undefined
               try {
                 rendered = render(input)
@@ -372,44 +406,69 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
 
         renderInputs: Effect.fnUntraced(function*(seqs) {
           const now = yield* clockNow
-          const rows = yield* sql.unsafe<RenderRow>(`
+          const rows = yield* sql.unsafe<RenderRow & {
+            readonly recordId: string | null
+            readonly batchEventId: string | null
+            readonly anchoredAt: Date | null
+            readonly priorId: string | null
+            readonly priorBatchEventId: string | null
+            readonly priorAnchoredAt: Date | null
+          }>(`
             WITH d AS (
               SELECT d.seq, d.account_id, d.event_seq, d.batch_event_id, d.record_id FROM webhook_deliveries d
               WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])
             ), e AS (
               -- the delivery's event: a stored one, or one derived from its batch event (migration 0012)
-              SELECT d.seq, d.account_id, e.id, e.event_id, e.kind, e.payload, e.created_at, e.record_id
+              SELECT d.seq, d.account_id, e.id, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at, e.record_id,
+                NULL::bigint AS batch_event_id, NULL::timestamptz AS anchored_at
               FROM d JOIN events e ON e.id = d.event_seq
               UNION ALL
-              SELECT d.seq, d.account_id, v.id, v.event_id, v.kind, v.payload, v.created_at, v.record_id
-              FROM d JOIN anchor_confirmed_events v ON v.id = d.batch_event_id AND v.record_id = d.record_id
+              SELECT d.seq, d.account_id, be.id, anchord_event_id(be.id, d.record_id), 'anchor.confirmed', NULL, be.created_at,
+                d.record_id, be.id, cb.anchored_at
+              FROM d JOIN batch_events be ON be.id = d.batch_event_id JOIN anchor_batches cb ON cb.id = be.batch_id
             )
-            SELECT e.seq::text AS seq, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at AS event_created_at,
+            SELECT e.seq::text AS seq, e.event_id, e.kind, e.payload_text, e.created_at AS event_created_at,
+              e.record_id, e.batch_event_id::text AS batch_event_id, e.anchored_at,
               s.payload_format AS format, s.secret, s.previous_secret AS previous,
               (${inOverlap("$2", "s.")}) AS overlap,
               r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
-              prior.payload::text AS anchor_payload_text
+              prior.payload::text AS anchor_payload_text, prior.id::text AS prior_id,
+              prior_be.id::text AS prior_batch_event_id, prior_be.anchored_at AS prior_anchored_at
             FROM e
             JOIN webhook_settings s ON s.account_id = e.account_id
             LEFT JOIN records r ON r.id = e.record_id
-            -- The record's last anchor.confirmed before the event. The kind test inside: a gate checked before
-            -- the lookup, which then runs only for the rare updated/deleted events. Stored ones (written before
-            -- migration 0012) by the events index; derived ones through the record's anchors' batches.
+            -- The record's last anchor.confirmed before the event: a stored one (written before migration 0012)
+            -- by the events index, a derived one through the record's anchors' batches. The kind test inside:
+            -- a gate checked before the lookups, which then run only for the rare updated/deleted events.
             LEFT JOIN LATERAL (
-              SELECT p.payload FROM (
-                (SELECT p.id, p.payload FROM events p
-                 WHERE e.kind IN ('record.updated', 'record.deleted')
-                   AND p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
-                 ORDER BY p.id DESC LIMIT 1)
-                UNION ALL
-                (SELECT v.id, v.payload FROM anchor_confirmed_events v
-                 WHERE e.kind IN ('record.updated', 'record.deleted') AND v.record_id = e.record_id AND v.id < e.id
-                   AND v.id IN (SELECT be.id FROM anchors a JOIN batch_events be ON be.batch_id = a.batch_id
-                                WHERE a.record_id = e.record_id AND e.record_id = ANY (be.record_ids))
-                 ORDER BY v.id DESC LIMIT 1)
-              ) p ORDER BY p.id DESC LIMIT 1
-            ) prior ON true`, [seqs.join(","), now])
-          return rows.map(toRenderInput)
+              SELECT p.id, p.payload FROM events p
+              WHERE e.kind IN ('record.updated', 'record.deleted')
+                AND p.record_id = e.record_id AND p.kind = 'anchor.confirmed' AND p.id < e.id
+              ORDER BY p.id DESC LIMIT 1
+            ) prior ON true
+            LEFT JOIN LATERAL (
+              SELECT be.id, cb.anchored_at FROM anchors a
+              JOIN batch_events be ON be.batch_id = a.batch_id JOIN anchor_batches cb ON cb.id = be.batch_id
+              WHERE e.kind IN ('record.updated', 'record.deleted') AND a.record_id = e.record_id
+                AND e.record_id = ANY (be.record_ids) AND be.id < e.id
+              ORDER BY be.id DESC LIMIT 1
+            ) prior_be ON true`, [seqs.join(","), now])
+          const derived = rows.filter((r) => r.batchEventId !== null || r.priorBatchEventId !== null)
+          const payloads = derived.length === 0 ? new Map<string, Record<string, unknown>>() : yield* derivedPayloads(sql, derived.map((r) => ({
+            key: r.seq,
+            recordId: r.recordId ?? "",
+            // the event's own anchoredAt, else the prior confirmation's
+            anchoredAt: (r.batchEventId !== null ? r.anchoredAt : r.priorAnchoredAt) ?? new Date(0),
+            hash: r.hash,
+            chainType: r.chainType,
+            networkId: r.networkId
+          })))
+          return rows.map((r) => toRenderInput(r, r.batchEventId !== null
+            ? { payload: payloads.get(r.seq) }
+            // a derived prior confirmation newer than any stored one
+            : r.priorBatchEventId !== null && (r.priorId === null || BigInt(r.priorBatchEventId) > BigInt(r.priorId))
+            ? { prior: payloads.get(r.seq) }
+            : undefined))
         }),
 
         saveRendered: Effect.fnUntraced(function*(items) {

@@ -117,6 +117,9 @@ describe("collection and batch summaries", () => {
     expect(formB(grouped.json.data.recordId).collection).toBe("hooks")
     expect(Object.keys(formB(plain.json.data.recordId))).not.toContain("collection")
     const updated = await waitFor("the record.updated delivery", async () => bodies.find((b) => b.event === "record.updated"))
-    expect(updated.data).toMatchObject({ recordId: grouped.json.data.recordId, status: "ANCHORED", collection: "hooks" })
+    // form A carries the anchor of the record's last confirmation (derived from its batch event)
+    expect(updated.data).toMatchObject({
+      recordId: grouped.json.data.recordId, status: "ANCHORED", collection: "hooks", txHash: `0x${"ab".repeat(32)}`, blockNumber: 42
+    })
   })
 })
