@@ -1,9 +1,10 @@
 /**
  * The chain-neutral batch state machine (docs/anchoring-evm.md, "Record states"): cutting batches,
- * confirmation (records → ANCHORED with their `anchor.confirmed` events), reorg / reset (records back
- * to QUEUED), giving up (records → FAILED with `anchor.failed` events, anchors kept in failed_anchors)
- * and bringing a given-up batch's anchors back. Each transition is one transaction; events go through
- * the outbox (src/outbox/Outbox.ts) in it, a handful of statements per batch (never one per record).
+ * confirmation (records → ANCHORED, announced by one `batch_events` row per account from which each
+ * record's `anchor.confirmed` is derived, migration 0012), reorg / reset (records back to QUEUED),
+ * giving up (records → FAILED with `anchor.failed` events through the outbox, src/outbox/Outbox.ts;
+ * anchors kept in failed_anchors) and bringing a given-up batch's anchors back. Each transition is one
+ * transaction of a handful of statements per batch (never one per record).
  *
  * What a chain's own bookkeeping needs inside its transactions (the Fabric block application, the EVM
  * revival) is exported as functions over the caller's `SqlClient`: `confirmBatchRecords`,

@@ -1,6 +1,7 @@
 /**
  * The dispatcher's side of `webhook_deliveries`: claiming due deliveries under a lease, fanning out a
- * confirmation's `anchor.confirmed` events into deliveries rendered and claimed at once (migration 0011),
+ * confirmation's `anchor.confirmed` events (derived from its batch event, migration 0012) into deliveries
+ * rendered and claimed at once (migration 0011),
  * reading what a first render needs and storing the rendered bodies, recording outcomes (failed attempts
  * logged, a success kept on its row; next state on the ladder), and when the next one is due.
  *
@@ -8,8 +9,9 @@
  * "Performance"): batches, `FOR UPDATE SKIP LOCKED`, primary-key lookups, claims and outcomes committed
  * asynchronously, rows read as typed without a decoding pass, and untraced (`Effect.fnUntraced`).
  *
- * Why a table of our own rather than `PersistedQueue`: deliveries are created by a trigger on the
- * `events` outbox, directly or through its fan-out rows (same transaction as any producer's state change, producers need no code), and
+ * Why a table of our own rather than `PersistedQueue`: deliveries are created by triggers, directly on
+ * the `events` outbox or through the fan-out rows of `batch_events` (same transaction as any producer's
+ * state change, producers need no code), and
  * the delivery log the API serves (./DeliveryLog.ts) is the same row that carries the retry state.
  *
  * Leases, the retry ladder and the rotation overlap read time through Effect's Clock (passed to the
