@@ -136,22 +136,20 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
     RETURNING r.id, r.account_id, (r.deleted_at IS NOT NULL AND r.announced) AS announced`.pipe(
     Effect.flatMap(decodeCompleted)
   )
+  const toAnnounce = completed.filter((r) => !r.announced)
+  if (toAnnounce.length === 0) return 0
   const byAccount = new Map<string, Array<string>>()
-  for (const r of completed) {
-    if (r.announced) continue
+  for (const r of toAnnounce) {
     const ids = byAccount.get(r.accountId)
     if (ids === undefined) byAccount.set(r.accountId, [r.id])
     else ids.push(r.id)
   }
-  if (byAccount.size === 0) return 0
   yield* sql`
     INSERT INTO batch_events (batch_id, account_id, record_ids)
     SELECT ${batchId}, x.account_id, ARRAY(SELECT jsonb_array_elements_text(x.ids))
     FROM jsonb_to_recordset(${JSON.stringify([...byAccount].map(([account_id, ids]) => ({ account_id, ids })))}::jsonb)
       AS x(account_id text, ids jsonb)`
-  let n = 0
-  for (const ids of byAccount.values()) n += ids.length
-  return n
+  return toAnnounce.length
 })
 
 /**
