@@ -71,16 +71,16 @@ export default Effect.gen(function*() {
       || CASE WHEN a.chain_type = 'fabric' AND b.channel IS NOT NULL THEN jsonb_build_object('channel', b.channel) ELSE '{}'::jsonb END
       || CASE WHEN a.chain_type = 'fabric' AND b.chaincode IS NOT NULL THEN jsonb_build_object('chaincode', b.chaincode) ELSE '{}'::jsonb END
     $$`)
-  // The anchor.confirmed events of given (batch event, record) pairs, in the order given, with the columns of
-  // an \`events\` row. The payload is the stored form of src/outbox/events.ts AnchorConfirmed: the primary
+  // The anchor.confirmed events of given (batch event, record) pairs, with the columns of
+  // an `events` row. The payload is the stored form of src/outbox/events.ts AnchorConfirmed: the primary
   // anchor's members on top (the record's networkId and anchoredAt win), the facts, status, and a hybrid
   // record's other anchor. Keyed by pairs so that reading a few events of a large batch event costs
   // primary-key lookups, never a walk of its record ids.
   yield* sql.unsafe(`
     CREATE FUNCTION anchord_anchor_confirmed(batch_event_ids bigint[], record_ids text[])
-    RETURNS TABLE (ord bigint, id bigint, event_id text, account_id text, record_id text, kind text, payload jsonb, created_at timestamptz)
+    RETURNS TABLE (id bigint, event_id text, account_id text, record_id text, kind text, payload jsonb, created_at timestamptz)
     LANGUAGE sql STABLE AS $$
-      SELECT c.ord, be.id, anchord_event_id(be.id, r.id),
+      SELECT be.id, anchord_event_id(be.id, r.id),
         be.account_id, r.id, 'anchor.confirmed'::text,
         COALESCE(p.primary_anchor, jsonb_build_object('chainType', r.chain_type))
           || jsonb_build_object(
@@ -89,7 +89,7 @@ export default Effect.gen(function*() {
             'anchors', COALESCE(p.anchors, '[]'::jsonb), 'status', 'ANCHORED')
           || CASE WHEN r.chain_type = 'hybrid' AND p.dual IS NOT NULL THEN jsonb_build_object('dualAnchor', p.dual) ELSE '{}'::jsonb END,
         be.created_at
-      FROM unnest(batch_event_ids, record_ids) WITH ORDINALITY AS c(batch_event_id, record_id, ord)
+      FROM unnest(batch_event_ids, record_ids) AS c(batch_event_id, record_id)
       JOIN batch_events be ON be.id = c.batch_event_id
       JOIN anchor_batches cb ON cb.id = be.batch_id
       JOIN records r ON r.id = c.record_id
@@ -123,30 +123,6 @@ export default Effect.gen(function*() {
       ADD COLUMN batch_event_id bigint REFERENCES batch_events (id),
       ADD CONSTRAINT webhook_deliveries_event CHECK ((event_seq IS NULL) <> (batch_event_id IS NULL))`
 
-  // Pending fan-outs of stored events become plain deliveries (claimed and rendered like any other kind).
-  yield* sql`
-    INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
-    SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), t.id, t.event_id, t.account_id, t.record_id, t.environment,
-           t.target, t.url, COALESCE(lower(substring(t.url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), ''), now()
-    FROM (
-      SELECT e.id, e.event_id, e.account_id, e.record_id, r.environment,
-             CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
-             COALESCE(NULLIF(r.webhook_url, ''), s.url) AS url
-      FROM events e
-      JOIN records r ON r.id = e.record_id
-      JOIN webhook_settings s ON s.account_id = e.account_id
-      WHERE e.id IN (SELECT unnest(event_seqs) FROM webhook_fanouts)
-        AND NULLIF(COALESCE(NULLIF(r.webhook_url, ''), s.url), '') IS NOT NULL
-    ) t
-    ORDER BY t.id`
-  yield* sql`DELETE FROM webhook_fanouts`
-  yield* sql`
-    ALTER TABLE webhook_fanouts
-      DROP COLUMN event_seqs,
-      ADD COLUMN batch_event_id bigint NOT NULL REFERENCES batch_events (id),
-      -- the batch event's records still to fan out (consumed from the front), and each one's receiver
-      ADD COLUMN record_ids text[] NOT NULL`
-
   // 0007's function: a delivery for each event that has a receiver, whatever its kind.
   yield* sql.unsafe(`
     CREATE OR REPLACE FUNCTION anchord_webhook_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -175,6 +151,22 @@ export default Effect.gen(function*() {
       RETURN NULL;
     END
     $$`)
+
+  // Pending fan-outs of stored events become plain deliveries: the events are written again, same ids,
+  // and the trigger above makes their deliveries (claimed and rendered like any other kind). None of them
+  // has a delivery yet: a fan-out step removes the events it delivers from its row.
+  yield* sql`CREATE TEMPORARY TABLE pending_events AS
+    SELECT * FROM events WHERE id IN (SELECT unnest(event_seqs) FROM webhook_fanouts)`
+  yield* sql`DELETE FROM events WHERE id IN (SELECT id FROM pending_events)`
+  yield* sql`INSERT INTO events SELECT * FROM pending_events ORDER BY id`
+  yield* sql`DROP TABLE pending_events`
+  yield* sql`DELETE FROM webhook_fanouts`
+  yield* sql`
+    ALTER TABLE webhook_fanouts
+      DROP COLUMN event_seqs,
+      ADD COLUMN batch_event_id bigint NOT NULL REFERENCES batch_events (id),
+      -- the batch event's records still to fan out (consumed from the front), and each one's receiver
+      ADD COLUMN record_ids text[] NOT NULL`
 
   // The fan-out rows of new batch events: 0011's rule (the record's webhookUrl, else the global webhook
   // subscribed to anchor.confirmed), rows of at most 128 records.
