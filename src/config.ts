@@ -2,7 +2,9 @@
  * Node configuration, read from environment variables (every variable is documented in README.md).
  * One place, so `anchord start`, `anchord dev` and the tests read the same names.
  */
-import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted } from "effect"
+import ipaddr from "ipaddr.js"
+import { quoted } from "./excerpt.ts"
 
 export interface AppConfigShape {
   /** External PostgreSQL; when absent the node runs an embedded PostgreSQL under `dataDir`. */
@@ -25,8 +27,8 @@ export interface AppConfigShape {
   readonly ingestWriters: number
   /** Serve the record-creating POSTs on the gateway's fast path (false: through HttpApi, like every other endpoint). */
   readonly ingestFastPath: boolean
-  /** Trust `X-Forwarded-For` for the client address (only behind a proxy you control). */
-  readonly trustProxy: boolean
+  /** Which proxies in front of the node are believed about the client (TRUST_PROXY; src/http/forwarded.ts). */
+  readonly trustProxy: TrustProxy
   /** After SIGTERM/SIGINT, exit anyway (code 1) if the graceful shutdown has not finished by then. */
   readonly shutdownTimeoutMillis: number
   /**
@@ -71,6 +73,67 @@ export const parseOrigins = (text: string): ReadonlyArray<string> =>
     return url.origin
   })
 
+/**
+ * TRUST_PROXY: whom `X-Forwarded-For` / `X-Forwarded-Proto` are believed from (docs/operations.md).
+ * - off (unset, `false`, `0`, `no`, `off`): the connection's address; forwarded headers are ignored.
+ * - hops (`1`, `2`…; `true`/`yes`/`on` mean `1`): that many proxies stand in front of the node, each
+ *   appending the address it was reached from; the client is the entry that many steps from the right.
+ * - ranges (`10.0.0.0/8,127.0.0.1`): the proxies' addresses or CIDR ranges; the client is the right-most
+ *   address, connection included, that is not one of them.
+ * In every form the entries the client wrote itself (left of what the trusted proxies appended) are never read.
+ */
+export type TrustProxy =
+  | { readonly _tag: "Off" }
+  | { readonly _tag: "Hops"; readonly hops: number }
+  | { readonly _tag: "Ranges"; readonly ranges: ReadonlyArray<readonly [ipaddr.IPv4 | ipaddr.IPv6, number]> }
+
+const FALSE_WORDS = new Set(["", "false", "no", "off", "n", "0"])
+const TRUE_WORDS = new Set(["true", "yes", "on", "y"])
+
+/** An IP address in its usual spelling (IPv4: four decimal parts; not `0x7f.1` or `2130706433`). */
+export const parseIpLiteral = (text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined => {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text)
+  if (!text.includes(":") || !ipaddr.IPv6.isValid(text)) return undefined
+  const v6 = ipaddr.IPv6.parse(text)
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6
+}
+
+/** TRUST_PROXY's text as a {@link TrustProxy}; a message saying what is wrong otherwise. */
+export const parseTrustProxy = (raw: string): TrustProxy | string => {
+  const text = raw.trim().toLowerCase()
+  if (FALSE_WORDS.has(text)) return { _tag: "Off" }
+  if (TRUE_WORDS.has(text)) return { _tag: "Hops", hops: 1 }
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text)
+    return hops <= 32 ? { _tag: "Hops", hops } : `TRUST_PROXY: ${hops} proxies in front of the node? Expected a hop count from 0 to 32`
+  }
+  const ranges: Array<readonly [ipaddr.IPv4 | ipaddr.IPv6, number]> = []
+  for (const item of text.split(",").map((s) => s.trim())) {
+    const [address = "", bits, ...rest] = item.split("/")
+    const ip = parseIpLiteral(address)
+    const max = address.includes(":") ? 128 : 32
+    const width = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
+    // A mapped address (::ffff:10.0.0.0/104) stands for the IPv4 range it maps.
+    const mapped = ip?.kind() === "ipv4" && max === 128
+    if (ip === undefined || rest.length > 0 || !(width <= max) || (mapped && width < 96)) {
+      return `TRUST_PROXY: ${quoted(item)} is not an IP address or CIDR range. Expected off (false), ` +
+        `a hop count (1: one proxy in front of the node) or the proxies' addresses and ranges (10.0.0.0/8,127.0.0.1)`
+    }
+    ranges.push([ip, mapped ? width - 96 : width])
+  }
+  return { _tag: "Ranges", ranges }
+}
+
+const trustProxyConfig = Config.String("TRUST_PROXY").pipe(
+  Config.withDefault("false"),
+  Config.mapEffect((text) => {
+    const parsed = parseTrustProxy(text)
+    return typeof parsed === "string"
+      ? Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({ message: parsed })))
+      : Effect.succeed(parsed)
+  })
+)
+
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anchord/AppConfig") {
   static readonly config = Config.all({
     databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
@@ -85,7 +148,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     ingestMaxBatch: Config.Int("INGEST_MAX_BATCH").pipe(Config.withDefault(512)),
     ingestWriters: Config.Int("INGEST_WRITERS").pipe(Config.withDefault(1)),
     ingestFastPath: Config.Boolean("INGEST_FAST_PATH").pipe(Config.withDefault(true)),
-    trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
+    trustProxy: trustProxyConfig,
     shutdownTimeoutMillis: Config.Int("SHUTDOWN_TIMEOUT_MS").pipe(Config.withDefault(30_000)),
     corsOrigins: Config.String("CORS_ORIGINS").pipe(Config.withDefault(""), Config.map(parseOrigins)),
     dbConnectTimeoutMillis: Config.Int("DB_CONNECT_TIMEOUT_MS").pipe(Config.withDefault(5_000)),

@@ -13,9 +13,10 @@ import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import type { Principal } from "../api/auth.ts"
 import { type ServiceUnavailable, TooManyRequests, toWire, Unauthorized, errorBody } from "../api/errors.ts"
-import { AppConfig } from "../config.ts"
+import { AppConfig, type TrustProxy } from "../config.ts"
 import { databaseUnavailable, isConnectionFailure } from "../db/errors.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
+import { forwardedClient } from "../http/forwarded.ts"
 import { Accounts, type AuthResult } from "./Accounts.ts"
 import type { AuthFailureReason } from "./errors.ts"
 import { currentMonth } from "./plans.ts"
@@ -63,14 +64,13 @@ export const bearerToken = (header: string | undefined): string | undefined => {
   return match ? match[1] : "\u0000invalid"
 }
 
-/** The client's address: the connection's, or the first of X-Forwarded-For behind a proxy you control (TRUST_PROXY). */
-export const clientAddressOf = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean): string => {
-  if (trustProxy) {
-    const forwarded = request.headers["x-forwarded-for"]
-    if (forwarded) return forwarded.split(",")[0].trim()
-  }
-  return Option.getOrElse(request.remoteAddress, () => "unknown")
-}
+/**
+ * The client's address, as every per-address count sees it (anonymous limits, the verify page, the
+ * console's sign-in throttle): the connection's, or behind the proxies TRUST_PROXY trusts the right-most
+ * X-Forwarded-For address they do not vouch for (src/http/forwarded.ts).
+ */
+export const clientAddressOf = (request: HttpServerRequest.HttpServerRequest, trustProxy: TrustProxy): string =>
+  forwardedClient(Option.getOrUndefined(request.remoteAddress), request.headers["x-forwarded-for"], trustProxy)
 
 /** `f` of the effect's value: at once when it is already a success (an Exit), else after it runs. */
 export const andThen = <A, E, R, B, E2, R2>(effect: Effect.Effect<A, E, R>, f: (a: A) => Effect.Effect<B, E2, R2>): Effect.Effect<B, E | E2, R | R2> =>

@@ -7,11 +7,13 @@
 import { Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import type { AppConfigShape } from "../config.ts"
+import { forwardedHttps } from "./forwarded.ts"
 
 const HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/
 
+/** Whether the request came over HTTPS: a TLS connection, or X-Forwarded-Proto from a trusted proxy (src/http/forwarded.ts). */
 export const requestIsHttps = (request: HttpServerRequest.HttpServerRequest, config: Pick<AppConfigShape, "trustProxy">): boolean => {
-  if (config.trustProxy && request.headers["x-forwarded-proto"]?.split(",")[0]?.trim().toLowerCase() === "https") return true
+  if (forwardedHttps(Option.getOrUndefined(request.remoteAddress), request.headers["x-forwarded-proto"], config.trustProxy)) return true
   return (request.source as { socket?: { encrypted?: boolean } } | undefined)?.socket?.encrypted === true
 }
 
