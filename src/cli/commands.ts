@@ -14,6 +14,7 @@ import { linkPath } from "../console/Links.ts"
 import { ConsoleUsers } from "../console/Users.ts"
 import { PlanNames } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
+import { listenerUrl, publicUrlRefusal } from "../http/publicUrl.ts"
 import { DatabaseLive } from "../app/database.ts"
 import { DevChainLayer, devChainInfo } from "../dev/evmChain.ts"
 import { devFabricProfilePath, FabricDevPeer } from "../dev/FabricDevPeer.ts"
@@ -30,7 +31,7 @@ const listeningUrl = Effect.gen(function*() {
   const config = yield* AppConfig
   const server = yield* HttpServer.HttpServer
   const port = server.address._tag === "UnixPathAddress" ? config.port : server.address.port
-  return Option.getOrElse(config.baseUrl, () => `http://${config.host}:${port}`)
+  return Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, port))
 })
 
 const announceStart = Layer.effectDiscard(Effect.gen(function*() {
@@ -59,6 +60,10 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
 const runNode = (dev: boolean) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
+    const refusal = dev ? undefined : publicUrlRefusal(config)
+    if (refusal !== undefined) {
+      return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => { process.exitCode = 1 }))
+    }
     yield* Effect.sync(() => armShutdownWatchdog(config.shutdownTimeoutMillis))
     if (!dev) return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer)))
     // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
@@ -201,7 +206,7 @@ const withConsole = <A, E extends { readonly message: string }>(effect: Effect.E
 
 /** Links point at PUBLIC_URL (set it to the address people use), else at http://HOST:PORT. */
 const linkUrl = (kind: "invitation" | "sign-in", token: string) =>
-  Effect.map(AppConfig, (config) => `${Option.getOrElse(config.baseUrl, () => `http://${config.host}:${config.port}`).replace(/\/+$/, "")}${linkPath(kind, token)}`)
+  Effect.map(AppConfig, (config) => `${Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, config.port)).replace(/\/+$/, "")}${linkPath(kind, token)}`)
 
 const printLink = (asJson: boolean, kind: "invitation" | "sign-in", link: { readonly token: string; readonly expiresAt: Date }, what: string) =>
   Effect.flatMap(linkUrl(kind, link.token), (url) =>

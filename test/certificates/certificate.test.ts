@@ -6,6 +6,7 @@
 // GET /v1/certificate/{hash}, on a node anchoring on Anvil: the PDF served is read back the same way.
 //   npx vitest run test/certificates/certificate.test.ts
 import { createHash } from "node:crypto"
+import * as Http from "node:http"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { bundleLink, decodeBundleFragment } from "../../src/certificates/bundleUrl.ts"
@@ -16,6 +17,20 @@ import { pageCount, pdfText, qrOfPdf } from "../support/pdf.ts"
 import { startVerifyEnv, type VerifyEnv } from "../verify/support.ts"
 
 const VERIFY_URL = "https://anchord.example.com/verify"
+
+/** GET of a PDF with a Host header of our choosing (fetch does not let one set it), to the node on loopback. */
+const pdfWithHost = (url: string, key: string, host: string) =>
+  new Promise<Uint8Array>((resolve, reject) => {
+    const target = new URL(url)
+    Http.get({
+      host: target.hostname, port: target.port, path: target.pathname,
+      headers: { host, "x-forwarded-host": host, "x-forwarded-proto": "https", authorization: `Bearer ${key}` }
+    }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (c: Buffer) => chunks.push(c))
+      response.on("end", () => response.statusCode === 200 ? resolve(new Uint8Array(Buffer.concat(chunks))) : reject(new Error(`status ${response.statusCode}`)))
+    }).on("error", reject)
+  })
 
 /** Deterministic 32-byte hex values (the same bundle, hence the same QR code, on every run). */
 let counter = 0
@@ -155,10 +170,13 @@ describe("the certificate endpoints", () => {
     const pdf = new Uint8Array(await r.arrayBuffer())
     const text = (await pdfText(pdf)).join("\n")
     for (const fact of [id, record!.bundle.hash, record!.bundle.anchors[0].txHash, record!.bundle.anchors[0].merkleRoot]) expect(text).toContain(fact)
-    // The QR code: the node's own verify page (PUBLIC_URL unset: as this request reached the node), the bundle in the fragment.
+    // The QR code: the node's own verify page (PUBLIC_URL unset: the listener, http://HOST:PORT), the bundle in the fragment.
     const found = await qrOfPdf(pdf)
     expect(found?.text).toBe(await bundleLink(`${env.node.baseUrl}/verify`, record!.bundle))
     expect(JSON.parse((await decodeBundleFragment(new URL(found!.text).hash))!)).toEqual(record!.bundle)
+    // A request naming another host (Host, X-Forwarded-Host/Proto) gets the same document: links never follow the Host header.
+    const hostile = await pdfWithHost(`${env.node.baseUrl}/v1/records/${record!.recordId}/certificate`, env.key, "evil.example")
+    expect((await qrOfPdf(hostile))?.text).toBe(found?.text)
 
     // The seed's lookup by hash gives the same document.
     const byHash = await fetch(`${env.node.baseUrl}/v1/certificate/${record!.bundle.hash}`, { headers: { authorization: `Bearer ${env.key}` } })
