@@ -27,10 +27,10 @@ import { type FramingError, readJsonText } from "../http/framing.ts"
 import { routeTable } from "../http/routes.ts"
 import { type CreateEndpoint, type CreateError, RecordCreation } from "../records/creation.ts"
 import { acceptedResponse, pathOf } from "../records/http.ts"
+import { excerpt } from "../excerpt.ts"
 
-/** A path or method as it may appear in a message: at most 200 characters, control characters escaped. */
-const printable = (text: string) =>
-  JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text).slice(1, -1)
+/** A path or method as it may appear in a message: a bounded excerpt (src/excerpt.ts), control characters escaped. */
+const printable = (text: string) => JSON.stringify(excerpt(text, 200)).slice(1, -1)
 
 const CREATES: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])
 

@@ -41,6 +41,8 @@
  * character in the text.
  */
 
+import { EXCERPT_MAX, excerpt, quoted } from "../excerpt.ts"
+
 export type StrictJsonReason =
   | "syntax"
   | "duplicate_key"
@@ -280,7 +282,7 @@ function parseObject(): Record<string, unknown> {
 }
 
 function failDuplicate(key: string, keyPos: number): never {
-  fail("duplicate_key", `duplicate object member name ${JSON.stringify(key)}`, keyPos)
+  fail("duplicate_key", `duplicate object member name ${quoted(key)}`, keyPos)
 }
 
 function parseArray(): unknown[] {
@@ -496,7 +498,7 @@ function parseNumber(): number {
     if (!Number.isSafeInteger(v)) {
       fail(
         "unsafe_integer",
-        `integer ${src.slice(start, pos)} is outside the safe range ±${MAX_SAFE} (not exactly representable as an IEEE-754 double)`,
+        `integer ${numberText(start, pos)} is outside the safe range ±${MAX_SAFE} (not exactly representable as an IEEE-754 double)`,
         start
       )
     }
@@ -504,13 +506,13 @@ function parseNumber(): number {
   }
   const v = Number(src.slice(start, pos))
   if (v === Infinity || v === -Infinity) {
-    fail("non_finite_number", `number ${src.slice(start, pos)} overflows to ${v}`, start)
+    fail("non_finite_number", `number ${numberText(start, pos)} overflows to ${v}`, start)
   }
   const a = v < 0 ? -v : v
   if (a > MAX_SAFE && a < EXPONENT_FORM_MIN) {
     fail(
       "unsafe_integer",
-      `number ${src.slice(start, pos)} is an integer beyond ±${MAX_SAFE} (its value ${v} cannot be represented exactly; send it as a string)`,
+      `number ${numberText(start, pos)} is an integer beyond ±${MAX_SAFE} (its value ${v} cannot be represented exactly; send it as a string)`,
       start
     )
   }
@@ -518,6 +520,12 @@ function parseNumber(): number {
 }
 
 // --- errors ----------------------------------------------------------------------------------
+// Messages quote input through src/excerpt.ts: a 500 KB number or member name gives a short message.
+
+/** The number literal src[start, end) as a message quotes it (bounded). */
+function numberText(start: number, end: number): string {
+  return excerpt(src.slice(start, end))
+}
 
 function failString(isKey: boolean, reason: StrictJsonReason, detail: string, at: number): never {
   // While a member name is being read, segs[depth] still holds the previous member: clear it so
@@ -537,15 +545,23 @@ function currentPath(): string {
     if (s === undefined) break
     path += formatPathSegment(s)
   }
-  return path
+  return boundedPath(path)
+}
+
+/** A path as a message shows it: long ones (deep, each member name already bounded) keep their two ends. */
+export function boundedPath(path: string): string {
+  return path.length <= 400 ? path : `${path.slice(0, 120)}…${path.slice(-240)}`
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
-/** Formats one segment of a `$`-style path: `[3]`, `.name` or `["not an identifier"]`. */
+/**
+ * Formats one segment of a `$`-style path: `[3]`, `.name` or `["not an identifier"]`; a member name
+ * longer than EXCERPT_MAX as its bounded excerpt (`["xxx…" (70000 characters)]`).
+ */
 export function formatPathSegment(seg: string | number): string {
   if (typeof seg === "number") return `[${seg}]`
-  return IDENTIFIER.test(seg) ? `.${seg}` : `[${JSON.stringify(seg)}]`
+  return seg.length <= EXCERPT_MAX && IDENTIFIER.test(seg) ? `.${seg}` : `[${quoted(seg)}]`
 }
 
 function describeAt(at: number): string {

@@ -4,6 +4,7 @@
  * internals, no secrets.
  */
 import { Schema } from "effect"
+import { excerpt } from "../excerpt.ts"
 
 export class RecordNotFound extends Schema.TaggedError<RecordNotFound>()("RecordNotFound", { recordId: Schema.String }) {
   get errorCode() {
@@ -46,7 +47,10 @@ export class ImmutableField extends Schema.TaggedError<ImmutableField>()("Immuta
     return "IMMUTABLE_FIELD" as const
   }
   override get message() {
-    return `Field${this.fields.length > 1 ? "s" : ""} ${this.fields.join(", ")} cannot be changed; only metadata and webhookUrl are mutable`
+    // Names come from the client: at most 5, each bounded (src/excerpt.ts).
+    const named = this.fields.slice(0, 5).map((f) => excerpt(f)).join(", ")
+    const more = this.fields.length > 5 ? ` and ${this.fields.length - 5} more` : ""
+    return `Field${this.fields.length > 1 ? "s" : ""} ${named}${more} cannot be changed; only metadata and webhookUrl are mutable`
   }
 }
 

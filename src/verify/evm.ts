@@ -8,6 +8,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { BundleAnchor } from "./input.ts"
 import type { Check } from "./report.ts"
+import { excerpt } from "../excerpt.ts"
 
 /** `verify(bytes32,bytes32[],bytes32)`, `getAnchor(bytes32)` selectors and the `Anchored` topic (checked against viem in tests). */
 export const VERIFY_SELECTOR = "0x0a02831c"
@@ -122,7 +123,7 @@ export const checkEvmAnchor = Effect.fn("verify.evmAnchor")(function*(hash: stri
   const proof = anchor.merkleProof.map((p) => p.toLowerCase())
   const wellFormed = /^[0-9a-f]{64}$/.test(hash) && HEX32.test(root) && proof.every((p) => HEX32.test(p))
   if (!ADDRESS.test(contract)) {
-    add("contract", "fail", `the anchor names no valid contractAddress (${JSON.stringify(anchor.contractAddress ?? null)})`)
+    add("contract", "fail", `the anchor names no valid contractAddress (${excerpt(String(JSON.stringify(anchor.contractAddress ?? null)))})`)
     return checks
   }
   if (!wellFormed) {

@@ -10,6 +10,7 @@
  *   are turned into a bundle from their `anchors` (which carry no block hash: that check is then
  *   made against the receipt only).
  */
+import { excerpt } from "../excerpt.ts"
 
 export interface BundleAnchor {
   readonly chainType: "evm" | "fabric"
@@ -74,14 +75,14 @@ export const checkBundle = (v: Record<string, unknown>, where = ""): Bundle => {
   const fail = (m: string): never => {
     throw new InputError(`${where}${m}`)
   }
-  if (v.version !== 1) fail(`version: ${JSON.stringify(v.version)} is not a supported proof bundle version (1)`)
+  if (v.version !== 1) fail(`version: ${excerpt(String(JSON.stringify(v.version)))} is not a supported proof bundle version (1)`)
   if (typeof v.hash !== "string") fail("hash: missing")
-  if (v.hashAlgorithm !== undefined && v.hashAlgorithm !== "sha256") fail(`hashAlgorithm: ${String(v.hashAlgorithm)} is not supported`)
+  if (v.hashAlgorithm !== undefined && v.hashAlgorithm !== "sha256") fail(`hashAlgorithm: ${excerpt(String(v.hashAlgorithm))} is not supported`)
   if (v.canonicalization !== undefined && v.canonicalization !== "RFC8785-JCS") {
-    fail(`canonicalization: ${String(v.canonicalization)} is not supported`)
+    fail(`canonicalization: ${excerpt(String(v.canonicalization))} is not supported`)
   }
   if (v.leafEncoding !== undefined && v.leafEncoding !== "openzeppelin-standard-merkle-tree:bytes32") {
-    fail(`leafEncoding: ${String(v.leafEncoding)} is not supported`)
+    fail(`leafEncoding: ${excerpt(String(v.leafEncoding))} is not supported`)
   }
   if (!Array.isArray(v.anchors)) fail("anchors: missing")
   const anchors = v.anchors as Array<unknown>
@@ -128,7 +129,7 @@ export const readInput = (parsed: unknown): VerifyInput => {
   // A saved API error ({"success":false,"error":…,"errorCode":…}), e.g. the proof of a deleted record (410).
   if (isObject(doc) && doc.success === false && (typeof doc.error === "string" || typeof doc.errorCode === "string")) {
     throw new InputError(
-      `this file is an API error response: ${String(doc.errorCode ?? "error")}: ${String(doc.error ?? "")}, not a proof bundle`
+      `this file is an API error response: ${excerpt(String(doc.errorCode ?? "error"))}: ${excerpt(String(doc.error ?? ""), 200)}, not a proof bundle`
     )
   }
   throw new InputError(

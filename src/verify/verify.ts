@@ -11,6 +11,7 @@ import { checkEvmAnchor, type RpcClient } from "./evm.ts"
 import { checkFabricAnchor, type FabricOptions } from "./fabric.ts"
 import type { BundleAnchor, VerifyInput } from "./input.ts"
 import { type Check, exitCodeOf, outcomeOf, type Report } from "./report.ts"
+import { quoted } from "../excerpt.ts"
 
 export interface VerifyOptions {
   /** The JSON-RPC endpoint for an EVM anchor (undefined: that anchor cannot be checked on chain). */
@@ -41,7 +42,7 @@ export const verifyInput = Effect.fn("verify.input")(function*(input: VerifyInpu
   let hash = stated.toLowerCase()
   let hashSource: Report["hashSource"] = "bundle"
   const data = options.data ?? (input.hasData ? { value: input.data } : undefined)
-  if (!HASH.test(stated)) checks.push({ id: "hash", status: "fail", message: `the stated hash ${JSON.stringify(stated)} is not 64 lowercase hex characters` })
+  if (!HASH.test(stated)) checks.push({ id: "hash", status: "fail", message: `the stated hash ${quoted(stated)} is not 64 lowercase hex characters` })
   if (data !== undefined) {
     let computed: string | undefined
     try {
