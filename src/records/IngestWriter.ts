@@ -207,14 +207,18 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           return outcomes
         }))
 
-      /** A submission carrying an Idempotency-Key commits alone, with its key, or not at all. */
+      /**
+       * A submission carrying an Idempotency-Key commits alone, with its key, or not at all. The answer is
+       * stored at its records' createdAt (the node's Clock, as the 24 h replay window reads it): a hard
+       * delete finds the answers holding a record by that time (RecordStore.remove).
+       */
       const commitIdempotent = (p: Pending) =>
         sql.withTransaction(Effect.gen(function*() {
           const idem = p.submission.idempotency!
           const claimed = yield* sql`
-            INSERT INTO idempotency_keys (account_id, environment, key, request_hash, status, body)
+            INSERT INTO idempotency_keys (account_id, environment, key, request_hash, status, body, created_at)
             VALUES (${p.submission.accountId}, ${p.submission.environment}, ${idem.key}, ${idem.requestHash},
-                    ${idem.status}, ${idem.body})
+                    ${idem.status}, ${idem.body}, ${p.submission.rows[0]!.createdAt})
             ON CONFLICT DO NOTHING RETURNING 1 AS claimed`
           if (claimed.length === 0) return { _tag: "IdempotencyKeyTaken" } as SubmitOutcome
           const outcome = (yield* commitGroup([p])).get(p)!
