@@ -99,7 +99,7 @@ const server = Http.createServer((req, res) => {
       row: {
         id: newRecordId(now.getTime()), accountId, environment: "test", hash: sha256Hex(jcs), chainType: "evm", networkId,
         packageMode: "MANAGED", source: "data", dataJcs: jcs, ciphertext: null, nonce: null, authTag: null,
-        metadata: {}, webhookUrl: null, collection: null, createdAt: now, updatedAt: now
+        metadata: {}, webhookUrl: null, collection: null, createdAt: now, updatedAt: now, salted: false
       },
       res
     })

@@ -130,13 +130,18 @@ export const withAnchors = (sql: SqlClient.SqlClient) => <Row extends { readonly
   Effect.map(loadAnchors(sql, rows.map((r) => r.id)), (byId) =>
     rows.map((r) => ({ ...r, anchors: (byId.get(r.id) ?? []).map(toAnchor) })))
 
-/** SPEC 6: the self-contained receipt of an anchored record (see docs/proof-format.md). */
-export const proofBundle = (record: { readonly id: string; readonly hash: string }, anchors: ReadonlyArray<AnchorRow>) => ({
+/**
+ * SPEC 6: the self-contained receipt of an anchored record (see docs/proof-format.md). A salted
+ * encrypted record's bundle says so (`hashScheme`): its hash is sha256(JCS({"data", "salt"})), and the
+ * salt is not in the bundle (only its owner, holding the key, reads it).
+ */
+export const proofBundle = (record: { readonly id: string; readonly hash: string; readonly salted?: boolean }, anchors: ReadonlyArray<AnchorRow>) => ({
   version: 1 as const,
   recordId: record.id,
   hash: record.hash,
   hashAlgorithm: "sha256" as const,
   canonicalization: "RFC8785-JCS" as const,
+  ...(record.salted === true ? { hashScheme: "salted-jcs-sha256" as const } : {}),
   leafEncoding: "openzeppelin-standard-merkle-tree:bytes32" as const,
   anchors: anchors.filter((a) => a.confirmed).map((a) => ({
     chainType: a.chainType,

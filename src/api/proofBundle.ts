@@ -28,6 +28,13 @@ export const ProofBundle = Schema.Struct({
   hash: HashHex,
   hashAlgorithm: Schema.Literal("sha256"),
   canonicalization: Schema.Literal("RFC8785-JCS"),
+  /**
+   * Present for a salted encrypted record: `hash` = sha256(JCS({"data": data, "salt": salt}))
+   * (docs/verifying.md). Absent: `hash` = sha256(JCS(data)).
+   */
+  hashScheme: Schema.optionalKey(Schema.Literal("salted-jcs-sha256")),
+  /** The salt, only in the bundle embedded as `_anchor` in a decrypted IN_PLACE lookup (its owner's copy). */
+  salt: Schema.optionalKey(Schema.String),
   leafEncoding: Schema.Literal("openzeppelin-standard-merkle-tree:bytes32"),
   anchors: Schema.Array(ProofBundleAnchor)
 }).annotate({ identifier: "ProofBundle", description: "Self-contained anchoring receipt (version 1)" })

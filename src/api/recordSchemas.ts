@@ -108,7 +108,22 @@ const anchorFields = {
 export const AnchorBody = Schema.Struct(anchorFields).annotate({ identifier: "AnchorRequest" })
 export type AnchorBody = typeof AnchorBody.Type
 
-export const EncryptedAnchorBody = Schema.Struct({ ...anchorFields, encryptionKey: EncryptionKey }).annotate({
+/**
+ * How an encrypted record's hash commits to its plaintext (docs/verifying.md, "Salted commitments"):
+ * `salted-jcs-sha256` (the default for new encrypted records), `sha256(JCS({"data": data, "salt": salt}))`
+ * with 32 random bytes of salt kept inside the ciphertext; `jcs-sha256`, `sha256(JCS(data))` (SPEC 3.1,
+ * every record written before the salted scheme, and new ones that ask for it).
+ */
+export const HashScheme = Schema.Literals(["salted-jcs-sha256", "jcs-sha256"]).annotate({ identifier: "HashScheme" })
+export type HashScheme = typeof HashScheme.Type
+export const HASH_SCHEMES: ReadonlySet<unknown> = new Set<HashScheme>(["salted-jcs-sha256", "jcs-sha256"])
+
+export const EncryptedAnchorBody = Schema.Struct({
+  ...anchorFields,
+  encryptionKey: EncryptionKey,
+  /** Default `salted-jcs-sha256`; `jcs-sha256` for SPEC 3.1's unsalted hash (guessable from proofs for low-entropy data). */
+  hashScheme: Schema.optionalKey(HashScheme)
+}).annotate({
   identifier: "EncryptedAnchorRequest"
 })
 export type EncryptedAnchorBody = typeof EncryptedAnchorBody.Type
@@ -187,6 +202,13 @@ export const RecordView = Schema.Struct({
   data: Schema.NullOr(AnyJson),
   encrypted: Schema.Boolean,
   encryptedData: Schema.optionalKey(EncryptedPayload),
+  /** Encrypted records: how `hash` commits to the plaintext (see HashScheme). */
+  hashScheme: Schema.optionalKey(HashScheme),
+  /**
+   * A salted encrypted record's salt (base64url, 32 bytes): in the 202 of its creation and in a lookup
+   * with its X-Encryption-Key, never otherwise. With `data` it recomputes `hash`.
+   */
+  salt: Schema.optionalKey(Schema.String),
   anchors: Schema.Array(Anchor)
 }).annotate({ identifier: "Record" })
 export type RecordView = typeof RecordView.Type

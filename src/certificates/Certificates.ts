@@ -42,7 +42,7 @@ export class Certificates extends Context.Service<Certificates, {
     const sql = yield* SqlClient.SqlClient
     const store = yield* RecordStore
 
-    const render = (row: { readonly id: string; readonly hash: string; readonly status: string }, verifyUrl: string) =>
+    const render = (row: { readonly id: string; readonly hash: string; readonly status: string; readonly salted: boolean }, verifyUrl: string) =>
       Effect.gen(function*() {
         if (row.status !== "ANCHORED") return yield* new NotAnchored({ recordId: row.id, status: row.status })
         const bundle = proofBundle(row, (yield* loadAnchors(sql, [row.id])).get(row.id) ?? [])

@@ -268,7 +268,10 @@ export const renderCertificate = async (bundle: CertificateBundle, options: Cert
   flow.rule()
   flow.text("Record", { font: fonts.bold, size: 12, gap: 6 })
   flow.row("Record hash", bundle.hash)
-  flow.row("Hashing", `${bundle.hashAlgorithm ?? "sha256"} of ${bundle.canonicalization ?? "RFC8785-JCS"} (canonical JSON)`)
+  flow.row("Hashing", bundle.hashScheme === "salted-jcs-sha256"
+    // A salted encrypted record: the hash proves nothing about a guess of the data without the owner's salt.
+    ? `${bundle.hashAlgorithm ?? "sha256"} of ${bundle.canonicalization ?? "RFC8785-JCS"} of {"data", "salt"} (salted)`
+    : `${bundle.hashAlgorithm ?? "sha256"} of ${bundle.canonicalization ?? "RFC8785-JCS"} (canonical JSON)`)
   flow.row("Record id", bundle.recordId)
   flow.row("Anchored at", utc(anchoredAt))
 

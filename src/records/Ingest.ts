@@ -13,10 +13,10 @@ import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
 import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
 import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
-import { isValidEncryptionKey, seal } from "./encryption.ts"
+import { commitSalted, isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
 import { IngestWriter, type NewRecord, type SubmitError } from "./IngestWriter.ts"
-import { AnchorBody, COLLECTION_PATTERN, EncryptedAnchorBody, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
+import { AnchorBody, COLLECTION_PATTERN, EncryptedAnchorBody, HASH_SCHEMES, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
 
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */
 export const sha256Hex = (text: string): string => Crypto.hash("sha256", text, "hex")
@@ -38,7 +38,7 @@ export type SubmissionKind = Kind["_tag"]
 const SCHEMAS = { data: AnchorBody, encrypted: EncryptedAnchorBody, hash: HashAnchorBody } as const
 const FIELDS: Record<SubmissionKind, ReadonlySet<string>> = {
   data: new Set(["data", "webhookUrl", "chain", "packageMode", "metadata", "collection"]),
-  encrypted: new Set(["data", "webhookUrl", "chain", "packageMode", "metadata", "collection", "encryptionKey"]),
+  encrypted: new Set(["data", "webhookUrl", "chain", "packageMode", "metadata", "collection", "encryptionKey", "hashScheme"]),
   hash: new Set(["hash", "webhookUrl", "chain", "metadata", "collection"])
 }
 const CHAINS: ReadonlySet<unknown> = new Set(["evm", "fabric", "hybrid"])
@@ -55,7 +55,7 @@ const plainlyValid = (kind: SubmissionKind, body: unknown): boolean => {
   const fields = FIELDS[kind]
   for (const name in body) if (!fields.has(name)) return false
   if (kind === "hash" ? !(typeof body.hash === "string" && HASH.test(body.hash)) : !isPlainObject(body.data)) return false
-  if (kind === "encrypted" && typeof body.encryptionKey !== "string") return false
+  if (kind === "encrypted" && (typeof body.encryptionKey !== "string" || (body.hashScheme !== undefined && !HASH_SCHEMES.has(body.hashScheme)))) return false
   return (body.webhookUrl === undefined || typeof body.webhookUrl === "string") &&
     (body.chain === undefined || CHAINS.has(body.chain)) &&
     (body.packageMode === undefined || PACKAGE_MODES.has(body.packageMode)) &&
@@ -123,7 +123,8 @@ export class Ingest extends Context.Service<Ingest, {
           updatedAt: now,
           ciphertext: null,
           nonce: null,
-          authTag: null
+          authTag: null,
+          salted: false
         }
         switch (kind._tag) {
           case "hash":
@@ -151,16 +152,21 @@ export class Ingest extends Context.Service<Ingest, {
             }
             const jcs = kind.plainStrings === true ? canonicalizeParsedPlain(kind.body.data) : canonicalize(kind.body.data)
             const packageMode = kind.body.packageMode ?? "MANAGED"
-            const sealed = packageMode === "SEPARATED" ? undefined : seal(kind.body.encryptionKey, jcs)
+            // Salted unless asked otherwise: the sealed text is the committed JSON, so the salt is in the ciphertext.
+            const salted = kind.body.hashScheme !== "jcs-sha256"
+            const commitment = salted ? commitSalted(jcs) : { salt: undefined, committed: jcs }
+            const sealed = packageMode === "SEPARATED" ? undefined : seal(kind.body.encryptionKey, commitment.committed)
             return Effect.succeed({
               ...base,
-              hash: sha256Hex(jcs),
+              hash: sha256Hex(commitment.committed),
               packageMode,
               source: "encrypted",
               dataJcs: null,
               ciphertext: sealed?.ciphertext ?? null,
               nonce: sealed?.nonce ?? null,
-              authTag: sealed?.tag ?? null
+              authTag: sealed?.tag ?? null,
+              salted,
+              salt: commitment.salt
             } satisfies NewRecord)
           }
         }

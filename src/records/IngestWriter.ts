@@ -17,7 +17,10 @@ import type { Environment } from "../api/recordSchemas.ts"
 import type { RecordRow } from "./model.ts"
 
 /** A row as ingest writes it: what it is before anchoring, deletion or anchors exist. */
-export type NewRecord = Omit<RecordRow, "status" | "anchoredAt" | "deletedAt" | "hardDeleted" | "anchors">
+export type NewRecord = Omit<RecordRow, "status" | "anchoredAt" | "deletedAt" | "hardDeleted" | "anchors"> & {
+  /** A salted encrypted record's salt, for its 202 answer only (never stored in clear: it is inside the ciphertext). */
+  readonly salt?: string | undefined
+}
 
 export interface Submission {
   readonly accountId: string
@@ -55,7 +58,7 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
   const packageMode = new Array<string>(n), source = new Array<string>(n), dataJcs = new Array<string | null>(n)
   const ciphertext = new Array<Uint8Array | null>(n), nonce = new Array<Uint8Array | null>(n), authTag = new Array<Uint8Array | null>(n)
   const metadata = new Array<string>(n), webhookUrl = new Array<string | null>(n), collection = new Array<string | null>(n)
-  const createdAt = new Array<Date>(n), updatedAt = new Array<Date>(n)
+  const createdAt = new Array<Date>(n), updatedAt = new Array<Date>(n), salted = new Array<boolean>(n)
   for (let i = 0; i < n; i++) {
     const r = rows[i]!
     id[i] = r.id
@@ -75,6 +78,7 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
     collection[i] = r.collection
     createdAt[i] = r.createdAt
     updatedAt[i] = r.updatedAt
+    salted[i] = r.salted
   }
   const text = (values: ReadonlyArray<string | null>) => binaryArray(values, PgTypes.OID.text)
   const bytea = (values: ReadonlyArray<Uint8Array | null>) => binaryArray(values, PgTypes.OID.bytea)
@@ -83,7 +87,8 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
     id: text(id), accountId: text(accountId), environment: text(environment), hash: text(hash),
     chainType: text(chainType), networkId: text(networkId), packageMode: text(packageMode), source: text(source),
     dataJcs: text(dataJcs), ciphertext: bytea(ciphertext), nonce: bytea(nonce), authTag: bytea(authTag),
-    metadata: text(metadata), webhookUrl: text(webhookUrl), collection: text(collection), createdAt: timestamptz(createdAt), updatedAt: timestamptz(updatedAt)
+    metadata: text(metadata), webhookUrl: text(webhookUrl), collection: text(collection), createdAt: timestamptz(createdAt), updatedAt: timestamptz(updatedAt),
+    salted: binaryArray(salted, PgTypes.OID.bool)
   }
 }
 
@@ -98,16 +103,16 @@ export const insertRecords = (sql: SqlClient.SqlClient, rows: ReadonlyArray<NewR
   return sql<{ accountId: string; used: string | number }>`
     WITH ins AS (
       INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-                           data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at)
+                           data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at, salted)
       SELECT id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-             data_jcs, ciphertext, nonce, auth_tag, metadata::jsonb, webhook_url, collection, created_at, updated_at
+             data_jcs, ciphertext, nonce, auth_tag, metadata::jsonb, webhook_url, collection, created_at, updated_at, salted
       FROM unnest(${c.id}::text[], ${c.accountId}::text[], ${c.environment}::text[], ${c.hash}::text[],
                   ${c.chainType}::text[], ${c.networkId}::text[], ${c.packageMode}::text[], ${c.source}::text[],
                   ${c.dataJcs}::text[], ${c.ciphertext}::bytea[], ${c.nonce}::bytea[], ${c.authTag}::bytea[],
                   ${c.metadata}::text[], ${c.webhookUrl}::text[], ${c.collection}::text[],
-                  ${c.createdAt}::timestamptz[], ${c.updatedAt}::timestamptz[])
+                  ${c.createdAt}::timestamptz[], ${c.updatedAt}::timestamptz[], ${c.salted}::bool[])
         AS u(id, account_id, environment, hash, chain_type, network_id, package_mode, source,
-             data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at)
+             data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at, salted)
       RETURNING account_id
     )
     INSERT INTO usage_monthly (account_id, month, used)
@@ -207,14 +212,18 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           return outcomes
         }))
 
-      /** A submission carrying an Idempotency-Key commits alone, with its key, or not at all. */
+      /**
+       * A submission carrying an Idempotency-Key commits alone, with its key, or not at all. The answer is
+       * stored at its records' createdAt (the node's Clock, as the 24 h replay window reads it): a hard
+       * delete finds the answers holding a record by that time (RecordStore.remove).
+       */
       const commitIdempotent = (p: Pending) =>
         sql.withTransaction(Effect.gen(function*() {
           const idem = p.submission.idempotency!
           const claimed = yield* sql`
-            INSERT INTO idempotency_keys (account_id, environment, key, request_hash, status, body)
+            INSERT INTO idempotency_keys (account_id, environment, key, request_hash, status, body, created_at)
             VALUES (${p.submission.accountId}, ${p.submission.environment}, ${idem.key}, ${idem.requestHash},
-                    ${idem.status}, ${idem.body})
+                    ${idem.status}, ${idem.body}, ${p.submission.rows[0]!.createdAt})
             ON CONFLICT DO NOTHING RETURNING 1 AS claimed`
           if (claimed.length === 0) return { _tag: "IdempotencyKeyTaken" } as SubmitOutcome
           const outcome = (yield* commitGroup([p])).get(p)!

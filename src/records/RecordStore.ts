@@ -4,11 +4,15 @@ import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import { withAnchors } from "../anchoring/anchorViews.ts"
 import { canonicalize } from "../canonical/jcs.ts"
-import { append } from "../outbox/Outbox.ts"
+import { append, appendOne } from "../outbox/Outbox.ts"
 import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
 import { RecordDeleted, RecordNotFound } from "./errors.ts"
 import { decodeFirst, decodeRows } from "../db/rows.ts"
 import { RecordRow } from "./model.ts"
+import { eraseFromAnswer } from "./erasure.ts"
+
+/** The last error of a delivery cancelled by a hard delete of its record. */
+export const CANCELLED = "cancelled: the record was erased (hard delete) before this delivery was made"
 
 export interface Owner {
   readonly accountId: string
@@ -82,6 +86,58 @@ export class RecordStore extends Context.Service<RecordStore, {
       const event = (owner: Owner, event: RecordUpdated | RecordDeletedEvent) => append(sql, [{ accountId: owner.accountId, event }])
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
+      /**
+       * A hard delete's erasure outside the row, in its transaction (docs/api.md, "What a hard delete
+       * leaves"): the record's copies in stored events, webhook deliveries and Idempotency-Key answers.
+       * `deletedSeq`: the hard delete's own record.deleted, whose delivery is still sent (it holds nothing
+       * erased); every other delivery of the record still pending is cancelled.
+       */
+      const eraseCopies = (owner: Owner, row: RecordRow, deletedSeq: string, at: Date) =>
+        Effect.gen(function*() {
+          // record.updated is the only stored kind that holds owner data (the changed metadata / webhookUrl);
+          // anchor.confirmed (stored before migration 0012, or derived) holds hash and anchors only.
+          yield* sql`
+            UPDATE events SET payload = jsonb_set(payload, '{changes}', '{}'::jsonb)
+            WHERE record_id = ${row.id} AND kind = 'record.updated' AND payload -> 'changes' <> '{}'::jsonb`
+          // Fan-outs not yet made (its anchor.confirmed): locked first, so that a dispatcher fanning one out now
+          // commits before the deliveries below are read, and its delivery is erased with the others.
+          yield* sql`SELECT id FROM webhook_fanouts WHERE ${row.id} = ANY (record_ids) FOR UPDATE`
+          yield* sql`
+            UPDATE webhook_fanouts f SET
+              record_ids = ARRAY(SELECT u.r FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${row.id} ORDER BY u.o),
+              hosts = ARRAY(SELECT u.h FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${row.id} ORDER BY u.o)
+            WHERE ${row.id} = ANY (f.record_ids)`
+          yield* sql`DELETE FROM webhook_fanouts WHERE cardinality(record_ids) = 0`
+          // Bodies go; pending deliveries but the hard delete's own are cancelled (a body rendered before now
+          // holds the metadata); per-record URLs of finished ones are cut to their origin (migration 0015's trigger).
+          yield* sql`
+            UPDATE webhook_deliveries SET erased = true, body = NULL, signature = NULL, signature_next = NULL,
+              state = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN 'FAILED' ELSE state END,
+              last_error = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint
+                THEN ${CANCELLED} ELSE last_error END,
+              next_attempt_at = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE next_attempt_at END,
+              locked_until = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE locked_until END,
+              locked_by = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE locked_by END,
+              claim_token = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE claim_token END,
+              updated_at = ${at}
+            WHERE record_id = ${row.id} AND account_id = ${owner.accountId}`
+          // Idempotency-Key answers holding the record's view (stored at its createdAt by ingest; a margin for
+          // answers stored before that, at the database's time).
+          const answers = yield* sql<{ key: string; body: string }>`
+            SELECT key, body FROM idempotency_keys
+            WHERE account_id = ${owner.accountId} AND environment = ${owner.environment}
+              AND created_at BETWEEN ${row.createdAt}::timestamptz - interval '5 minutes' AND ${row.createdAt}::timestamptz + interval '5 minutes'
+              AND strpos(body, ${`{"recordId":"${row.id}"`}) > 0
+            FOR UPDATE`
+          for (const answer of answers) {
+            const erased = eraseFromAnswer(answer.body, row.id)
+            if (erased === undefined) continue
+            yield* sql`
+              UPDATE idempotency_keys SET body = ${erased}
+              WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND key = ${answer.key}`
+          }
+        })
+
       return RecordStore.of({
         get: Effect.fn("RecordStore.get")((owner, id, includeDeleted) =>
           fetch(owner, id, false).pipe(
@@ -138,13 +194,23 @@ export class RecordStore extends Context.Service<RecordStore, {
             // A soft-deleted record may still be erased for good; an erased one is gone.
             if (row.hardDeleted || (row.deletedAt !== null && mode === "soft")) return { _tag: "Deleted", row } as Lookup
             const at = yield* now
-            const deleted = yield* (mode === "soft"
-              ? sql`UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id} RETURNING *`
-              : sql`
-                  UPDATE records SET deleted_at = COALESCE(deleted_at, ${at}), updated_at = ${at}, hard_deleted = true,
-                    data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb
-                  WHERE id = ${id} RETURNING *`).pipe(Effect.flatMap(rows))
-            yield* event(owner, { kind: "record.deleted", recordId: id, hash: row.hash, status: row.status, mode })
+            const deletedEvent = { kind: "record.deleted", recordId: id, hash: row.hash, status: row.status, mode } as const
+            if (mode === "soft") {
+              const deleted = yield* sql`UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id} RETURNING *`.pipe(
+                Effect.flatMap(rows)
+              )
+              yield* event(owner, deletedEvent)
+              return { _tag: "Found", row: deleted[0] } as Lookup
+            }
+            // Hard: the event first, so that the events trigger makes its delivery to the record's webhookUrl
+            // (read from the row) before the row forgets it.
+            const { seq } = yield* appendOne(sql, owner.accountId, deletedEvent)
+            const deleted = yield* sql`
+              UPDATE records SET deleted_at = COALESCE(deleted_at, ${at}), updated_at = ${at}, hard_deleted = true,
+                data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb,
+                collection = NULL, webhook_url = NULL
+              WHERE id = ${id} RETURNING *`.pipe(Effect.flatMap(rows))
+            yield* eraseCopies(owner, row, seq, at)
             return { _tag: "Found", row: deleted[0] } as Lookup
           }))),
         idempotent: Effect.fn("RecordStore.idempotent")((accountId, environment, key) =>

@@ -31,3 +31,15 @@ export const open = (key: string, sealed: Sealed): string | undefined => {
     return undefined
   }
 }
+
+/**
+ * The salted commitment of an encrypted record (docs/verifying.md, "Salted commitments"): the JCS text of
+ * `{"data": <data>, "salt": "<salt>"}`, whose SHA-256 is the record's hash and which is what gets sealed, so
+ * the salt lives inside the ciphertext. Built from the data's canonical text: members in JCS order
+ * ("data" < "salt"), and a base64url salt needs no escaping, so this is JCS of the object itself.
+ * 32 random bytes: proofs and certificates no longer let anyone test guesses of a low-entropy plaintext.
+ */
+export const commitSalted = (dataJcs: string): { readonly salt: string; readonly committed: string } => {
+  const salt = Crypto.randomBytes(32).toString("base64url")
+  return { salt, committed: `{"data":${dataJcs},"salt":"${salt}"}` }
+}

@@ -100,7 +100,9 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
           const anchors = view.packageMode === "IN_PLACE" && view.status === "ANCHORED"
             ? (yield* loadAnchors(sql, [row.id])).get(row.id) ?? []
             : []
-          return { success: true as const, data: embedAnchor(view, () => proofBundle(row, anchors)) }
+          // A decrypted salted record's document carries its salt in `_anchor`, so that it verifies as it is.
+          const salt = view.salt === undefined ? {} : { salt: view.salt }
+          return { success: true as const, data: embedAnchor(view, () => ({ ...proofBundle(row, anchors), ...salt })) }
         }).pipe(atEdge))
       .handle("update", ({ params, payload }) =>
         Effect.gen(function*() {

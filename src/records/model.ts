@@ -25,7 +25,9 @@ export const RecordRow = Schema.Struct({
   updatedAt: Schema.Date,
   anchoredAt: Schema.NullOr(Schema.Date),
   deletedAt: Schema.NullOr(Schema.Date),
-  hardDeleted: Schema.Boolean
+  hardDeleted: Schema.Boolean,
+  /** The hash is the salted commitment (HashScheme `salted-jcs-sha256`; migration 0015). */
+  salted: Schema.Boolean
 })
 
 export type RecordRow = typeof RecordRow.Type & {
@@ -35,13 +37,23 @@ export type RecordRow = typeof RecordRow.Type & {
 
 export const toView = (
   row: RecordRow,
-  options?: { readonly plaintext?: string | undefined; readonly data?: unknown }
+  options?: {
+    readonly plaintext?: string | undefined
+    readonly data?: unknown
+    /** A new salted record's salt (its 202 answer). */
+    readonly salt?: string | undefined
+  }
 ): RecordView => {
   const encrypted = row.source === "encrypted"
   let data: unknown = null
+  let salt: string | undefined = options?.salt
   // parseStrictJson, not JSON.parse: V8 in Node 24 can mis-read escaped member names (nodejs/node#63785).
   if (row.dataJcs !== null) data = options?.data !== undefined ? options.data : parseStrictJson(row.dataJcs)
-  else if (options?.plaintext !== undefined) data = parseStrictJson(options.plaintext)
+  else if (options?.plaintext !== undefined) {
+    const opened = openedPlaintext(row, options.plaintext)
+    data = opened.data
+    salt = opened.salt
+  }
   const view: Mutable<RecordView> = {
     recordId: row.id,
     hash: row.hash,
@@ -69,7 +81,22 @@ export const toView = (
       tag: Buffer.from(row.authTag).toString("base64")
     }
   }
+  if (encrypted) {
+    view.hashScheme = row.salted ? "salted-jcs-sha256" : "jcs-sha256"
+    if (row.salted && salt !== undefined) view.salt = salt
+  }
   return view
+}
+
+/**
+ * The data (and salt) of a decrypted record: a salted record's sealed text is its committed JSON,
+ * `{"data": <data>, "salt": "<salt>"}` (src/records/encryption.ts `commitSalted`); an unsalted one's is the data.
+ */
+export const openedPlaintext = (row: { readonly salted: boolean }, plaintext: string): { readonly data: unknown; readonly salt?: string } => {
+  const parsed = parseStrictJson(plaintext)
+  if (!row.salted) return { data: parsed }
+  const committed = parsed as { readonly data: unknown; readonly salt: string }
+  return { data: committed.data, salt: committed.salt }
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }

@@ -44,8 +44,10 @@ const included = (hash: string, proof: unknown, root: unknown): boolean => {
 /**
  * Checks a proof bundle (as `client.proof(id)` returns it, or read from a file) offline.
  * @param options.data the record's data: when given, its hash is recomputed and must be the bundle's.
+ * @param options.salt a salted encrypted record's salt (its lookup with the encryption key gives it): the hash
+ *   is then recomputed over {"data": data, "salt": salt}.
  */
-export const verifyBundle = (bundle: unknown, options: { readonly data?: unknown } = {}): VerifyBundleResult => {
+export const verifyBundle = (bundle: unknown, options: { readonly data?: unknown; readonly salt?: string } = {}): VerifyBundleResult => {
   const problems: Array<string> = []
   const b = (typeof bundle === "object" && bundle !== null ? bundle : {}) as Record<string, unknown>
   if (b.version !== 1) problems.push(`unknown bundle version ${JSON.stringify(b.version)} (this SDK reads version 1)`)
@@ -61,9 +63,16 @@ export const verifyBundle = (bundle: unknown, options: { readonly data?: unknown
   let hashSource: "data" | "bundle" = "bundle"
   if ("data" in options && options.data !== undefined) {
     hashSource = "data"
+    // A salted encrypted record's hash commits to {"data", "salt"} (docs/verifying.md, "Salted commitments").
+    const salted = b.hashScheme === "salted-jcs-sha256"
+    const committed = options.salt === undefined ? options.data : { data: options.data, salt: options.salt }
     try {
-      hash = createHash("sha256").update(canonicalize(options.data), "utf8").digest("hex")
-      if (hash !== stated) problems.push(`sha256(JCS(data)) = ${hash}, but the bundle states ${String(b.hash)}: the data is not what was anchored`)
+      hash = createHash("sha256").update(canonicalize(committed), "utf8").digest("hex")
+      if (hash !== stated) {
+        problems.push(salted && options.salt === undefined
+          ? `sha256(JCS(data)) = ${hash}, but the bundle states ${String(b.hash)}, a salted hash (salted-jcs-sha256): give the record's salt (options.salt)`
+          : `sha256(JCS(data)) = ${hash}, but the bundle states ${String(b.hash)}: the data is not what was anchored`)
+      }
     } catch (e) {
       hash = null
       problems.push(`the data cannot be canonicalized (RFC 8785): ${e instanceof Error ? e.message : String(e)}`)

@@ -10,7 +10,7 @@
  * network error (a delete that did happen would then answer 410).
  */
 import type {
-  AnchordRecord, AnchorRequest, BatchResult, ChainType, DeleteResult, JsonObject, PackageMode, ProofBundle, RecordPage,
+  AnchordRecord, AnchorRequest, BatchResult, ChainType, DeleteResult, HashScheme, JsonObject, PackageMode, ProofBundle, RecordPage,
   RecordPatch, RecordStatus
 } from "./types.ts"
 
@@ -109,9 +109,19 @@ export class AnchordClient {
     return this.#create("/v1/anchor", { data, ...fields(options) }, options.idempotencyKey)
   }
 
-  /** Submit a record stored only as AES-256-GCM ciphertext (`encryptionKey`: 32 printable ASCII characters). */
-  anchorEncrypted(data: JsonObject, encryptionKey: string, options: AnchorOptions = {}): Promise<AnchordRecord> {
-    return this.#create("/v1/anchor/encrypted", { data, encryptionKey, ...fields(options) }, options.idempotencyKey)
+  /**
+   * Submit a record stored only as AES-256-GCM ciphertext (`encryptionKey`: 32 printable ASCII characters).
+   * Its hash is salted by default (`hashScheme` `salted-jcs-sha256`): keep the answer's `salt` with the data
+   * (or read it back with `get(id, { encryptionKey })`) to recompute the hash; `jcs-sha256` asks for the
+   * unsalted sha256(JCS(data)).
+   */
+  anchorEncrypted(
+    data: JsonObject,
+    encryptionKey: string,
+    options: AnchorOptions & { readonly hashScheme?: HashScheme } = {}
+  ): Promise<AnchordRecord> {
+    const scheme = options.hashScheme === undefined ? {} : { hashScheme: options.hashScheme }
+    return this.#create("/v1/anchor/encrypted", { data, encryptionKey, ...fields(options), ...scheme }, options.idempotencyKey)
   }
 
   /** Anchor a SHA-256 you computed (64 hex); no data is sent. */

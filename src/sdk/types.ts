@@ -56,8 +56,17 @@ export interface AnchordRecord {
   readonly data: unknown
   readonly encrypted: boolean
   readonly encryptedData?: EncryptedPayload
+  /**
+   * Encrypted records: how `hash` commits to the plaintext. `salted-jcs-sha256`: hash =
+   * sha256(JCS({"data": data, "salt": salt})) (docs/verifying.md); `jcs-sha256`: hash = sha256(JCS(data)).
+   */
+  readonly hashScheme?: HashScheme
+  /** A salted record's salt: in the answer of its creation and of `get(id, { encryptionKey })` only. */
+  readonly salt?: string
   readonly anchors: ReadonlyArray<Anchor>
 }
+
+export type HashScheme = "salted-jcs-sha256" | "jcs-sha256"
 
 /** One record of `POST /v1/anchor/batch` (the body of `POST /v1/anchor`). */
 export interface AnchorRequest {
@@ -127,6 +136,10 @@ export interface ProofBundle {
   readonly hash: string
   readonly hashAlgorithm: "sha256"
   readonly canonicalization: "RFC8785-JCS"
+  /** A salted encrypted record: hash = sha256(JCS({"data": data, "salt": salt})). */
+  readonly hashScheme?: "salted-jcs-sha256"
+  /** Only in the `_anchor` of a decrypted IN_PLACE lookup. */
+  readonly salt?: string
   readonly leafEncoding: "openzeppelin-standard-merkle-tree:bytes32"
   readonly anchors: ReadonlyArray<ProofBundleAnchor>
 }

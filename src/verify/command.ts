@@ -15,7 +15,7 @@ import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import { parseStrictJson } from "../canonical/strictJson.ts"
 import { rpcClient } from "./evm.ts"
-import { readInput } from "./input.ts"
+import { readInput, saltedCommitment } from "./input.ts"
 import { formatReport } from "./report.ts"
 import { verifyInput } from "./verify.ts"
 
@@ -54,6 +54,7 @@ export const verifyCommand = Command.make("verify", {
   file: Argument.String("file").pipe(Argument.withDescription("Proof bundle, IN_PLACE document or record lookup (JSON; - for stdin)")),
   rpc: optionalString("rpc", "JSON-RPC URL of the EVM chain the anchor names"),
   data: optionalString("data", "JSON file with the record's data, hashed with JCS + SHA-256"),
+  salt: optionalString("salt", "A salted encrypted record's salt (base64url): --data is then hashed as {\"data\": <data>, \"salt\": <salt>}"),
   json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print the report as JSON")),
   confirmations: Flag.Int("confirmations").pipe(Flag.withDefault(1), Flag.withDescription("Blocks required on top of the anchor's block, including it")),
   offline: Flag.Boolean("offline").pipe(Flag.withDefault(false), Flag.withDescription("Check only the hash and the Merkle proof")),
@@ -79,6 +80,11 @@ export const verifyCommand = Command.make("verify", {
       input = readInput(readJson(o.file))
       const dataFile = get(o.data)
       if (dataFile !== undefined) data = { value: readJson(dataFile) }
+      const salt = get(o.salt)
+      if (salt !== undefined) {
+        if (data === undefined) throw new Error("--salt needs --data (the salt is hashed with the data)")
+        data = { value: saltedCommitment(data.value, salt) }
+      }
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e)
       yield* o.json

@@ -38,8 +38,17 @@ export interface Bundle {
   readonly hashAlgorithm?: string | undefined
   readonly canonicalization?: string | undefined
   readonly leafEncoding?: string | undefined
+  /** `salted-jcs-sha256`: hash = sha256(JCS({"data": data, "salt": salt})) (docs/verifying.md). */
+  readonly hashScheme?: string | undefined
+  /** The salt, in a decrypted IN_PLACE document's `_anchor` only. */
+  readonly salt?: string | undefined
   readonly anchors: ReadonlyArray<BundleAnchor>
 }
+
+export const SALTED = "salted-jcs-sha256"
+
+/** What a salted record's hash commits to: its data and salt, as one JSON object (docs/verifying.md). */
+export const saltedCommitment = (data: unknown, salt: string) => ({ data, salt })
 
 export type InputKind = "bundle" | "in-place" | "record"
 
@@ -84,6 +93,8 @@ export const checkBundle = (v: Record<string, unknown>, where = ""): Bundle => {
   if (v.leafEncoding !== undefined && v.leafEncoding !== "openzeppelin-standard-merkle-tree:bytes32") {
     fail(`leafEncoding: ${excerpt(String(v.leafEncoding))} is not supported`)
   }
+  if (v.hashScheme !== undefined && v.hashScheme !== SALTED) fail(`hashScheme: ${String(v.hashScheme)} is not supported`)
+  if (v.salt !== undefined && typeof v.salt !== "string") fail("salt: expected a string")
   if (!Array.isArray(v.anchors)) fail("anchors: missing")
   const anchors = v.anchors as Array<unknown>
   anchors.forEach((a, i) => {
@@ -100,6 +111,14 @@ export const checkBundle = (v: Record<string, unknown>, where = ""): Bundle => {
   return v as unknown as Bundle
 }
 
+/** An IN_PLACE document: the data without `_anchor`, with the salt of a salted record's `_anchor`. */
+const inPlace = (doc: Record<string, unknown>, where: string): VerifyInput => {
+  const bundle = checkBundle(doc._anchor as Record<string, unknown>, where)
+  const data = withoutAnchor(doc)
+  const salt = bundle.hashScheme === SALTED ? bundle.salt : undefined
+  return { kind: "in-place", bundle, hasData: true, data: salt === undefined ? data : saltedCommitment(data, salt) }
+}
+
 /** Normalises any accepted input (already parsed JSON). @throws InputError */
 export const readInput = (parsed: unknown): VerifyInput => {
   let doc = parsed
@@ -110,22 +129,22 @@ export const readInput = (parsed: unknown): VerifyInput => {
   }
   if (looksLikeRecord(doc)) {
     const data = doc.data
-    if (isObject(data) && isObject(data._anchor)) {
-      return { kind: "in-place", bundle: checkBundle(data._anchor, "data._anchor."), hasData: true, data: withoutAnchor(data) }
-    }
+    if (isObject(data) && isObject(data._anchor)) return inPlace(data, "data._anchor.")
+    const salted = doc.hashScheme === SALTED
     const bundle = checkBundle({
       version: 1,
       recordId: doc.recordId,
       hash: doc.hash,
+      ...(salted ? { hashScheme: SALTED } : {}),
       anchors: doc.anchors
     })
-    // Encrypted records without plaintext, SEPARATED and hash-only records come without data.
+    // Encrypted records without plaintext, SEPARATED and hash-only records come without data. A decrypted
+    // salted record carries its salt beside its data: the hash commits to both.
     const hasData = data !== null && data !== undefined
-    return { kind: "record", bundle, hasData, ...(hasData ? { data } : {}) }
+    const committed = salted && typeof doc.salt === "string" ? saltedCommitment(data, doc.salt) : data
+    return { kind: "record", bundle, hasData, ...(hasData ? { data: committed } : {}) }
   }
-  if (isObject(doc) && isObject(doc._anchor)) {
-    return { kind: "in-place", bundle: checkBundle(doc._anchor, "_anchor."), hasData: true, data: withoutAnchor(doc) }
-  }
+  if (isObject(doc) && isObject(doc._anchor)) return inPlace(doc, "_anchor.")
   // A saved API error ({"success":false,"error":…,"errorCode":…}), e.g. the proof of a deleted record (410).
   if (isObject(doc) && doc.success === false && (typeof doc.error === "string" || typeof doc.errorCode === "string")) {
     throw new InputError(

@@ -9,7 +9,12 @@ import { recordHash } from "../canonical/jcs.ts"
 import { verifyProof } from "../anchoring/merkle.ts"
 import { checkEvmAnchor, type RpcClient } from "./evm.ts"
 import { checkFabricAnchor, type FabricOptions } from "./fabric.ts"
-import type { BundleAnchor, VerifyInput } from "./input.ts"
+import { type BundleAnchor, SALTED, type VerifyInput } from "./input.ts"
+
+/** `{"data": …, "salt": "…"}` and nothing else: what a salted hash commits to. */
+const isSaltedCommitment = (v: unknown): boolean =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { salt?: unknown }).salt === "string" &&
+  Object.keys(v).length === 2 && "data" in v
 import { type Check, exitCodeOf, outcomeOf, type Report } from "./report.ts"
 import { quoted } from "../excerpt.ts"
 
@@ -53,8 +58,18 @@ export const verifyInput = Effect.fn("verify.input")(function*(input: VerifyInpu
     if (computed !== undefined) {
       hash = computed
       hashSource = "data"
-      if (computed === stated) checks.push({ id: "hash", status: "pass", message: `sha256(JCS(data)) = ${computed}, the stated hash` })
-      else checks.push({ id: "hash", status: "fail", message: `sha256(JCS(data)) = ${computed}, but the bundle states ${stated}: the data is not what was anchored` })
+      // A salted record's hash commits to {"data", "salt"}: the data alone never matches it, and the check says so.
+      const salted = bundle.hashScheme === SALTED
+      const what = salted ? `sha256(JCS(data)) = ${computed} (the bundle's hash is salted, ${SALTED}: the data here is {"data", "salt"})` : `sha256(JCS(data)) = ${computed}`
+      if (computed === stated) checks.push({ id: "hash", status: "pass", message: `${what}, the stated hash` })
+      else if (salted && !isSaltedCommitment(data.value)) {
+        checks.push({
+          id: "hash",
+          status: "fail",
+          message: `sha256(JCS(data)) = ${computed}, but the bundle states ${stated}, a salted hash (${SALTED}): ` +
+            `hash {"data": <the data>, "salt": "<its salt>"} instead (the salt comes with the record's lookup with its X-Encryption-Key; --salt)`
+        })
+      } else checks.push({ id: "hash", status: "fail", message: `${what}, but the bundle states ${stated}: the data is not what was anchored` })
     }
   } else if (HASH.test(stated)) {
     checks.push({ id: "hash", status: "skip", message: "no data to hash (give --data <file>): the stated hash is checked as given" })

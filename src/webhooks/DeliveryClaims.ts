@@ -485,6 +485,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               seq: i.seq, body: i.body, signature: i.signature, signature_next: i.signatureNext, headers: i.headers
             })))}::jsonb) AS v(seq bigint, body text, signature text, signature_next text, headers jsonb)
             WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
+              -- a delivery cancelled by a hard delete while it was being rendered keeps no body (and is not sent)
+              AND NOT (d.erased AND d.state <> 'PENDING')
             RETURNING d.seq::text AS seq, d.body, d.signature, d.signature_next, d.headers`
         }),
 

@@ -108,7 +108,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
               SELECT seq, round, attempts - 1, success_started_at, last_status_code, success_latency_ms, NULL, NULL, success_node_id
               FROM webhook_deliveries
               WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
-                AND success_started_at IS NOT NULL
+                AND success_started_at IS NOT NULL AND NOT erased
             )
             UPDATE webhook_deliveries SET
               state = 'PENDING', round = round + 1, attempts = 0, next_attempt_at = ${now},
@@ -116,6 +116,8 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
               body = NULL, signature = NULL, signature_next = NULL, headers = NULL,
               success_started_at = NULL, success_latency_ms = NULL, success_node_id = NULL, updated_at = ${now}
             WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
+              -- a delivery of a record erased by a hard delete has no body and no URL left to send to (docs/api.md)
+              AND NOT erased
             RETURNING id`
           if (rows.length === 0) return undefined
           // The answer is the delivery as re-queued; read it before waking the dispatchers, which may

@@ -654,6 +654,9 @@ export interface components {
             /** @enum {string} */
             canonicalization: "RFC8785-JCS";
             /** @enum {string} */
+            hashScheme?: "salted-jcs-sha256";
+            salt?: string;
+            /** @enum {string} */
             leafEncoding: "openzeppelin-standard-merkle-tree:bytes32";
             anchors: components["schemas"]["ProofBundleAnchor"][];
         };
@@ -713,8 +716,12 @@ export interface components {
             data: unknown | null;
             encrypted: boolean;
             encryptedData?: components["schemas"]["EncryptedPayload"];
+            hashScheme?: components["schemas"]["HashScheme"];
+            salt?: string;
             anchors: components["schemas"]["Anchor"][];
         };
+        /** @enum {string} */
+        HashScheme: "salted-jcs-sha256" | "jcs-sha256";
         /** @description base64 fields */
         EncryptedPayload: {
             /** @enum {string} */
@@ -809,6 +816,7 @@ export interface components {
             collection?: string;
             /** @description Exactly 32 printable ASCII characters (their UTF-8 bytes are the AES-256-GCM key); otherwise 400 INVALID_ENCRYPTION_KEY */
             encryptionKey: string;
+            hashScheme?: components["schemas"]["HashScheme"];
         };
         AnchorRequest: {
             /** @description A JSON object */

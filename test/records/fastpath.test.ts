@@ -58,7 +58,9 @@ const requests = (): Array<Request> => {
         break
       case "encrypted": {
         const key = r() < 0.8 ? "0123456789abcdef0123456789abcdef" : pick(r, ["short", "\u00e9".repeat(32)])
-        out.push({ path: "/v1/anchor/encrypted", rawBody: `{"data":${data},"encryptionKey":${JSON.stringify(key)}${meta}}`, auth })
+        // the hash scheme (issue 23): salted by default, unsalted on request, anything else refused
+        const scheme = pick(r, ["", "", ',"hashScheme":"jcs-sha256"', ',"hashScheme":"salted-jcs-sha256"', ',"hashScheme":"nope"', ',"hashScheme":1'])
+        out.push({ path: "/v1/anchor/encrypted", rawBody: `{"data":${data},"encryptionKey":${JSON.stringify(key)}${meta}${scheme}}`, auth })
         break
       }
       case "hash": {
@@ -89,9 +91,15 @@ const requests = (): Array<Request> => {
 }
 
 const mask = (text: string) =>
-  text.replace(/\b[0-9a-f]{24}\b/g, "<id>").replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "<time>")
+  saltedHash(text).replace(/\b[0-9a-f]{24}\b/g, "<id>").replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "<time>")
     // a fresh random nonce per record
     .replace(/"(ciphertext|nonce|tag)":"[A-Za-z0-9+/=]*"/g, '"$1":"<random>"')
+    // and a fresh random salt per salted record
+    .replace(/"salt":"[A-Za-z0-9_-]{43}"/g, '"salt":"<random>"')
+
+/** A salted record's hash commits to its random salt (only single encrypted records are salted: one view per answer). */
+const saltedHash = (text: string) =>
+  text.includes('"hashScheme":"salted-jcs-sha256"') ? text.replace(/"hash":"[0-9a-f]{64}"/g, '"hash":"<salted>"') : text
 
 /** What a client sees of a response, with what differs between two nodes by nature (ids, times, counters) masked. */
 const seen = (r: Awaited<ReturnType<typeof call>>) => ({

@@ -203,7 +203,8 @@ describe("records", () => {
     const r = await api("POST", "/v1/anchor/encrypted", { data, encryptionKey: ENC_KEY })
     expect(r.status).toBe(202)
     const id = r.json.data.recordId
-    expect(r.json.data.hash).toBe(sha256(canonicalize(data)))
+    // salted by default (issue 23, docs/verifying.md): the hash commits to {"data", "salt"}, the salt in the answer
+    expect(r.json.data.hash).toBe(sha256(canonicalize({ data, salt: r.json.data.salt })))
     expect(r.json.data.encrypted).toBe(true)
     const rows = await query<Record<string, unknown>>(node.databaseUrl, "SELECT * FROM records WHERE id = $1", [id])
     const stored = JSON.stringify(rows[0])
@@ -218,7 +219,9 @@ describe("records", () => {
     const decipher = Crypto.createDecipheriv("aes-256-gcm", Buffer.from(ENC_KEY, "utf8"), Buffer.from(nonce, "base64"))
     decipher.setAuthTag(Buffer.from(tag, "base64"))
     const plain = Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64")), decipher.final()]).toString("utf8")
+    // the sealed text is the committed JSON itself
     expect(sha256(plain)).toBe(r.json.data.hash)
+    expect(JSON.parse(plain)).toEqual({ data, salt: r.json.data.salt })
     const opened = await api("GET", `/v1/records/${id}`, undefined, { "x-encryption-key": ENC_KEY })
     expect(opened.json.data.data).toEqual(data)
     expect(opened.json.data.encryptedData).toBeUndefined()

@@ -37,7 +37,9 @@ describe("acceptedView", () => {
         webhookUrl: r() < 0.5 ? null : `https://example.com/${pick(strings)}`,
         collection: r() < 0.5 ? null : pick(["invoices", "é€😀", "quote \" and \\ backslash", "</script>", "\u2028"]),
         createdAt: created,
-        updatedAt: r() < 0.8 ? created : new Date(created.getTime() + 1)
+        updatedAt: r() < 0.8 ? created : new Date(created.getTime() + 1),
+        salted: source === "encrypted" && r() < 0.5,
+        ...(source === "encrypted" && r() < 0.5 ? { salt: hex(43) } : {})
       }
       expect(acceptedView(row), JSON.stringify(row)).toBe(viewOf(row))
       JSON.parse(acceptedView(row))

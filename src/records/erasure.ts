@@ -1,0 +1,48 @@
+/**
+ * Erasure (hard delete, docs/api.md "What a hard delete leaves"): the record's copies outside its row.
+ * Pure functions; RecordStore.remove runs the statements in the delete's transaction.
+ */
+import { parseStrictJson } from "../canonical/strictJson.ts"
+
+/** The members of a record view that a hard delete erases, and their erased values. */
+const ERASED: Record<string, unknown> = { metadata: {}, webhookUrl: null, collection: null, data: null }
+
+/**
+ * A stored Idempotency-Key answer (a 202/207 text of src/records/creation.ts) with the record's view
+ * erased: `data`, `metadata`, `collection`, `webhookUrl` (and an encrypted record's `encryptedData` and
+ * `salt`) replaced, every other byte kept, so a replay of a batch still answers the other records as
+ * it did. The view is found by its first member, `{"recordId":"<id>"`, written first by both view
+ * builders; undefined when the text does not hold it.
+ */
+export const eraseFromAnswer = (body: string, recordId: string): string | undefined => {
+  const start = body.indexOf(`{"recordId":"${recordId}"`)
+  if (start === -1) return undefined
+  const end = objectEnd(body, start)
+  if (end === undefined) return undefined
+  const view = parseStrictJson(body.slice(start, end)) as Record<string, unknown>
+  const erased: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(view)) {
+    if (name === "encryptedData" || name === "salt") continue
+    erased[name] = Object.hasOwn(ERASED, name) ? ERASED[name] : value
+  }
+  return body.slice(0, start) + JSON.stringify(erased) + body.slice(end)
+}
+
+/** The index just past the JSON object that starts at `start` (strings and escapes respected). */
+const objectEnd = (text: string, start: number): number | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = start; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // backslash: skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x7b || c === 0x5b) depth++
+    else if (c === 0x7d || c === 0x5d) {
+      depth--
+      if (depth === 0) return i + 1
+    }
+  }
+  return undefined
+}
