@@ -19,7 +19,14 @@ export const eraseFromAnswer = (body: string, recordId: string): string | undefi
   if (start === -1) return undefined
   const end = objectEnd(body, start)
   if (end === undefined) return undefined
-  const view = parseStrictJson(body.slice(start, end)) as Record<string, unknown>
+  let view: Record<string, unknown>
+  try {
+    // Deeper than any request may nest (data at most 64 levels, inside a view inside a batch answer).
+    view = parseStrictJson(body.slice(start, end), { maxDepth: 256 }) as Record<string, unknown>
+  } catch {
+    // Not expected (the node wrote this text); erasing wins over keeping the view's other members.
+    view = { recordId }
+  }
   const erased: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(view)) {
     if (name === "encryptedData" || name === "salt") continue
