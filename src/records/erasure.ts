@@ -11,15 +11,46 @@ const ERASED: Record<string, unknown> = { metadata: {}, webhookUrl: null, collec
  * A stored Idempotency-Key answer (a 202/207 text of src/records/creation.ts) with the record's view
  * erased: `data`, `metadata`, `collection`, `webhookUrl` (and an encrypted record's `encryptedData` and
  * `salt`) replaced, every other byte kept, so a replay of a batch still answers the other records as
- * it did. The view is found by its first member, `{"recordId":"<id>"`, written first by both view
- * builders; undefined when the text does not hold it.
+ * it did. The views are found where the answer's own structure puts them (`data`, or each
+ * `data.results[i].data`), never by searching the text: another record's data or metadata may hold
+ * `{"recordId":"<this id>"…}` too. undefined when the answer holds no view of the record.
  */
 export const eraseFromAnswer = (body: string, recordId: string): string | undefined => {
-  const start = body.indexOf(`{"recordId":"${recordId}"`)
-  if (start === -1) return undefined
+  const own = `{"recordId":"${recordId}"`
+  if (!body.startsWith(ANSWER)) return undefined
+  if (body.startsWith(own, ANSWER.length)) return replaceView(body, ANSWER.length, recordId)
+  // A batch answer: fixed members (numbers only) up to `results`, then one object per item.
+  if (!body.startsWith(BATCH, ANSWER.length)) return undefined
+  let i = body.indexOf(RESULTS, ANSWER.length)
+  if (i === -1) return undefined
+  i += RESULTS.length
+  while (body[i] === "{") {
+    const end = objectEnd(body, i)
+    if (end === undefined) return undefined
+    const item = ITEM.exec(body.slice(i, i + 48))
+    if (item !== null && body.startsWith(own, i + item[0].length)) return replaceView(body, i + item[0].length, recordId)
+    i = body[end] === "," ? end + 1 : end
+  }
+  return undefined
+}
+
+const ANSWER = '{"success":true,"data":'
+const BATCH = '{"accepted":'
+const RESULTS = '"results":['
+const ITEM = /^\{"index":\d+,"success":true,"data":/
+
+/** The answer with the view starting at `start` replaced by its erased form. */
+const replaceView = (body: string, start: number, recordId: string): string | undefined => {
   const end = objectEnd(body, start)
   if (end === undefined) return undefined
-  const view = parseStrictJson(body.slice(start, end)) as Record<string, unknown>
+  let view: Record<string, unknown>
+  try {
+    // Deeper than any request may nest (data at most 64 levels, inside a view inside a batch answer).
+    view = parseStrictJson(body.slice(start, end), { maxDepth: 256 }) as Record<string, unknown>
+  } catch {
+    // Not expected (the node wrote this text); erasing wins over keeping the view's other members.
+    view = { recordId }
+  }
   const erased: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(view)) {
     if (name === "encryptedData" || name === "salt") continue

@@ -12,6 +12,7 @@ import { query } from "../support/db.ts"
 import { call } from "../support/node.ts"
 import { confirmAnchor, type Receiver, startReceiver, startWebhookNode, waitFor, type WebhookNode } from "../webhooks/support.ts"
 import { CANCELLED } from "../../src/records/RecordStore.ts"
+import { eraseFromAnswer } from "../../src/records/erasure.ts"
 
 const MARKER = `zq${Crypto.randomBytes(8).toString("hex")}`
 const KEY = "k".repeat(16) + "0123456789abcdef"
@@ -133,4 +134,39 @@ describe("hard delete erases the record everywhere", () => {
     expect(replay.json.data).toMatchObject({ recordId: a.recordId, hash: a.hash, data: null, metadata: {}, collection: null, webhookUrl: null })
     expect((await api("GET", `/v1/records/${a.recordId}`)).status).toBe(410)
   }, 60_000)
+})
+
+describe("eraseFromAnswer (stored Idempotency-Key answers)", () => {
+  const view = (id: string, data: string, extra = "") =>
+    `{"recordId":"${id}","hash":"${"a".repeat(64)}","status":"QUEUED","collection":"c}\\"{","metadata":{"k":"}{\\"]"},` +
+    `"webhookUrl":"https://x.example/p?q={","encrypted":false${extra},"anchors":[],"data":${data}}`
+  const one = "0".repeat(23) + "1"
+  const two = "0".repeat(23) + "2"
+
+  it("erases one record's view of a batch answer and keeps every other byte", () => {
+    const deep = `${"[".repeat(64)}"}"${"]".repeat(64)}`
+    // the other record refers to this one by id, in its data and in its metadata (not JCS-ordered)
+    const other = view(two, `{"ref":{"recordId":"${one}","x":1},"s":"{\\"recordId\\":\\"${one}\\""}`)
+      .replace('"metadata":{', `"metadata":{"success":true,"data":{"recordId":"${one}"},`)
+    const body = `{"success":true,"data":{"accepted":2,"rejected":1,"summary":{"successful":2,"failed":1},"results":[` +
+      `{"index":0,"success":true,"data":${other}},{"index":1,"success":false,"error":"data: must be a JSON object","errorCode":"VALIDATION_ERROR"},` +
+      `{"index":2,"success":true,"data":${view(one, `{"deep":${deep}}`)}}]}}`
+    JSON.parse(body)
+    const erased = eraseFromAnswer(body, one)!
+    const parsed = JSON.parse(erased)
+    expect(parsed.data.results[2].data).toEqual({
+      recordId: one, hash: "a".repeat(64), status: "QUEUED", collection: null, metadata: {}, webhookUrl: null, encrypted: false,
+      anchors: [], data: null
+    })
+    expect(erased.startsWith(body.slice(0, body.indexOf('{"index":2')))).toBe(true)
+    expect(eraseFromAnswer(body, "f".repeat(24))).toBeUndefined()
+  })
+
+  it("drops an encrypted record's ciphertext and salt", () => {
+    const body = `{"success":true,"data":${view(one, "null", `,"encryptedData":{"algorithm":"AES-256-GCM","ciphertext":"Zm9v","nonce":"YQ==","tag":"Yg=="},"hashScheme":"salted-jcs-sha256","salt":"${"s".repeat(43)}"`)}}`
+    const erased = JSON.parse(eraseFromAnswer(body, one)!).data
+    expect(erased.encryptedData).toBeUndefined()
+    expect(erased.salt).toBeUndefined()
+    expect(erased.hashScheme).toBe("salted-jcs-sha256")
+  })
 })
