@@ -113,6 +113,9 @@ const describeClass = (range: string) => CLASS_NAMES[range] ?? "special-purpose"
 
 // ---- the operator's allowlist (WEBHOOK_ALLOW_PRIVATE) ----
 
+/** Cloud metadata services' names: refused by name (with localhost, *.localhost, *.internal). */
+const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata", "instance-data", "metadata.azure.com"])
+
 export interface Allowlist {
   /** The entries as given, normalized, for the banner and the logs. */
   readonly entries: ReadonlyArray<string>
@@ -185,9 +188,10 @@ export const parseAllowlist = (raw: string): { readonly ok: true; readonly allow
 export const describeAllowlist = (allowlist: Allowlist) =>
   allowlist.entries.length === 0 ? "public addresses only" : `public addresses and ${allowlist.entries.join(", ")}`
 
+/** A name the operator opened; a cloud metadata name only by itself, not by a `*.internal`-style entry. */
 const hostAllowed = (allowlist: Allowlist, host: string) => {
   const h = normalizeHost(host)
-  return allowlist.hosts.has(h) || allowlist.suffixes.some((s) => h.endsWith(s))
+  return allowlist.hosts.has(h) || (!METADATA_HOSTS.has(h) && allowlist.suffixes.some((s) => h.endsWith(s)))
 }
 
 /** An address the operator opened (IPv4-mapped forms compared as the IPv4 address they carry). */
@@ -198,8 +202,6 @@ const networkAllowed = (allowlist: Allowlist, address: string) => {
 }
 
 // ---- the checks ----
-
-const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata", "instance-data", "metadata.azure.com"])
 
 /** The URL's host as connected to: lowercase, without the brackets of an IPv6 literal. */
 export const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "").toLowerCase()

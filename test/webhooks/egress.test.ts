@@ -96,6 +96,10 @@ describe("WEBHOOK_ALLOW_PRIVATE", () => {
         expect((await check(url, env)).ok, url).toBe(false)
       }
     }
+    // A metadata name is opened only by itself, not by a wildcard over its domain.
+    const internal = allowlist("*.internal")
+    expect(await checkWebhookUrl("http://hooks.corp.internal/h", "test", { resolve, allowlist: internal })).toEqual({ ok: true })
+    expect((await checkWebhookUrl("http://metadata.google.internal/h", "test", { resolve, allowlist: internal })).ok).toBe(false)
     // 0.0.0.0, broadcast and multicast are never opened, not even by a network that holds them.
     const all = allowlist("0.0.0.0/0,::/0")
     expect((await checkWebhookUrl("http://10.1.2.3/h", "test", { allowlist: all })).ok).toBe(true)
