@@ -307,6 +307,8 @@ export class WebhookEgress extends Context.Service<WebhookEgress, {
     if (!parsed.ok) return yield* new WebhookConfigError({ message: `WEBHOOK_ALLOW_PRIVATE: ${parsed.message}` })
     const resolve = yield* WebhookResolver
     const allowlist = parsed.allowlist
+    // What an operator opened is worth a line at start (nothing opened is the quiet default).
+    if (allowlist.entries.length > 0) yield* Effect.logInfo("webhook egress: non-public targets opened", { targets: describeAllowlist(allowlist) })
     return WebhookEgress.of({
       allowlist,
       resolve,
