@@ -169,7 +169,8 @@ const main = async () => {
     // BENCH_NODE_ARGS: extra Node flags for the node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
     const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "start"], {
-      cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"]
+      // The receiver is on loopback, which the egress policy opens only when told.
+      cwd: root, env: { ...process.env, ...env, PORT: String(port), WEBHOOK_ALLOW_PRIVATE: "loopback" }, stdio: ["ignore", "ignore", "inherit"]
     })
     cleanups.unshift(() => node.kill("SIGTERM"))
     const base = `http://127.0.0.1:${port}`

@@ -112,7 +112,8 @@ const main = async () => {
   // BENCH_NODE_ARGS: extra Node flags for the node under test (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
   const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "start"], {
-    cwd: root, env: { ...process.env, ...env, PORT: String(nodePort), WEBHOOK_CONCURRENCY: String(CONCURRENCY) },
+    // The receiver is on loopback, which the egress policy opens only when told.
+    cwd: root, env: { ...process.env, ...env, PORT: String(nodePort), WEBHOOK_CONCURRENCY: String(CONCURRENCY), WEBHOOK_ALLOW_PRIVATE: "loopback" },
     stdio: ["ignore", "ignore", "inherit"]
   })
   await waitFor(`http://127.0.0.1:${nodePort}/v1/health`)

@@ -149,7 +149,7 @@ export class ConsoleApi extends HttpApiGroup.make("console")
     HttpApiEndpoint.get("getWebhook", accountPath("/webhook"), { params: AccountParam, success: ok(ConsoleWebhookView), error: [NotFound] }),
     HttpApiEndpoint.put("putWebhook", accountPath("/webhook"), {
       params: AccountParam,
-      // The URL is checked by the policy of this environment (test: http and loopback allowed).
+      // The URL is checked by the egress policy (src/webhooks/urlPolicy.ts; live: https only).
       query: EnvironmentQuery,
       payload: JsonBody(WebhookSettingsPatch),
       success: ok(ConsoleWebhookView),

@@ -21,6 +21,7 @@ import { RecordStore } from "../records/RecordStore.ts"
 import { WebhookConfig } from "../webhooks/config.ts"
 import { WebhookDispatcher } from "../webhooks/Dispatcher.ts"
 import { WebhookStoresLayer } from "../webhooks/stores.ts"
+import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { ConsoleServicesLayer } from "../console/layer.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
@@ -45,6 +46,9 @@ const ApiServices = Layer.mergeAll(
   WebhookStoresLayer,
   // The console's users, sessions, sign-in, statistics, and certificates (SPEC 9).
   ConsoleServicesLayer
+).pipe(
+  // The webhook egress policy: the set-time checks (records, webhooks, console) and the dispatcher.
+  Layer.provideMerge(WebhookEgress.layer)
 )
 
 /** Everything the HTTP API needs (given the EVM networks: ingest picks a record's network from them). */

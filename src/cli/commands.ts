@@ -25,6 +25,7 @@ import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../app/layers.t
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
 import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
+import { AllowPrivateDefault, describeAllowlist, WebhookEgress } from "../webhooks/urlPolicy.ts"
 
 /** The API's URL once the server listens. */
 const listeningUrl = Effect.gen(function*() {
@@ -53,7 +54,8 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
     database: Option.isSome(config.databaseUrl) ? undefined : embeddedDatabaseUrl(config.dataDir),
     chain,
     fabric: { ...peer, profile: devFabricProfilePath(config.dataDir) },
-    signInLink: yield* devOperatorLink(baseUrl)
+    signInLink: yield* devOperatorLink(baseUrl),
+    webhookTargets: describeAllowlist((yield* WebhookEgress).allowlist)
   })
 }))
 
@@ -71,7 +73,9 @@ const runNode = (dev: boolean) =>
     // FABRIC_NETWORKS is set (src/fabric/devNetwork.ts). One peer layer, shared (layers are memoized by reference).
     const devPeer = FabricDevPeer.layerDev(config.dataDir)
     return yield* Layer.launch(announceDev.pipe(
-      Layer.provideMerge(Layer.merge(makeNodeLayer(DevChainLayer, FabricDevNetworkLayer.pipe(Layer.provide(devPeer))), devPeer))
+      Layer.provideMerge(Layer.merge(makeNodeLayer(DevChainLayer, FabricDevNetworkLayer.pipe(Layer.provide(devPeer))), devPeer)),
+      // Webhooks to the developer's own machine (WEBHOOK_ALLOW_PRIVATE, when set, says otherwise).
+      Layer.provide(Layer.succeed(AllowPrivateDefault, "loopback"))
     )).pipe(
       // After every layer is released (database stopped, chain state saved): the last line.
       Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`))

@@ -37,7 +37,7 @@ import { DeliveryNotFound, InvalidDeliveryQuery } from "../webhooks/errors.ts"
 import { DeliveryLog } from "../webhooks/DeliveryLog.ts"
 import type { DeliveryRow, WebhookSettingsRow } from "../webhooks/rows.ts"
 import { WebhookTests } from "../webhooks/TestEvents.ts"
-import { WebhookResolver } from "../webhooks/urlPolicy.ts"
+import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { deliveryView, settingsView, updateSettings } from "../webhooks/views.ts"
 import { WebhookSettingsStore } from "../webhooks/WebhookSettingsStore.ts"
 import { type SignedIn, ConsoleAuth } from "./ConsoleAuth.ts"
@@ -182,7 +182,7 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
     const stats = yield* ConsoleStats
     const config = yield* AppConfig
     const consoleConfig = yield* ConsoleConfig
-    const resolve = yield* WebhookResolver
+    const egress = yield* WebhookEgress
     const sql = yield* SqlClient.SqlClient
     const evm = (yield* EvmNetworks).networks
     const fabric = (yield* FabricNetworks).networks
@@ -434,7 +434,7 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
       .handle("putWebhook", ({ params, query, payload }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "change")
-          return ok(webhookView(yield* updateSettings(webhookSettings, resolve, params.accountId, query.environment, payload), false))
+          return ok(webhookView(yield* updateSettings(webhookSettings, egress, params.accountId, query.environment, payload), false))
         }).pipe(atEdge))
       .handle("revealSecret", ({ params }) =>
         Effect.gen(function*() {

@@ -86,6 +86,8 @@ export const printBanner = (info: {
     readonly address: string; readonly channel: string; readonly chaincode: string; readonly mspId: string; readonly profile: string
   }
   readonly signInLink: { readonly url: string; readonly expiresAt: Date }
+  /** The egress policy's targets (describeAllowlist). */
+  readonly webhookTargets: string
 }) =>
   Console.log([
     "",
@@ -107,6 +109,7 @@ export const printBanner = (info: {
     `Profile:   ${info.fabric.profile}  (anchord verify --fabric-profile)`,
     `Account:   ${info.accountId} (ENTERPRISE, active)`,
     `Test key:  ${info.apiKey}`,
+    `Webhooks:  to ${info.webhookTargets}  (WEBHOOK_ALLOW_PRIVATE)`,
     "",
     "Try:",
     `  curl -s -X POST ${info.baseUrl}/v1/anchor -H "Authorization: Bearer ${info.apiKey}" \\`,

@@ -11,7 +11,7 @@ import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../anchoring/Networks.ts"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
-import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
+import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { commitSalted, isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
@@ -102,6 +102,7 @@ export class Ingest extends Context.Service<Ingest, {
       const writer = yield* IngestWriter
       const networks = yield* Networks
       const usage = yield* UsageCache
+      const egress = yield* WebhookEgress
       // The record's createdAt (and the batch window counted from it) on the node's Clock, read
       // without an effect step: this runs for every record.
       const clock = yield* Clock.Clock
@@ -187,7 +188,7 @@ export class Ingest extends Context.Service<Ingest, {
           }
           if (body.webhookUrl === undefined) return build(principal, kind, where)
           return Effect.flatMap(
-            Effect.promise(() => checkWebhookUrl(body.webhookUrl!, principal.environment)),
+            egress.check(body.webhookUrl, principal.environment),
             (verdict) => verdict.ok ? build(principal, kind, where) : Effect.fail(new InvalidWebhookUrl({ reason: `${where}${verdict.reason}` }))
           )
         },

@@ -14,7 +14,7 @@ import { CurrentPrincipal } from "../api/auth.ts"
 import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
 import { atEdge } from "../db/errors.ts"
 import { cursorCodec, pageOf } from "../http/pagination.ts"
-import { checkWebhookUrl } from "../webhooks/urlPolicy.ts"
+import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { type Accepted, type CreateEndpoint, RecordCreation } from "./creation.ts"
 import { open } from "./encryption.ts"
@@ -47,6 +47,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
   Effect.gen(function*() {
     const creation = yield* RecordCreation
     const store = yield* RecordStore
+    const egress = yield* WebhookEgress
     const sql = yield* SqlClient.SqlClient
 
     const create = (endpoint: CreateEndpoint) => ({ payload, headers }: { readonly payload: unknown; readonly headers: { readonly "idempotency-key"?: string | undefined } }) =>
@@ -110,7 +111,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
           const immutable = Object.keys(payload).filter((k) => !MUTABLE_FIELDS.has(k))
           if (immutable.length > 0) return yield* new ImmutableField({ fields: immutable })
           if (payload.webhookUrl !== undefined && payload.webhookUrl !== null) {
-            const verdict = yield* Effect.promise(() => checkWebhookUrl(payload.webhookUrl!, principal.environment))
+            const verdict = yield* egress.check(payload.webhookUrl, principal.environment)
             if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason })
           }
           const changes = {

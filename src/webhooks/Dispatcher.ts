@@ -28,7 +28,7 @@ import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
 import { attempt, destroyAgents, makeAgents } from "./sender.ts"
 import { standardSignature } from "./standard.ts"
-import { WebhookResolver } from "./urlPolicy.ts"
+import { WebhookEgress } from "./urlPolicy.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
 const RETENTION_BATCH = 5_000
@@ -62,7 +62,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const claims = yield* DeliveryClaims
   const deliveryLog = yield* DeliveryLog
   const pg = yield* PgClient.PgClient
-  const resolve = yield* WebhookResolver
+  const egress = yield* WebhookEgress
   const agents = yield* Effect.acquireRelease(Effect.sync(makeAgents), (a) => Effect.sync(() => destroyAgents(a)))
 
   const wake = yield* Queue.sliding<void>(1)
@@ -116,7 +116,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       attempt(
         { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },
         agents,
-        resolve,
+        egress,
         signal
       )
     ).pipe(

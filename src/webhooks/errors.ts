@@ -39,3 +39,6 @@ export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()("De
     return `No webhook delivery ${this.deliveryId}`
   }
 }
+
+/** A webhook setting of the node that does not parse (WEBHOOK_ALLOW_PRIVATE): the node does not start. */
+export class WebhookConfigError extends Schema.TaggedError<WebhookConfigError>()("WebhookConfigError", { message: Schema.String }) {}

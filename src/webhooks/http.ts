@@ -6,7 +6,7 @@ import { Api } from "../api/Api.ts"
 import { atEdge } from "../db/errors.ts"
 import { cursorCodec, pageOf } from "../http/pagination.ts"
 import { DeliveryNotFound, InvalidDeliveryQuery } from "./errors.ts"
-import { WebhookResolver } from "./urlPolicy.ts"
+import { WebhookEgress } from "./urlPolicy.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 import type { DeliveryRow } from "./rows.ts"
@@ -18,7 +18,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
   Effect.gen(function*() {
     const settingsStore = yield* WebhookSettingsStore
     const deliveryLog = yield* DeliveryLog
-    const resolve = yield* WebhookResolver
+    const egress = yield* WebhookEgress
 
     const withAttempts = (rows: ReadonlyArray<DeliveryRow>) =>
       Effect.map(deliveryLog.attemptsOf(rows.map((r) => r.seq)), (attempts) => rows.map((row) => deliveryView(row, attempts)))
@@ -32,7 +32,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("putSettings", ({ payload: patch }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const updated = yield* updateSettings(settingsStore, resolve, principal.accountId, principal.environment, patch)
+          const updated = yield* updateSettings(settingsStore, egress, principal.accountId, principal.environment, patch)
           return { success: true as const, data: settingsView(updated) }
         }).pipe(atEdge))
       .handle("rotateSecret", () =>

@@ -1,16 +1,17 @@
 /**
  * One HTTP POST attempt, with node:http directly: no redirects followed (a 3xx is a failure), one
- * deadline over connect + request + response, keep-alive pools, and for live deliveries the URL policy
- * (./urlPolicy.ts, SPEC 5.6) applied to the address actually connected to: the `lookup` hook resolves
- * the name, refuses it when the policy does, and hands the checked address to the socket, so a DNS
- * answer that changes between check and connect (rebinding) cannot slip by.
+ * deadline over connect + request + response, keep-alive pools, and the egress policy (./urlPolicy.ts)
+ * applied to every delivery, test or live, on the address actually connected to: IP literals before
+ * connecting, names in the `lookup` hook, which resolves the name, refuses it when the policy does,
+ * and hands the checked address to the socket, so a DNS answer that changes between check and connect
+ * (rebinding) cannot slip by.
  */
 import type * as Dns from "node:dns"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import * as Net from "node:net"
 import type { Environment } from "../api/recordSchemas.ts"
-import { addressesVerdict, hostOf, literalVerdict, type Resolve, staticVerdict } from "./urlPolicy.ts"
+import { addressesVerdict, type Allowlist, hostOf, type Resolve, staticVerdict } from "./urlPolicy.ts"
 
 export interface AttemptOutcome {
   readonly ok: boolean
@@ -26,8 +27,8 @@ class Refused extends Error {
 const agentOptions = { keepAlive: true, maxSockets: 256, maxFreeSockets: 256, scheduling: "lifo" as const, timeout: 60_000 }
 
 /**
- * Separate pools per environment: a socket a test delivery opened to a name that resolved to
- * loopback must never be reused by a live delivery to the same name.
+ * Separate pools per environment: test traffic never shares a socket with live traffic (the
+ * egress policy is the same for both; only the scheme rule differs).
  */
 export const makeAgents = () => ({
   test: { http: new Http.Agent(agentOptions), https: new Https.Agent(agentOptions) },
@@ -42,17 +43,21 @@ export const destroyAgents = (agents: Agents) => {
   }
 }
 
-const lookupWith = (resolve: Resolve, live: boolean): Net.LookupFunction =>
+/** What the sender needs of the policy (WebhookEgress). */
+export interface Egress {
+  readonly allowlist: Allowlist
+  readonly resolve: Resolve
+}
+
+const lookupWith = ({ allowlist, resolve }: Egress): Net.LookupFunction =>
   ((hostname: string, options: Dns.LookupOptions, callback: (...args: Array<any>) => void) => {
     resolve(hostname).then(
       (all) => {
         const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0
         const addresses = family === 0 ? all : all.filter((a) => a.family === family)
         if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: "ENOTFOUND" }))
-        if (live) {
-          const verdict = addressesVerdict(hostname, addresses.map((a) => a.address))
-          if (!verdict.ok) return callback(new Refused(verdict.reason))
-        }
+        const verdict = addressesVerdict(allowlist, hostname, addresses.map((a) => a.address))
+        if (!verdict.ok) return callback(new Refused(verdict.reason))
         if (options.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })))
         else callback(null, addresses[0].address, addresses[0].family)
       },
@@ -72,7 +77,7 @@ export interface AttemptRequest {
 export const attempt = (
   request: AttemptRequest,
   agents: Agents,
-  resolve: Resolve,
+  egress: Egress,
   signal?: AbortSignal
 ): Promise<AttemptOutcome> =>
   new Promise((done) => {
@@ -93,20 +98,17 @@ export const attempt = (
       done({
         ok,
         statusCode,
-        latencyMs: Math.round(performance.now() - started),
+        // A refusal happens before any connection: its latency would only time the resolver.
+        latencyMs: error?.startsWith("refused: ") ? 0 : Math.round(performance.now() - started),
         error: error ?? (ok ? null : `HTTP ${statusCode}${statusCode !== null && statusCode >= 300 && statusCode < 400 ? " (redirects are not followed)" : ""}`)
       })
     }
     const live = request.environment === "live"
-    const verdict = staticVerdict(request.url, request.environment)
+    // Scheme, names refused by name, and IP literals (which never reach `lookup`) are checked here.
+    const verdict = staticVerdict(request.url, request.environment, egress.allowlist, "url")
     if (!verdict.ok) return finish(null, `refused: ${verdict.reason}`)
     const url = new URL(request.url)
     const host = hostOf(url)
-    // IP literals never reach `lookup`: check them here.
-    if (live && Net.isIP(host) !== 0) {
-      const literal = literalVerdict(host)
-      if (!literal.ok) return finish(null, `refused: ${literal.reason}`)
-    }
     const secure = url.protocol === "https:"
     const pool = live ? agents.live : agents.test
     const options: Https.RequestOptions = {
@@ -117,7 +119,7 @@ export const attempt = (
       path: `${url.pathname}${url.search}`,
       headers: { ...request.headers, "Content-Length": String(Buffer.byteLength(request.body)) },
       agent: secure ? pool.https : pool.http,
-      lookup: lookupWith(resolve, live),
+      lookup: lookupWith(egress),
       servername: Net.isIP(host) === 0 ? host : undefined
     }
     req = (secure ? Https : Http).request(options, (res) => {

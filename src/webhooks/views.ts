@@ -8,7 +8,7 @@ import type { Environment } from "../api/recordSchemas.ts"
 import type { WebhookSettingsPatch } from "../api/webhookSchemas.ts"
 import { InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
 import type { AttemptRow, DeliveryRow, WebhookSettingsRow } from "./rows.ts"
-import { checkWebhookUrl, type Resolve } from "./urlPolicy.ts"
+import type { WebhookEgress } from "./urlPolicy.ts"
 import type { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 
 export const settingsView = (row: WebhookSettingsRow) => ({
@@ -49,19 +49,19 @@ export const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRo
 })
 
 /**
- * Applies a settings patch (members left out keep their value): the URL checked by the environment's
- * policy (SPEC 5.6), enabled only with a URL, clearing the URL disables the webhook.
+ * Applies a settings patch (members left out keep their value): the URL checked by the egress policy
+ * (./urlPolicy.ts), enabled only with a URL, clearing the URL disables the webhook.
  */
 export const updateSettings = (
   store: typeof WebhookSettingsStore.Service,
-  resolve: Resolve,
+  egress: typeof WebhookEgress.Service,
   accountId: string,
   environment: Environment,
   patch: typeof WebhookSettingsPatch.Type
 ): Effect.Effect<WebhookSettingsRow, InvalidWebhookUrl | InvalidWebhookSettings | SqlError.SqlError> =>
   Effect.gen(function*() {
     if (typeof patch.url === "string") {
-      const verdict = yield* Effect.promise(() => checkWebhookUrl(patch.url as string, environment, { field: "url", resolve }))
+      const verdict = yield* egress.check(patch.url, environment, "url")
       if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason })
     }
     const current = yield* store.get(accountId)

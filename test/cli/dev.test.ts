@@ -19,7 +19,8 @@ Fs.chmodSync(dataDir, 0o755)
 const startDev = async (port: number) => {
   const child = track(ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "dev"], {
     cwd: root,
-    env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", EVM_NETWORKS: "" },
+    // WEBHOOK_ALLOW_PRIVATE left out: dev's own default (loopback) is under test.
+    env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", EVM_NETWORKS: "", WEBHOOK_ALLOW_PRIVATE: undefined },
     stdio: ["ignore", "pipe", "pipe"]
   }))
   forwardOutput(child, "anchord dev")
@@ -67,6 +68,11 @@ describe("anchord dev", () => {
     expect(redeemed.json.data.user).toMatchObject({ email: "dev@anchord.local", operator: true })
     expect((await call(base, "POST", "/console/api/links/redeem", { body: { token: link![1] } })).json.errorCode).toBe("INVALID_LINK")
     expect((await fetch(`${base}/console`)).status).toBe(200)
+    // Webhooks to the developer's own machine: loopback opened, and said so in the banner.
+    expect(first.output()).toContain("Webhooks:  to public addresses and 127.0.0.0/8, ::1, localhost  (WEBHOOK_ALLOW_PRIVATE)")
+    expect((await call(base, "POST", "/v1/anchor", { key: first.key, body: { data: { dev: 2 }, webhookUrl: "http://127.0.0.1:9/hook" } })).status).toBe(202)
+    expect((await call(base, "POST", "/v1/anchor", { key: first.key, body: { data: { dev: 3 }, webhookUrl: "http://0.0.0.0:9/hook" } })).json.errorCode)
+      .toBe("INVALID_WEBHOOK_URL")
     const verifyConfig: any = await (await fetch(`${base}/verify/config.json`)).json()
     expect(verifyConfig.networks).toEqual([expect.objectContaining({ networkId: "hardhat-local", chainId: 31337 })])
     await stop(first.child, "SIGKILL")
@@ -83,7 +89,7 @@ describe("anchord dev", () => {
 
     const third = await startDev(port)
     expect(third.key).toBe(first.key)
-    expect((await call(base, "GET", "/v1/records", { key: third.key })).json.data.records).toHaveLength(1)
+    expect((await call(base, "GET", "/v1/records", { key: third.key })).json.data.records).toHaveLength(2)
     await stop(third.child, "SIGTERM")
   }, 180_000) // three starts of a whole dev node (PostgreSQL, chain, Fabric peer) on a loaded 2-core machine
 })

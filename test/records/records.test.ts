@@ -384,10 +384,11 @@ describe("records", () => {
     expect(plan).not.toMatch(/records_list/)
   })
 
-  it("a live key needs an https webhook that is not loopback, private or metadata; a test key may use http + loopback", async () => {
+  it("a live key needs an https webhook to a public address; a test key may use http; loopback is open to both here", async () => {
     const live = (await node.createKey(await node.createAccount(), "live")).key
-    for (const url of ["http://example.com/h", "https://127.0.0.1/h", "https://10.0.0.8/h", "https://169.254.169.254/latest",
-      "https://[::1]/h", "https://localhost/h", "https://metadata.google.internal/x", "https://192.168.1.1/h", "https://[::ffff:127.0.0.1]/h"]) {
+    // The whole egress policy: test/webhooks/ssrf.test.ts. These nodes open loopback (vitest.config.ts).
+    for (const url of ["http://example.com/h", "http://127.0.0.1/h", "https://10.0.0.8/h", "https://169.254.169.254/latest",
+      "https://metadata.google.internal/x", "https://192.168.1.1/h", "https://[::ffff:10.0.0.8]/h"]) {
       const r = await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: {}, webhookUrl: url } })
       expectError(r, 400, "INVALID_WEBHOOK_URL")
     }
@@ -395,6 +396,8 @@ describe("records", () => {
     expect(ok.status).toBe(202)
     expect(ok.json.data.environment).toBe("live")
     expect((await api("POST", "/v1/anchor", { data: {}, webhookUrl: "http://localhost:3000/h" })).status).toBe(202)
+    expect((await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: {}, webhookUrl: "https://[::1]:3000/h" } })).status).toBe(202)
+    expectError(await api("POST", "/v1/anchor", { data: {}, webhookUrl: "http://10.0.0.8/h" }), 400, "INVALID_WEBHOOK_URL")
   })
 
   it("GET /v1/health and /v1/openapi.json need no key", async () => {

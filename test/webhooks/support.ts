@@ -6,11 +6,11 @@
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import { expect } from "vitest"
-import { Layer } from "effect"
+import { ConfigProvider, Layer } from "effect"
 import { NodeLayer } from "../../src/app/layers.ts"
 import { type Resolve, WebhookResolver } from "../../src/webhooks/urlPolicy.ts"
 import { query } from "../support/db.ts"
-import { startNode } from "../support/node.ts"
+import { startNode, type TestNode } from "../support/node.ts"
 import { waitFor } from "../support/wait.ts"
 
 export interface Received {
@@ -153,16 +153,22 @@ export interface WebhookNode {
   readonly createAccount: () => Promise<string>
   readonly createKey: (accountId: string, environment?: "test" | "live") => Promise<string>
   readonly secretOf: (accountId: string) => Promise<string>
+  /** The node's services, for what the API cannot do (a console user with a password). */
+  readonly runtime: TestNode["runtime"]
   readonly stop: () => Promise<void>
 }
 
 /**
  * An in-process node (all of NodeLayer). Dispatcher settings come from the environment (WEBHOOK_*),
- * which the test file sets before calling this.
+ * which the test file sets before calling this; the egress policy opens loopback for the receivers
+ * (WEBHOOK_ALLOW_PRIVATE=loopback from vitest.config.ts) unless `env` says otherwise.
  */
 export const startWebhookNode = async (options: { env?: Record<string, string>; resolve?: Resolve; databaseUrl?: string } = {}): Promise<WebhookNode> => {
   for (const [k, v] of Object.entries(options.env ?? {})) process.env[k] = v
-  const layer = options.resolve === undefined ? NodeLayer : NodeLayer.pipe(Layer.provide(Layer.succeed(WebhookResolver, options.resolve)))
+  const nodeLayer = options.resolve === undefined ? NodeLayer : NodeLayer.pipe(Layer.provide(Layer.succeed(WebhookResolver, options.resolve)))
+  // The environment as of this start: Effect's default provider reads process.env once per process,
+  // so without this a second node of the same file would see the first one's WEBHOOK_* settings.
+  const layer = nodeLayer.pipe(Layer.provide(Layer.succeed(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv())))
   const node = await startNode({ databaseUrl: options.databaseUrl, layer })
   return {
     baseUrl: node.baseUrl,
@@ -171,6 +177,7 @@ export const startWebhookNode = async (options: { env?: Record<string, string>; 
     createKey: (accountId, environment = "test") => node.createKey(accountId, environment).then((k) => k.key),
     secretOf: async (accountId) =>
       (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1", [accountId]))[0].webhook_secret,
+    runtime: node.runtime,
     stop: node.stop
   }
 }

@@ -40,8 +40,8 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
   const settings = h("form", { class: "card", novalidate: true, "aria-labelledby": "wh-settings-h" },
     h("h2", { id: "wh-settings-h" }, "Global webhook"),
     field("URL", url, ctx.environment === "test"
-      ? "Checked as for test keys: http:// and loopback addresses are allowed."
-      : "Checked as for live keys: https:// only, no private or loopback addresses."),
+      ? "http:// or https://, to a public address (private ones only where the node's operator allows them)."
+      : "https:// only, to a public address (private ones only where the node's operator allows them)."),
     h("fieldset", {}, h("legend", {}, "Events"), ...kinds.map((k) => k.node)),
     field("Payload format", format),
     h("div", { class: "check" }, enabled, h("label", { for: enabled.id }, "Enabled: send events here")),
