@@ -111,13 +111,14 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
       reserve: Effect.fn("SignInThrottle.reserve")((k) =>
         sql.withTransaction(Effect.gen(function*() {
           const keys = keysOf(k)
-          const at = yield* now
           const ordered = [keys.pair, keys.address, keys.email].sort()
           // The rows exist, then are locked in one order (no deadlock between two attempts).
           yield* sql`INSERT INTO console_sign_in_counters (key) VALUES (${ordered[0]!}), (${ordered[1]!}), (${ordered[2]!}) ON CONFLICT (key) DO NOTHING`
           const rows = yield* sql`
             SELECT key, failures, last_failure_at, succeeded_at FROM console_sign_in_counters
             WHERE key IN (${keys.pair}, ${keys.address}, ${keys.email}) ORDER BY key FOR UPDATE`.pipe(Effect.flatMap(counters))
+          // The time once the rows are held: attempts that waited on them see each other's failures in order.
+          const at = yield* now
           const row = (key: string) => rows.find((r) => r.key === key)!
           const recent = (r: typeof Counter.Type) =>
             r.lastFailureAt !== null && at.getTime() - r.lastFailureAt.getTime() < WINDOW_MS ? r.failures : 0

@@ -102,7 +102,7 @@ export const ConsoleSessionLayer = Layer.effect(
             const sent = request.headers[CSRF_HEADER]
             if (sent === undefined || sent === "") return yield* Effect.fail(toWire(new CsrfRejected({ reason: "missing" })))
             if (!sameSecret(sent, csrfToken)) return yield* Effect.fail(toWire(new CsrfRejected({ reason: "mismatch" })))
-            if (session.accountSuspended && !ALLOWED_WHEN_SUSPENDED.has(endpoint.name)) {
+            if (session.accountSuspended && !ALLOWED_WHEN_SUSPENDED.has(endpoint.identifier)) {
               return yield* Effect.fail(toWire(new AccountSuspended({ accountId: session.user.accountId ?? "" })))
             }
           }
