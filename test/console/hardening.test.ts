@@ -142,7 +142,7 @@ describe("console hardening (issue 23)", () => {
   it("an admin invites, is removed: the invitation gives no session and is not listed; admins list and revoke invitations", async () => {
     const accountId = await node.createAccount({ name: "invitations" })
     const maker = await user("maker@example.com", PASSWORD, { accountId, role: "admin" })
-    await user("keeper@example.com", PASSWORD, { accountId, role: "admin" })
+    const keeperUser = await user("keeper@example.com", PASSWORD, { accountId, role: "admin" })
     await user("looker@example.com", PASSWORD, { accountId, role: "viewer" })
     const FROM = "127.0.4.1"
     const admin = await session(FROM, "maker@example.com", PASSWORD)
@@ -150,22 +150,21 @@ describe("console hardening (issue 23)", () => {
     expect(invited.status).toBe(200)
     const token = String(invited.json.data.url).split("/invite/")[1]!
     const keeper = await session(FROM, "keeper@example.com", PASSWORD)
-    const listed = await as(FROM, keeper, "GET", `/console/api/accounts/${accountId}/invitations`)
-    expect(listed.json.data.invitations.map((i: any) => [i.email, i.role, i.createdBy])).toEqual([["backdoor@example.com", "admin", maker.id]])
-    // Viewers do not see them.
-    const looker = await session(FROM, "looker@example.com", PASSWORD)
-    expect((await as(FROM, looker, "GET", `/console/api/accounts/${accountId}/invitations`)).status).toBe(403)
 
-    // The other admin removes the maker.
+    // The other admin removes the maker: the maker's session ends, and so does the invitation.
     expect((await as(FROM, keeper, "POST", `/console/api/accounts/${accountId}/members/${maker.id}/remove`)).status).toBe(200)
     expect((await as(FROM, admin, "GET", "/console/api/session")).status).toBe(401)
     const accepted = await request(FROM, "POST", "/console/api/invitations/accept", { body: { token, password: "backdoor passphrase" } })
     expect([accepted.status, accepted.json.errorCode]).toEqual([400, "INVALID_LINK"])
     expect((await as(FROM, keeper, "GET", `/console/api/accounts/${accountId}/invitations`)).json.data.invitations).toEqual([])
 
-    // Revoked: the link no longer works.
+    // Listed for admins (not viewers), and revoked: the link no longer works.
     const second = await as(FROM, keeper, "POST", `/console/api/accounts/${accountId}/members/invite`, { email: "second@example.com", role: "viewer" })
-    const [pending] = (await as(FROM, keeper, "GET", `/console/api/accounts/${accountId}/invitations`)).json.data.invitations
+    const listed = (await as(FROM, keeper, "GET", `/console/api/accounts/${accountId}/invitations`)).json.data.invitations
+    expect(listed.map((i: any) => [i.email, i.role, i.createdBy])).toEqual([["second@example.com", "viewer", keeperUser.id]])
+    const looker = await session(FROM, "looker@example.com", PASSWORD)
+    expect((await as(FROM, looker, "GET", `/console/api/accounts/${accountId}/invitations`)).status).toBe(403)
+    const [pending] = listed
     expect((await as(FROM, keeper, "POST", `/console/api/accounts/${accountId}/invitations/${pending.id}/revoke`)).status).toBe(200)
     expect((await as(FROM, keeper, "POST", `/console/api/accounts/${accountId}/invitations/${pending.id}/revoke`)).status).toBe(404)
     const secondToken = String(second.json.data.url).split("/invite/")[1]!
