@@ -159,7 +159,6 @@ describe("the console", () => {
     await admin.getByRole("button", { name: "Create invitation link" }).click()
     const link = (await admin.locator("#invitation-link").textContent({ timeout: WAIT_MS }))!
     expect(link).toMatch(new RegExp(`^${base}/console/#/invite/[A-Za-z0-9_-]{43}$`))
-    await docsScreenshot(browser(), admin, "members")
     // Pending invitations are listed for admins, and revocable.
     await admin.getByLabel("Email").fill("changed-my-mind@example.com")
     await admin.getByRole("button", { name: "Create invitation link" }).click()
@@ -170,6 +169,7 @@ describe("the console", () => {
     const pending = admin.locator("table", { has: admin.locator("caption", { hasText: "Pending invitations" }) })
     await expect.poll(() => pending.locator("td[data-label=\"Email\"]").allInnerTexts(), { timeout: WAIT_MS })
       .toEqual(["changed-my-mind@example.com", VIEWER.email])
+    await docsScreenshot(browser(), admin, "members")
     expect(await pending.locator("td[data-label=\"Invited by\"]").first().innerText()).toBe(ADMIN.email)
     await admin.getByRole("button", { name: "Revoke the invitation of changed-my-mind@example.com" }).click()
     await admin.getByRole("dialog").getByRole("button", { name: "Revoke" }).click()
