@@ -22,7 +22,7 @@
  * queue on the rows and cannot exceed the limits; a success (`succeeded`) or an attempt that was never
  * checked (`release`) takes its reservation back.
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { decodeRows } from "../db/rows.ts"
 import { SignInThrottled } from "./errors.ts"
@@ -99,17 +99,27 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
               failures = CASE WHEN key = ${keys.pair} THEN 0 ELSE GREATEST(failures - 1, 0) END,
               succeeded_at = CASE WHEN key = ${keys.pair} THEN ${at} ELSE succeeded_at END
             WHERE key IN ${counted}`
-          // Counters with nothing left to say go (the table holds what attackers tried for 15 minutes).
-          yield* sql`
-            DELETE FROM console_sign_in_counters
-            WHERE COALESCE(last_failure_at, '-infinity') <= ${new Date(at.getTime() - WINDOW_MS)}
-              AND COALESCE(succeeded_at, '-infinity') <= ${new Date(at.getTime() - KNOWN_FOR_MS)}`
         }
       })
 
+    /**
+     * Counters with nothing left to say go, at most once a minute per node (after an attempt): the table
+     * holds what was tried in the last 15 minutes and the known addresses of the last 30 days.
+     */
+    const lastSweep = yield* Ref.make(0)
+    const sweep = Effect.gen(function*() {
+      const at = yield* now
+      const due = yield* Ref.modify(lastSweep, (last) => at.getTime() - last >= 60_000 ? [true, at.getTime()] : [false, last])
+      if (!due) return
+      yield* sql`
+        DELETE FROM console_sign_in_counters
+        WHERE COALESCE(last_failure_at, '-infinity') <= ${new Date(at.getTime() - WINDOW_MS)}
+          AND COALESCE(succeeded_at, '-infinity') <= ${new Date(at.getTime() - KNOWN_FOR_MS)}`
+    })
+
     return SignInThrottle.of({
       reserve: Effect.fn("SignInThrottle.reserve")((k) =>
-        sql.withTransaction(Effect.gen(function*() {
+        Effect.ensuring(sql.withTransaction(Effect.gen(function*() {
           const keys = keysOf(k)
           const ordered = [keys.pair, keys.address, keys.email].sort()
           // The rows exist, then are locked in one order (no deadlock between two attempts).
@@ -138,7 +148,7 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
             FROM (VALUES ${counts}${known ? sql`` : sql`, (${keys.email}, ${emailFailures + 1}::int)`}) AS v (key, failures)
             WHERE c.key = v.key`
           return { attemptsLeft: MAX_FAILURES_PER_PAIR - pairFailures - 1, emailCounted: !known }
-        }))),
+        })), Effect.ignore(sweep))),
 
       succeeded: Effect.fn("SignInThrottle.succeeded")((k, r) => takeBack(k, r, true)),
       release: Effect.fn("SignInThrottle.release")((k, r) => takeBack(k, r, false))

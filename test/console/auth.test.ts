@@ -218,6 +218,24 @@ describe("sign-in throttle (TestClock, real PostgreSQL)", () => {
       assert.strictEqual((yield* (yield* ConsoleUsers).byEmail(dotted)), undefined)
     })))
 
+  it.effect("counters with nothing left to say are swept (at most once a minute); a known address stays known for 30 days", () =>
+    withServices(Effect.gen(function*() {
+      yield* startClockNearNow
+      const auth = yield* ConsoleAuth
+      const sql = yield* SqlClient.SqlClient
+      const user = yield* member("the right passphrase")
+      const keysOf = (e: string) => sql<{ key: string }>`SELECT key FROM console_sign_in_counters WHERE key LIKE ${`%${e}`} ORDER BY key`
+      yield* Effect.exit(auth.signIn({ email: user.email, password: "the right passphrase", address: "192.0.2.77" }))
+      const stranger = email("stranger")
+      yield* Effect.exit(auth.signIn({ email: stranger, password: "wrong", address: "192.0.2.78" }))
+      assert.strictEqual((yield* keysOf(stranger)).length, 2)
+      yield* TestClock.adjust(WINDOW_MS + 60_000)
+      yield* Effect.exit(auth.signIn({ email: email("someone"), password: "wrong", address: "192.0.2.79" }))
+      assert.deepStrictEqual(yield* keysOf(stranger), [])
+      // The owner's pair is kept: its address is known.
+      assert.deepStrictEqual((yield* keysOf(user.email)).map((r) => r.key), [`pair:192.0.2.77 ${user.email}`])
+    })))
+
   it.effect(`one address: ${MAX_FAILURES_PER_ADDRESS} failures over any emails pause sign-in from it`, () =>
     withServices(Effect.gen(function*() {
       yield* startClockNearNow
@@ -326,6 +344,7 @@ describe("one-time links and passwords", () => {
       // Listed and revoked by id (the token is never stored nor shown).
       const keeper = yield* member("a fine passphrase", "admin")
       const a = yield* invite(keeper, "viewer")
+      yield* TestClock.adjust(1_000)
       yield* invite(keeper, "admin")
       const pending = yield* links.pendingInvitations(keeper.accountId!)
       assert.deepStrictEqual(pending.map((l) => [l.role, l.createdBy]), [["admin", keeper.id], ["viewer", keeper.id]])
