@@ -16,11 +16,11 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpAp
 import { AddressLimit } from "./auth.ts"
 import {
   AcceptInvitationBody, AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreateAccountBody, CreatedKey, CreatedLink,
-  CreateKeyBody, InviteBody, KeyList, KeyView, LinkView, MemberList, NetworkList, OverviewView, PlanBody, RevealedSecret, SessionView,
+  CreateKeyBody, InvitationList, InvitationView, InviteBody, KeyList, KeyView, LinkView, MemberList, NetworkList, OverviewView, PlanBody, RevealedSecret, SessionView,
   SignInBody, SignOutResult, TestEventBody, TokenBody
 } from "./consoleSchemas.ts"
 import { BadRequest, Conflict, Forbidden, Gone, NotFound, ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized, Unprocessable } from "./errors.ts"
-import { DatabaseBound, JsonBodyFraming } from "./http.ts"
+import { DatabaseBound, JsonBodyFraming, RequestDeadline } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import { Environment, ok, RecordId, RecordList, RecordStatus, RecordView, ChainType, Collection } from "./recordSchemas.ts"
@@ -48,6 +48,8 @@ export interface CurrentSessionShape {
   readonly csrfToken: string
   readonly expiresAt: Date
   readonly idleExpiresAt: Date
+  /** The member's account is suspended: state changes are refused (403 ACCOUNT_SUSPENDED). */
+  readonly readOnly: boolean
 }
 
 export class CurrentSession extends Context.Service<CurrentSession, CurrentSessionShape>()("anchord/console/CurrentSession") {}
@@ -71,6 +73,13 @@ const AccountParam = { accountId: Schema.String.check(Schema.isMaxLength(64)) }
 const EnvironmentQuery = { environment: Environment }
 const empty = JsonBody(EmptyBody)
 
+/**
+ * Password hashing has its own bound (src/console/ConsoleAuth.ts: a few at a time, a bounded wait, 503
+ * "too many sign-ins at once"); the database steps around it keep REQUEST_DEADLINE_MS each. The whole
+ * request may take longer than that deadline, never because of the database.
+ */
+const HASHING_DEADLINE_MS = 20_000
+
 /** Signing in: no session yet. Limited by client address, and sign-in by its own throttle. */
 export class ConsoleAuthApi extends HttpApiGroup.make("consoleAuth")
   .add(
@@ -78,7 +87,8 @@ export class ConsoleAuthApi extends HttpApiGroup.make("consoleAuth")
       payload: JsonBody(SignInBody),
       success: ok(SessionView),
       error: [BadRequest, Unauthorized, TooManyRequestsSchema]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "Email and password; sets the session cookie."),
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "Email and password; sets the session cookie.")
+      .annotate(RequestDeadline, HASHING_DEADLINE_MS),
     HttpApiEndpoint.post("redeemLink", "/links/redeem", {
       payload: JsonBody(TokenBody),
       success: ok(SessionView),
@@ -94,6 +104,7 @@ export class ConsoleAuthApi extends HttpApiGroup.make("consoleAuth")
       success: ok(SessionView),
       error: [BadRequest, Conflict]
     }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "Choose a password: makes the user and signs them in.")
+      .annotate(RequestDeadline, HASHING_DEADLINE_MS)
   )
   .middleware(AddressLimit)
   .middleware(ConsoleSameOrigin)
@@ -239,6 +250,14 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       payload: JsonBody(InviteBody),
       success: ok(CreatedLink),
       error: [BadRequest, NotFound, Conflict]
+    }).middleware(JsonBodyFraming),
+    HttpApiEndpoint.get("listInvitations", accountPath("/invitations"), { params: AccountParam, success: ok(InvitationList), error: [NotFound] })
+      .annotate(OpenApi.Description, "The account's invitations that can still be accepted (its admins, operators)."),
+    HttpApiEndpoint.post("revokeInvitation", accountPath("/invitations/:invitationId/revoke"), {
+      params: { ...AccountParam, invitationId: Schema.String.check(Schema.isMaxLength(64)) },
+      payload: empty,
+      success: ok(InvitationView),
+      error: [BadRequest, NotFound]
     }).middleware(JsonBodyFraming),
     HttpApiEndpoint.post("removeMember", accountPath("/members/:userId/remove"), {
       params: { ...AccountParam, userId: Schema.String.check(Schema.isMaxLength(64)) },

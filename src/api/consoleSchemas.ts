@@ -24,7 +24,9 @@ export const SessionView = Schema.Struct({
   /** Send it as X-CSRF-Token with every request that changes something. */
   csrfToken: Schema.String,
   expiresAt: Schema.String,
-  idleExpiresAt: Schema.String
+  idleExpiresAt: Schema.String,
+  /** The user's account is suspended: the console shows everything and changes nothing (403 ACCOUNT_SUSPENDED). */
+  readOnly: Schema.Boolean
 }).annotate({ identifier: "ConsoleSession" })
 
 export const SignInBody = Schema.Struct({
@@ -189,6 +191,18 @@ export const InviteBody = Schema.Struct({
   email: Schema.String.check(Schema.isMaxLength(254)),
   role: ConsoleRole
 }).annotate({ identifier: "ConsoleInvite" })
+
+export const InvitationView = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  role: ConsoleRole,
+  /** Who made it (null: an operator's command line). */
+  createdBy: Schema.NullOr(Schema.String),
+  createdAt: Schema.String,
+  expiresAt: Schema.String
+}).annotate({ identifier: "ConsoleInvitation" })
+
+export const InvitationList = Schema.Struct({ invitations: Schema.Array(InvitationView) }).annotate({ identifier: "ConsoleInvitationList" })
 
 export const CreatedLink = Schema.Struct({
   /** Shown once: give it to the person it is for. */

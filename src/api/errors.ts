@@ -15,8 +15,9 @@ import { HttpApiSchema } from "effect/http-api"
 export const ERROR_CODES = {
   400: ["INVALID_JSON", "VALIDATION_ERROR", "INVALID_ENCRYPTION_KEY", "INVALID_WEBHOOK_URL", "INVALID_LINK"],
   401: ["MISSING_API_KEY", "INVALID_API_KEY", "EXPIRED_API_KEY", "INVALID_CREDENTIALS", "NOT_SIGNED_IN", "SESSION_EXPIRED"],
-  // The console (SPEC 9): a role that may not do this, a state change without its CSRF token.
-  403: ["FORBIDDEN", "CSRF_TOKEN_INVALID"],
+  // The console (SPEC 9): a role that may not do this, a state change without its CSRF token, a
+  // change in a suspended account (read-only; issue 23).
+  403: ["FORBIDDEN", "CSRF_TOKEN_INVALID", "ACCOUNT_SUSPENDED"],
   404: ["RECORD_NOT_FOUND", "NOT_FOUND"],
   405: ["METHOD_NOT_ALLOWED"],
   409: ["IDEMPOTENCY_CONFLICT", "NOT_ANCHORED", "ACCOUNT_NOT_ACTIVE", "EMAIL_TAKEN"],

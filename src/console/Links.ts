@@ -6,10 +6,18 @@
  * token travels in the URL's fragment (`/console/#/invite/<token>`, `/console/#/link/<token>`), which
  * browsers never send to a server. Using a link marks it used in the same statement that reads it, so
  * it works once even when two requests race.
+ *
+ * An invitation is only as good as its maker's right to make it (issue 23): it is void once its maker is
+ * removed (`created_by` references the user, ON DELETE CASCADE), stops being an admin of the account
+ * (a trigger deletes it), or when the account is suspended (a trigger deletes those members made; none
+ * is accepted while the account is suspended). `VALID` says the same in every statement that reads or
+ * uses a link, so a path the triggers miss still finds the invitation void. An account's admins list
+ * and revoke its pending invitations.
  */
+import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { decodeFirst } from "../db/rows.ts"
+import { decodeFirst, decodeRows } from "../db/rows.ts"
 import { ConsoleConfig } from "./config.ts"
 import { InvalidLink } from "./errors.ts"
 import { isToken, newToken, tokenDigest } from "./tokens.ts"
@@ -19,6 +27,7 @@ export const LinkKind = Schema.Literals(["invitation", "sign-in"])
 export type LinkKind = typeof LinkKind.Type
 
 export const LinkRow = Schema.Struct({
+  id: Schema.String,
   kind: LinkKind,
   email: Schema.String,
   operator: Schema.Boolean,
@@ -49,13 +58,28 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
   readonly inspect: (token: string) => Sql<LinkRow, InvalidLink>
   /** Uses the link (once), or InvalidLink; call inside the transaction that acts on it. */
   readonly consume: (token: string, kind: LinkKind) => Sql<LinkRow, InvalidLink>
+  /** The account's invitations that can still be accepted, newest first. */
+  readonly pendingInvitations: (accountId: string) => Sql<ReadonlyArray<LinkRow>>
+  /** Revokes a pending invitation of the account; whether there was one. */
+  readonly revokeInvitation: (accountId: string, id: string) => Sql<boolean>
 }>()("anchord/console/ConsoleLinks") {
   static readonly layer = Layer.effect(ConsoleLinks, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* ConsoleConfig
     const first = decodeFirst(LinkRow)
+    const rows = decodeRows(LinkRow)
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
-    const columns = sql`kind, email, operator, account_id, role, created_by, created_at, expires_at, used_at`
+    const columns = sql`id, kind, email, operator, account_id, role, created_by, created_at, expires_at, used_at`
+    /**
+     * A link (`console_links` as `l`) its maker may still make: a sign-in link always (only operators
+     * make them); an invitation when the account (if any) is not suspended and its maker is the
+     * operator's CLI (NULL), an operator, or an admin of that account.
+     */
+    const VALID = sql`(l.kind <> 'invitation' OR (
+      NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = l.account_id AND a.status = 'SUSPENDED')
+      AND (l.created_by IS NULL OR EXISTS (
+        SELECT 1 FROM console_users u
+        WHERE u.id = l.created_by AND (u.operator OR (NOT l.operator AND u.account_id = l.account_id AND u.role = 'admin'))))))`
 
     return ConsoleLinks.of({
       create: Effect.fn("ConsoleLinks.create")(function*(link) {
@@ -63,8 +87,8 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
         const token = newToken()
         const expiresAt = new Date(at.getTime() + (link.kind === "invitation" ? config.invitationMillis : config.signInLinkMillis))
         yield* sql`
-          INSERT INTO console_links (digest, kind, email, operator, account_id, role, created_by, created_at, expires_at)
-          VALUES (${tokenDigest(token)}, ${link.kind}, ${normalizeEmail(link.email)}, ${link.operator},
+          INSERT INTO console_links (id, digest, kind, email, operator, account_id, role, created_by, created_at, expires_at)
+          VALUES (${`lnk_${Crypto.randomBytes(10).toString("hex")}`}, ${tokenDigest(token)}, ${link.kind}, ${normalizeEmail(link.email)}, ${link.operator},
                   ${link.operator ? null : link.accountId}, ${link.operator ? null : link.role}, ${link.createdBy ?? null},
                   ${at}, ${expiresAt})`
         return { token, expiresAt }
@@ -72,7 +96,7 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
 
       inspect: Effect.fn("ConsoleLinks.inspect")(function*(token) {
         if (!isToken(token)) return yield* new InvalidLink()
-        const row = yield* sql`SELECT ${columns} FROM console_links WHERE digest = ${tokenDigest(token)}`.pipe(Effect.flatMap(first))
+        const row = yield* sql`SELECT ${columns} FROM console_links l WHERE digest = ${tokenDigest(token)} AND ${VALID}`.pipe(Effect.flatMap(first))
         if (row === undefined || row.usedAt !== null || row.expiresAt <= (yield* now)) return yield* new InvalidLink()
         return row
       }),
@@ -81,12 +105,26 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
         if (!isToken(token)) return yield* new InvalidLink()
         const at = yield* now
         const row = yield* sql`
-          UPDATE console_links SET used_at = ${at}
-          WHERE digest = ${tokenDigest(token)} AND kind = ${kind} AND used_at IS NULL AND expires_at > ${at}
+          UPDATE console_links l SET used_at = ${at}
+          WHERE digest = ${tokenDigest(token)} AND kind = ${kind} AND used_at IS NULL AND expires_at > ${at} AND ${VALID}
           RETURNING ${columns}`.pipe(Effect.flatMap(first))
         if (row === undefined) return yield* new InvalidLink()
         return row
-      })
+      }),
+
+      pendingInvitations: Effect.fn("ConsoleLinks.pendingInvitations")(function*(accountId) {
+        const at = yield* now
+        return yield* sql`
+          SELECT ${columns} FROM console_links l
+          WHERE account_id = ${accountId} AND kind = 'invitation' AND used_at IS NULL AND expires_at > ${at} AND ${VALID}
+          ORDER BY created_at DESC, id`.pipe(Effect.flatMap(rows))
+      }),
+
+      revokeInvitation: Effect.fn("ConsoleLinks.revokeInvitation")((accountId, id) =>
+        Effect.map(
+          sql`DELETE FROM console_links WHERE id = ${id} AND account_id = ${accountId} AND kind = 'invitation' AND used_at IS NULL RETURNING id`,
+          (r) => r.length > 0
+        ))
     })
   }))
 }

@@ -24,6 +24,8 @@ export interface Session {
   readonly expiresAt: Date
   /** When it ends unless used before (never after `expiresAt`). */
   readonly idleExpiresAt: Date
+  /** The member's account is suspended (its console is read-only: src/console/middleware.ts). */
+  readonly accountSuspended: boolean
 }
 
 const SessionRow = Schema.Struct({
@@ -31,7 +33,8 @@ const SessionRow = Schema.Struct({
   digest: Schema.Uint8Array,
   sessionCreatedAt: Schema.Date,
   lastSeenAt: Schema.Date,
-  expiresAt: Schema.Date
+  expiresAt: Schema.Date,
+  accountStatus: Schema.NullOr(Schema.String)
 })
 
 type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
@@ -65,7 +68,10 @@ export class ConsoleSessions extends Context.Service<ConsoleSessions, {
         yield* sql`
           INSERT INTO console_sessions (digest, user_id, created_at, last_seen_at, expires_at)
           VALUES (${tokenDigest(token)}, ${user.id}, ${at}, ${at}, ${expiresAt})`
-        return { token, session: { user, createdAt: at, expiresAt, idleExpiresAt: idleEnd(at, expiresAt) } }
+        const suspended = user.accountId === null
+          ? []
+          : yield* sql`SELECT 1 FROM accounts WHERE id = ${user.accountId} AND status = 'SUSPENDED'`
+        return { token, session: { user, createdAt: at, expiresAt, idleExpiresAt: idleEnd(at, expiresAt), accountSuspended: suspended.length > 0 } }
       }),
 
       resolve: Effect.fn("ConsoleSessions.resolve")(function*(token) {
@@ -73,8 +79,8 @@ export class ConsoleSessions extends Context.Service<ConsoleSessions, {
         const digest = tokenDigest(token)
         const row = yield* sql`
           SELECT s.digest, s.created_at AS session_created_at, s.last_seen_at, s.expires_at,
-                 u.id, u.email, u.password_hash, u.operator, u.account_id, u.role, u.created_at
-          FROM console_sessions s JOIN console_users u ON u.id = s.user_id
+                 u.id, u.email, u.password_hash, u.operator, u.account_id, u.role, u.created_at, a.status AS account_status
+          FROM console_sessions s JOIN console_users u ON u.id = s.user_id LEFT JOIN accounts a ON a.id = u.account_id
           WHERE s.digest = ${digest}`.pipe(Effect.flatMap(first))
         // The index finds the row by digest; the comparison that decides is constant-time.
         if (row === undefined || !digestsEqual(row.digest, digest)) return yield* new NotSignedIn()
@@ -93,7 +99,8 @@ export class ConsoleSessions extends Context.Service<ConsoleSessions, {
           user: withoutPassword(row),
           createdAt: row.sessionCreatedAt,
           expiresAt: row.expiresAt,
-          idleExpiresAt: idleEnd(lastSeen, row.expiresAt)
+          idleExpiresAt: idleEnd(lastSeen, row.expiresAt),
+          accountSuspended: row.accountStatus === "SUSPENDED"
         }
       }),
 

@@ -1,80 +1,157 @@
 /**
- * The sign-in throttle: failed sign-ins are counted per email and per client address in fixed
- * 15-minute windows (`console_sign_in_failures`, in PostgreSQL so it holds across restarts and nodes).
- * Past 5 failures for an email, or 20 from an address, sign-in is refused without checking the password
- * until the window ends, with a message that says so and when to come back. A successful sign-in clears
- * its email's count (not its address's: one good password does not reopen guessing at others).
+ * The sign-in throttle (`console_sign_in_counters`, migration 0014; in PostgreSQL so it holds across
+ * restarts and nodes). Three counters see each attempt:
  *
- * Why these numbers: 5 per email per 15 minutes lets someone mistype a few times but caps guessing one
- * account at 480 passwords a day; 20 per address allows a shared office address a few people's typos
- * while stopping one address from trying one password on many emails.
+ * - **(email, address)**: 5 failures, and that address may not try that email again until 15 minutes
+ *   after its last failure. This is the budget that stops one address guessing one account, and it is
+ *   the guesser's own: the email's owner, elsewhere, keeps theirs.
+ * - **address**: 20 failures over any emails, and that address waits 15 minutes after its last
+ *   failure (one address trying one password on many emails).
+ * - **email**: no lock, a slow-down. The first 5 failures (from anywhere) cost nothing; after that,
+ *   an attempt must come at least 5 s after the email's last failure, then 10 s, 20 s, ... capped at
+ *   5 minutes (`delayAfter`): guessing one account from many addresses gets at most ~290 guesses a
+ *   day, and nobody waits more than 5 minutes. Addresses from which this email signed in with its
+ *   password in the last 30 days ("known") skip the slow-down: an attacker elsewhere cannot keep the
+ *   owner out of their usual place (their attempts do not feed the email's count either).
+ *
+ * A counter starts again from 0 once 15 minutes pass without a failure. Refused attempts are not
+ * counted and their password is not checked.
+ *
+ * Atomic: `reserve` counts the attempt as a failure **before** the password is checked, in one
+ * transaction that holds the three counters' rows (locked in key order), so concurrent guesses
+ * queue on the rows and cannot exceed the limits; a success (`succeeded`) or an attempt that was never
+ * checked (`release`) takes its reservation back.
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { decodeRows } from "../db/rows.ts"
 import { SignInThrottled } from "./errors.ts"
+import { normalizeEmail } from "./Users.ts"
 
+/** A counter starts again after this long without a failure; a paused pair or address waits this long. */
 export const WINDOW_MS = 15 * 60_000
-export const MAX_FAILURES_PER_EMAIL = 5
+export const MAX_FAILURES_PER_PAIR = 5
 export const MAX_FAILURES_PER_ADDRESS = 20
+/** Failures of an email (from anywhere) before its attempts slow down. */
+export const FREE_FAILURES_PER_EMAIL = 5
+export const FIRST_DELAY_MS = 5_000
+export const MAX_DELAY_MS = 5 * 60_000
+/** An address where the email signed in this recently skips the email's slow-down. */
+export const KNOWN_FOR_MS = 30 * 86_400_000
+
+/** The wait after an email's last failure, once it has `failures` (≥ FREE_FAILURES_PER_EMAIL). */
+export const delayAfter = (failures: number) =>
+  Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.min(20, failures - FREE_FAILURES_PER_EMAIL))
 
 export interface ThrottleKeys {
   readonly email: string
   readonly address: string
 }
 
-const keysOf = (k: ThrottleKeys) => ({ email: `email:${k.email.trim().toLowerCase()}`, address: `address:${k.address}` })
+// Addresses hold no space: what follows the first one in a pair's key is the email.
+const keysOf = (k: ThrottleKeys) => {
+  const email = normalizeEmail(k.email)
+  return { email: `email:${email}`, address: `address:${k.address}`, pair: `pair:${k.address} ${email}` }
+}
 
-const Counter = Schema.Struct({ key: Schema.String, windowStartsAt: Schema.Date, failures: Schema.Number })
+const Counter = Schema.Struct({
+  key: Schema.String,
+  failures: Schema.Number,
+  lastFailureAt: Schema.NullOr(Schema.Date),
+  succeededAt: Schema.NullOr(Schema.Date)
+})
+
+type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
+
+export interface Reservation {
+  /** Failures the pair has left after this one. */
+  readonly attemptsLeft: number
+  /** Whether the email's counter took it (a known address's attempts skip the email: it neither waits nor feeds the slow-down). */
+  readonly emailCounted: boolean
+}
 
 export class SignInThrottle extends Context.Service<SignInThrottle, {
-  /** Refuses (SignInThrottled) when the email or the address is past its limit in the current window. */
-  readonly check: (keys: ThrottleKeys) => Effect.Effect<void, SignInThrottled | SqlError.SqlError>
-  /** Counts a failure for both; the attempts left for the email. */
-  readonly failed: (keys: ThrottleKeys) => Effect.Effect<number, SqlError.SqlError>
-  /** Clears the email's count. */
-  readonly succeeded: (keys: ThrottleKeys) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Counts the attempt (as a failure until `succeeded` or `release` says otherwise), or refuses it
+   * (SignInThrottled) without counting.
+   */
+  readonly reserve: (keys: ThrottleKeys) => Sql<Reservation, SignInThrottled>
+  /** The password was right: the pair starts again (and its address is known), the others take the attempt back. */
+  readonly succeeded: (keys: ThrottleKeys, reservation: Reservation) => Sql<void>
+  /** The attempt was never checked (the node was too busy): every counter takes it back. */
+  readonly release: (keys: ThrottleKeys, reservation: Reservation) => Sql<void>
 }>()("anchord/console/SignInThrottle") {
   static readonly layer = Layer.effect(SignInThrottle, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const counters = decodeRows(Counter)
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-    return SignInThrottle.of({
-      check: Effect.fn("SignInThrottle.check")(function*(k) {
+    const takeBack = (k: ThrottleKeys, reservation: Reservation, success: boolean) =>
+      Effect.gen(function*() {
         const keys = keysOf(k)
         const at = yield* now
-        const rows = yield* sql`
-          SELECT key, window_starts_at, failures FROM console_sign_in_failures
-          WHERE key IN (${keys.email}, ${keys.address}) AND window_starts_at > ${new Date(at.getTime() - WINDOW_MS)}`.pipe(
-          Effect.flatMap(counters)
-        )
-        for (const row of rows) {
-          const byEmail = row.key === keys.email
-          if (row.failures >= (byEmail ? MAX_FAILURES_PER_EMAIL : MAX_FAILURES_PER_ADDRESS)) {
-            const retryAfterSeconds = Math.ceil((row.windowStartsAt.getTime() + WINDOW_MS - at.getTime()) / 1000)
-            return yield* new SignInThrottled({ scope: byEmail ? "email" : "address", retryAfterSeconds })
-          }
+        const counted = sql.in(reservation.emailCounted ? [keys.pair, keys.address, keys.email] : [keys.pair, keys.address])
+        if (!success) {
+          yield* sql`UPDATE console_sign_in_counters SET failures = GREATEST(failures - 1, 0) WHERE key IN ${counted}`
+        } else {
+          yield* sql`
+            UPDATE console_sign_in_counters SET
+              failures = CASE WHEN key = ${keys.pair} THEN 0 ELSE GREATEST(failures - 1, 0) END,
+              succeeded_at = CASE WHEN key = ${keys.pair} THEN ${at} ELSE succeeded_at END
+            WHERE key IN ${counted}`
         }
-      }),
+      })
 
-      failed: Effect.fn("SignInThrottle.failed")(function*(k) {
-        const keys = keysOf(k)
-        const at = yield* now
-        const windowStart = new Date(at.getTime() - WINDOW_MS)
-        const rows = yield* sql`
-          INSERT INTO console_sign_in_failures AS f (key, window_starts_at, failures)
-          VALUES (${keys.email}, ${at}, 1), (${keys.address}, ${at}, 1)
-          ON CONFLICT (key) DO UPDATE SET
-            failures = CASE WHEN f.window_starts_at <= ${windowStart} THEN 1 ELSE f.failures + 1 END,
-            window_starts_at = CASE WHEN f.window_starts_at <= ${windowStart} THEN ${at} ELSE f.window_starts_at END
-          RETURNING key, window_starts_at, failures`.pipe(Effect.flatMap(counters))
-        const email = rows.find((r) => r.key === keys.email)
-        return Math.max(0, MAX_FAILURES_PER_EMAIL - (email?.failures ?? 0))
-      }),
+    /**
+     * Counters with nothing left to say go, at most once a minute per node (after an attempt): the table
+     * holds what was tried in the last 15 minutes and the known addresses of the last 30 days.
+     */
+    const lastSweep = yield* Ref.make(0)
+    const sweep = Effect.gen(function*() {
+      const at = yield* now
+      const due = yield* Ref.modify(lastSweep, (last) => at.getTime() - last >= 60_000 ? [true, at.getTime()] : [false, last])
+      if (!due) return
+      yield* sql`
+        DELETE FROM console_sign_in_counters
+        WHERE COALESCE(last_failure_at, '-infinity') <= ${new Date(at.getTime() - WINDOW_MS)}
+          AND COALESCE(succeeded_at, '-infinity') <= ${new Date(at.getTime() - KNOWN_FOR_MS)}`
+    })
 
-      succeeded: Effect.fn("SignInThrottle.succeeded")((k) =>
-        Effect.asVoid(sql`DELETE FROM console_sign_in_failures WHERE key = ${keysOf(k).email}`))
+    return SignInThrottle.of({
+      reserve: Effect.fn("SignInThrottle.reserve")((k) =>
+        Effect.ensuring(sql.withTransaction(Effect.gen(function*() {
+          const keys = keysOf(k)
+          const ordered = [keys.pair, keys.address, keys.email].sort()
+          // The rows exist, then are locked in one order (no deadlock between two attempts).
+          yield* sql`INSERT INTO console_sign_in_counters (key) VALUES (${ordered[0]!}), (${ordered[1]!}), (${ordered[2]!}) ON CONFLICT (key) DO NOTHING`
+          const rows = yield* sql`
+            SELECT key, failures, last_failure_at, succeeded_at FROM console_sign_in_counters
+            WHERE key IN (${keys.pair}, ${keys.address}, ${keys.email}) ORDER BY key FOR UPDATE`.pipe(Effect.flatMap(counters))
+          // The time once the rows are held: attempts that waited on them see each other's failures in order.
+          const at = yield* now
+          const row = (key: string) => rows.find((r) => r.key === key)!
+          const recent = (r: typeof Counter.Type) =>
+            r.lastFailureAt !== null && at.getTime() - r.lastFailureAt.getTime() < WINDOW_MS ? r.failures : 0
+          const waitOf = (r: typeof Counter.Type, ms: number) => Math.max(1, Math.ceil((r.lastFailureAt!.getTime() + ms - at.getTime()) / 1000))
+          const pair = row(keys.pair), address = row(keys.address), email = row(keys.email)
+          const [pairFailures, addressFailures, emailFailures] = [recent(pair), recent(address), recent(email)]
+          if (pairFailures >= MAX_FAILURES_PER_PAIR) return yield* new SignInThrottled({ scope: "pair", retryAfterSeconds: waitOf(pair, WINDOW_MS) })
+          if (addressFailures >= MAX_FAILURES_PER_ADDRESS) return yield* new SignInThrottled({ scope: "address", retryAfterSeconds: waitOf(address, WINDOW_MS) })
+          const known = pair.succeededAt !== null && at.getTime() - pair.succeededAt.getTime() < KNOWN_FOR_MS
+          if (!known && emailFailures >= FREE_FAILURES_PER_EMAIL && at.getTime() < email.lastFailureAt!.getTime() + delayAfter(emailFailures)) {
+            return yield* new SignInThrottled({ scope: "email", retryAfterSeconds: waitOf(email, delayAfter(emailFailures)) })
+          }
+          // A known address's attempt leaves the email's counter alone.
+          const counts = sql`(${keys.pair}, ${pairFailures + 1}::int), (${keys.address}, ${addressFailures + 1}::int)`
+          yield* sql`
+            UPDATE console_sign_in_counters AS c SET failures = v.failures, last_failure_at = ${at}
+            FROM (VALUES ${counts}${known ? sql`` : sql`, (${keys.email}, ${emailFailures + 1}::int)`}) AS v (key, failures)
+            WHERE c.key = v.key`
+          return { attemptsLeft: MAX_FAILURES_PER_PAIR - pairFailures - 1, emailCounted: !known }
+        })), Effect.ignore(sweep))),
+
+      succeeded: Effect.fn("SignInThrottle.succeeded")((k, r) => takeBack(k, r, true)),
+      release: Effect.fn("SignInThrottle.release")((k, r) => takeBack(k, r, false))
     })
   }))
 }

@@ -1,8 +1,9 @@
 /**
  * Console users (`console_users`, migration 0009): operators, who see and manage every account, and
  * account members with role `admin` (may change things) or `viewer` (reads; sees no secret). A user
- * belongs to one account; emails are unique, case-insensitively. Passwords are scrypt hashes
- * (./passwords.ts), never returned by the views.
+ * belongs to one account; emails are unique once normalized (`normalizeEmail`: stored normalized and
+ * compared as stored, SQL applies no case rule of its own). Passwords are scrypt hashes (./passwords.ts),
+ * never returned by the views.
  */
 import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
@@ -35,8 +36,15 @@ export type NewUser =
 
 type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
 
-/** Emails as entered, trimmed; compared in lower case. */
-export const normalizeEmail = (email: string) => email.trim()
+/**
+ * The one spelling of an email: trimmed, Unicode NFKC, lower-cased once (JavaScript's full Unicode
+ * mapping), NFKC again (lower-casing can leave a composable sequence). Every path goes through it:
+ * sign-in, the throttle's keys, invitations, their acceptance, the operator's CLI, the users table
+ * (migration 0014 rewrote older rows). SQL compares the stored form with `=`: PostgreSQL's lower()
+ * follows other rules (it maps `İ` to `i`, JavaScript to `i̇`), and two rules would let two spellings
+ * reach one user past a throttle keyed by the other.
+ */
+export const normalizeEmail = (email: string) => email.trim().normalize("NFKC").toLowerCase().normalize("NFKC")
 
 export class ConsoleUsers extends Context.Service<ConsoleUsers, {
   readonly byEmail: (email: string) => Sql<UserRow | undefined>
@@ -58,7 +66,7 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     const byEmail = Effect.fn("ConsoleUsers.byEmail")((email: string) =>
-      sql`SELECT ${columns} FROM console_users WHERE lower(email) = lower(${normalizeEmail(email)})`.pipe(Effect.flatMap(first)))
+      sql`SELECT ${columns} FROM console_users WHERE email = ${normalizeEmail(email)}`.pipe(Effect.flatMap(first)))
 
     const create = Effect.fn("ConsoleUsers.create")(function*(user: NewUser) {
       const email = normalizeEmail(user.email)

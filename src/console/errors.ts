@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 
 export class InvalidCredentials extends Schema.TaggedError<InvalidCredentials>()("InvalidCredentials", {
-  /** Failed attempts left for this email before sign-in pauses (said when it is few). */
+  /** Failed attempts left for this email from this address before that pair pauses (said when it is few). */
   attemptsLeft: Schema.Number
 }) {
   get errorCode() {
@@ -15,21 +15,52 @@ export class InvalidCredentials extends Schema.TaggedError<InvalidCredentials>()
   }
   override get message() {
     return "Wrong email or password." +
-      (this.attemptsLeft <= 2 ? ` ${this.attemptsLeft} more failed attempt${this.attemptsLeft === 1 ? "" : "s"} and sign-in pauses for this email.` : "")
+      (this.attemptsLeft <= 2
+        ? ` ${this.attemptsLeft} more failed attempt${this.attemptsLeft === 1 ? "" : "s"} and sign-in for this email pauses from your network address.`
+        : "")
   }
 }
 
 export class SignInThrottled extends Schema.TaggedError<SignInThrottled>()("SignInThrottled", {
-  scope: Schema.Literals(["email", "address"]),
+  /** pair: this email from this address; address: this address, any email; email: the email's slow-down. */
+  scope: Schema.Literals(["pair", "address", "email"]),
   retryAfterSeconds: Schema.Number
 }) {
   get errorCode() {
     return "SIGN_IN_THROTTLED" as const
   }
   override get message() {
-    const minutes = Math.max(1, Math.ceil(this.retryAfterSeconds / 60))
-    return `Too many failed sign-in attempts ${this.scope === "email" ? "for this email" : "from your network address"}. ` +
-      `Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.`
+    const s = this.retryAfterSeconds
+    const minutes = Math.max(1, Math.ceil(s / 60))
+    const wait = s < 120 ? `${s} second${s === 1 ? "" : "s"}` : `${minutes} minute${minutes === 1 ? "" : "s"}`
+    switch (this.scope) {
+      case "pair":
+        return `Too many failed sign-in attempts for this email from your network address. Try again in ${wait}.`
+      case "address":
+        return `Too many failed sign-in attempts from your network address. Try again in ${wait}.`
+      case "email":
+        return `Too many failed sign-in attempts for this email: sign-in slows down. Try again in ${wait}.`
+    }
+  }
+}
+
+/** Password hashing waited past its own bound (too many sign-ins at once): not the database. */
+export class SignInBusy extends Schema.TaggedError<SignInBusy>()("SignInBusy", { retryAfterSeconds: Schema.Number }) {
+  get errorCode() {
+    return "SERVICE_UNAVAILABLE" as const
+  }
+  override get message() {
+    return "Too many sign-ins at once: try again in a few seconds."
+  }
+}
+
+/** The account is suspended: its console is read-only for its members. */
+export class AccountSuspended extends Schema.TaggedError<AccountSuspended>()("AccountSuspended", { accountId: Schema.String }) {
+  get errorCode() {
+    return "ACCOUNT_SUSPENDED" as const
+  }
+  override get message() {
+    return `Account ${this.accountId} is suspended: its console is read-only until an operator activates it again.`
   }
 }
 

@@ -44,7 +44,7 @@ import { type SignedIn, ConsoleAuth } from "./ConsoleAuth.ts"
 import { ConsoleConfig } from "./config.ts"
 import { ConsoleStats } from "./ConsoleStats.ts"
 import { AccountInactive, ConsoleNotFound, InvalidConsoleInput, NotAllowed } from "./errors.ts"
-import { linkPath } from "./Links.ts"
+import { ConsoleLinks, type LinkRow, linkPath } from "./Links.ts"
 import { clearSessionCookie, secureCookieFor, setSessionCookie } from "./middleware.ts"
 import { ConsoleSessions } from "./Sessions.ts"
 import { csrfTokenOf } from "./tokens.ts"
@@ -124,7 +124,8 @@ export const ConsoleAuthHttpLayer = HttpApiBuilder.group(Api, "consoleAuth", (ha
             user: userView(session.user, yield* accountName(session.user.accountId)),
             csrfToken: csrfTokenOf(token),
             expiresAt: session.expiresAt.toISOString(),
-            idleExpiresAt: session.idleExpiresAt.toISOString()
+            idleExpiresAt: session.idleExpiresAt.toISOString(),
+            readOnly: session.accountSuspended
           }
         }
       })
@@ -157,6 +158,16 @@ export const ConsoleAuthHttpLayer = HttpApiBuilder.group(Api, "consoleAuth", (ha
         Effect.flatMap(auth.acceptInvitation({ token: payload.token, password: payload.password }), signedIn).pipe(atEdge))
   }))
 
+/** A pending invitation as its account's admins see it (never its token: only its digest is stored). */
+const invitationView = (l: LinkRow) => ({
+  id: l.id,
+  email: l.email,
+  role: l.role ?? "viewer" as const,
+  createdBy: l.createdBy,
+  createdAt: l.createdAt.toISOString(),
+  expiresAt: l.expiresAt.toISOString()
+})
+
 const userView = (u: ConsoleUserInfo | CurrentSessionShape["user"], accountName: string | null) => ({
   id: u.id,
   email: u.email,
@@ -172,6 +183,7 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
     const auth = yield* ConsoleAuth
     const sessions = yield* ConsoleSessions
     const users = yield* ConsoleUsers
+    const links = yield* ConsoleLinks
     const accounts = yield* Accounts
     const webhookSettings = yield* WebhookSettingsStore
     const deliveryLog = yield* DeliveryLog
@@ -196,9 +208,11 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
 
     /**
      * The account, if the signed-in user may do `need` on it: read (members of it, operators), change
-     * (its admins, operators), secret (its admins, operators: webhook secrets, invitation links).
+     * (its admins, operators), secret (its admins, operators: webhook secrets, invitation links),
+     * invitations (its admins, operators: the pending invitations). A suspended account's members
+     * change nothing: the session middleware refuses their state changes (src/console/middleware.ts).
      */
-    const access = (accountId: string, need: "read" | "change" | "secret") =>
+    const access = (accountId: string, need: "read" | "change" | "secret" | "invitations") =>
       Effect.gen(function*() {
         const { user } = yield* CurrentSession
         if (!user.operator) {
@@ -207,6 +221,8 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             return yield* new NotAllowed({
               reason: need === "secret"
                 ? "Viewers cannot see secrets: ask an admin of this account."
+                : need === "invitations"
+                ? "Only admins of this account see and revoke its invitations."
                 : "Viewers can look but not change anything: ask an admin of this account."
             })
           }
@@ -255,7 +271,8 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             user: userView(s.user, name),
             csrfToken: s.csrfToken,
             expiresAt: s.expiresAt.toISOString(),
-            idleExpiresAt: s.idleExpiresAt.toISOString()
+            idleExpiresAt: s.idleExpiresAt.toISOString(),
+            readOnly: s.readOnly
           })
         }).pipe(atEdge))
       .handle("signOut", () =>
@@ -563,6 +580,20 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             by: user
           }).pipe(Effect.catchTag("AccountNotFound", () => Effect.fail(new ConsoleNotFound({ what: `account ${params.accountId}` }))))
           return ok({ url: `${yield* baseUrl}${linkPath("invitation", link.token)}`, expiresAt: link.expiresAt.toISOString() })
+        }).pipe(atEdge))
+      .handle("listInvitations", ({ params }) =>
+        Effect.gen(function*() {
+          const account = yield* access(params.accountId, "invitations")
+          return ok({ invitations: (yield* links.pendingInvitations(account.id)).map(invitationView) })
+        }).pipe(atEdge))
+      .handle("revokeInvitation", ({ params }) =>
+        Effect.gen(function*() {
+          yield* access(params.accountId, "invitations")
+          const pending = (yield* links.pendingInvitations(params.accountId)).find((l) => l.id === params.invitationId)
+          if (pending === undefined || !(yield* links.revokeInvitation(params.accountId, params.invitationId))) {
+            return yield* new ConsoleNotFound({ what: `pending invitation ${params.invitationId}` })
+          }
+          return ok(invitationView(pending))
         }).pipe(atEdge))
       .handle("removeMember", ({ params }) =>
         Effect.gen(function*() {

@@ -7,7 +7,10 @@
  *   `Cache-Control: no-store` (sessions, keys, secrets, record data).
  * - `ConsoleSession`: the session cookie resolved to a live session (401 NOT_SIGNED_IN or
  *   SESSION_EXPIRED otherwise, and the cookie is cleared), then, for a state change, the session's CSRF
- *   token required in `X-CSRF-Token` and compared in constant time (403 CSRF_TOKEN_INVALID).
+ *   token required in `X-CSRF-Token` and compared in constant time (403 CSRF_TOKEN_INVALID). A member
+ *   of a suspended account changes nothing: every state change but signing out is refused here, in
+ *   one place for every endpoint, with 403 ACCOUNT_SUSPENDED (reads work; operators, who manage
+ *   suspended accounts, are not members of one).
  *
  * CSRF has three layers here: the cookie is SameSite=Strict (browsers do not send it with requests
  * from other sites), every state change needs the synchronizer token that only the console's page can
@@ -22,11 +25,13 @@ import { AppConfig, type AppConfigShape } from "../config.ts"
 import { atEdge } from "../db/errors.ts"
 import { publicBaseUrl, requestIsHttps } from "../http/publicUrl.ts"
 import { ConsoleConfig, type ConsoleConfigShape } from "./config.ts"
-import { CsrfRejected } from "./errors.ts"
+import { AccountSuspended, CsrfRejected } from "./errors.ts"
 import { ConsoleSessions } from "./Sessions.ts"
 import { csrfTokenOf, sameSecret } from "./tokens.ts"
 
 const SAFE = new Set(["GET", "HEAD", "OPTIONS"])
+/** State changes a member of a suspended account may still make (they change nothing of the account). */
+const ALLOWED_WHEN_SUSPENDED = new Set(["signOut", "signOutEverywhere"])
 export const isStateChange = (method: string) => !SAFE.has(method.toUpperCase())
 
 /** Whether the session cookie gets the Secure flag for this request. */
@@ -83,7 +88,7 @@ export const ConsoleSessionLayer = Layer.effect(
     const config = yield* AppConfig
     const consoleConfig = yield* ConsoleConfig
     return ConsoleSession.of({
-      cookie: (httpEffect, { credential }) =>
+      cookie: (httpEffect, { credential, endpoint }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const token = Redacted.value(credential)
@@ -97,13 +102,17 @@ export const ConsoleSessionLayer = Layer.effect(
             const sent = request.headers[CSRF_HEADER]
             if (sent === undefined || sent === "") return yield* Effect.fail(toWire(new CsrfRejected({ reason: "missing" })))
             if (!sameSecret(sent, csrfToken)) return yield* Effect.fail(toWire(new CsrfRejected({ reason: "mismatch" })))
+            if (session.accountSuspended && !ALLOWED_WHEN_SUSPENDED.has(endpoint.identifier)) {
+              return yield* Effect.fail(toWire(new AccountSuspended({ accountId: session.user.accountId ?? "" })))
+            }
           }
           return yield* Effect.provideService(httpEffect, CurrentSession, {
             user: session.user,
             token,
             csrfToken,
             expiresAt: session.expiresAt,
-            idleExpiresAt: session.idleExpiresAt
+            idleExpiresAt: session.idleExpiresAt,
+            readOnly: session.accountSuspended
           })
         })
     })

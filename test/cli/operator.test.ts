@@ -90,16 +90,17 @@ describe("anchord accounts / keys", { timeout: 240_000 }, () => {
     const token = invite.url.split("/").at(-1)
     const accepted = await call(node.baseUrl, "POST", "/console/api/invitations/accept", { body: { token, password: "a long passphrase" } })
     expect(accepted.status).toBe(200)
-    expect(accepted.json.data.user).toMatchObject({ email: "Owner@Example.com", role: "admin", accountId: account.id, accountName: "Console Co" })
+    // Emails are kept in their one spelling (NFKC, lower case: docs/console.md).
+    expect(accepted.json.data.user).toMatchObject({ email: "owner@example.com", role: "admin", accountId: account.id, accountName: "Console Co" })
     const users = await json("users", "list", account.id)
-    expect(users.map((u: { email: string; role: string }) => [u.email, u.role])).toEqual([["Owner@Example.com", "admin"]])
+    expect(users.map((u: { email: string; role: string }) => [u.email, u.role])).toEqual([["owner@example.com", "admin"]])
     expect(JSON.stringify(users)).not.toContain("scrypt")
     // Inviting someone who has a user is refused; a sign-in link signs them in once.
-    const twice = await anchord("users", "invite", account.id, "--email", "owner@example.com")
+    const twice = await anchord("users", "invite", account.id, "--email", "OWNER@example.com")
     expect([twice.status, twice.stderr.trim()]).toEqual([1, "error: owner@example.com already has a console user"])
-    const signIn = await json("users", "sign-in-link", "owner@example.com")
+    const signIn = await json("users", "sign-in-link", "Owner@Example.COM")
     const redeemed = await call(node.baseUrl, "POST", "/console/api/links/redeem", { body: { token: signIn.url.split("/").at(-1) } })
-    expect(redeemed.json.data.user.email).toBe("Owner@Example.com")
+    expect(redeemed.json.data.user.email).toBe("owner@example.com")
 
     expect((await json("accounts", "plan", account.id, "SCALE")).plan).toBe("SCALE")
     expect((await json("accounts", "suspend", account.id)).status).toBe("SUSPENDED")

@@ -18,8 +18,8 @@ import { ConsoleConfig } from "../../src/console/config.ts"
 import { ConsoleLinks } from "../../src/console/Links.ts"
 import { hashPassword, verifyPassword } from "../../src/console/passwords.ts"
 import { ConsoleSessions } from "../../src/console/Sessions.ts"
-import { MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_EMAIL, SignInThrottle, WINDOW_MS } from "../../src/console/SignInThrottle.ts"
-import { ConsoleUsers } from "../../src/console/Users.ts"
+import { delayAfter, FREE_FAILURES_PER_EMAIL, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_PAIR, SignInThrottle, WINDOW_MS } from "../../src/console/SignInThrottle.ts"
+import { ConsoleUsers, normalizeEmail } from "../../src/console/Users.ts"
 import { csrfTokenOf, sameSecret, tokenDigest } from "../../src/console/tokens.ts"
 import { startClockNearNow, withDatabaseServices } from "../support/clock.ts"
 import { freshDatabase } from "../support/db.ts"
@@ -117,52 +117,140 @@ describe("console sessions (TestClock, real PostgreSQL)", () => {
 })
 
 describe("sign-in throttle (TestClock, real PostgreSQL)", () => {
-  it.effect(`${MAX_FAILURES_PER_EMAIL} wrong passwords pause the email for 15 minutes, the right one included; then it opens again`, () =>
+  type Throttled = { _tag: string; scope: string; retryAfterSeconds: number; message: string }
+
+  it.effect(`${MAX_FAILURES_PER_PAIR} wrong passwords pause that email from that address for 15 minutes; the owner signs in from their own address meanwhile`, () =>
     withServices(Effect.gen(function*() {
       yield* startClockNearNow
       const auth = yield* ConsoleAuth
       const user = yield* member("the right passphrase")
-      const attempt = (password: string, address = "192.0.2.1") => Effect.exit(auth.signIn({ email: user.email, password, address }))
+      const attempt = (password: string, address: string) => Effect.exit(auth.signIn({ email: user.email, password, address }))
+      const OWN = "192.0.2.10", ATTACKER = "198.51.100.66", ELSEWHERE = "203.0.113.5"
+      // The owner signed in from their usual address before.
+      assert.isTrue(Exit.isSuccess(yield* attempt("the right passphrase", OWN)))
       const lefts: Array<number> = []
-      for (let i = 0; i < MAX_FAILURES_PER_EMAIL; i++) {
-        const e = failureOf(yield* attempt("wrong")) as { _tag: string; attemptsLeft: number; message: string }
+      for (let i = 0; i < MAX_FAILURES_PER_PAIR; i++) {
+        const e = failureOf(yield* attempt("wrong", ATTACKER)) as { _tag: string; attemptsLeft: number; message: string }
         assert.strictEqual(e._tag, "InvalidCredentials")
         lefts.push(e.attemptsLeft)
         yield* TestClock.adjust(1_000)
       }
       assert.deepStrictEqual(lefts, [4, 3, 2, 1, 0])
-      // Throttled: even the right password is not checked, from any address.
-      const throttled = failureOf(yield* attempt("the right passphrase", "198.51.100.7")) as { _tag: string; scope: string; retryAfterSeconds: number; message: string }
-      assert.strictEqual(throttled._tag, "SignInThrottled")
-      assert.strictEqual(throttled.scope, "email")
-      assert.strictEqual(throttled.retryAfterSeconds, (WINDOW_MS - 5_000) / 1000)
-      assert.match(throttled.message, /^Too many failed sign-in attempts for this email\. Try again in 15 minutes\.$/)
-      // The window started with the first failure: it ends 15 minutes after it.
+      // The attacker's address is paused for this email: even the right password is not checked from it.
+      const paused = failureOf(yield* attempt("the right passphrase", ATTACKER)) as Throttled
+      assert.deepStrictEqual([paused._tag, paused.scope, paused.retryAfterSeconds], ["SignInThrottled", "pair", (WINDOW_MS - 1_000) / 1000])
+      assert.strictEqual(paused.message, "Too many failed sign-in attempts for this email from your network address. Try again in 15 minutes.")
+      // The owner, from their own address: signed in at once (no 15-minute lock of the email).
+      assert.isTrue(Exit.isSuccess(yield* attempt("the right passphrase", OWN)))
+      // From an address the email never signed in from: a short wait (the email slows down), then in.
+      const slowed = failureOf(yield* attempt("the right passphrase", ELSEWHERE)) as Throttled
+      assert.deepStrictEqual([slowed.scope, slowed.retryAfterSeconds], ["email", 4])
+      assert.strictEqual(slowed.message, "Too many failed sign-in attempts for this email: sign-in slows down. Try again in 4 seconds.")
+      yield* TestClock.adjust(4_000)
+      assert.isTrue(Exit.isSuccess(yield* attempt("the right passphrase", ELSEWHERE)))
+      // The attacker's pause ends 15 minutes after its last failure.
       yield* TestClock.adjust(WINDOW_MS - 5_000 - 1)
-      assert.strictEqual((failureOf(yield* attempt("the right passphrase")) as { _tag: string })._tag, "SignInThrottled")
+      assert.strictEqual((failureOf(yield* attempt("the right passphrase", ATTACKER)) as Throttled).scope, "pair")
       yield* TestClock.adjust(1)
-      const ok = yield* attempt("the right passphrase")
-      assert.isTrue(Exit.isSuccess(ok))
+      assert.isTrue(Exit.isSuccess(yield* attempt("the right passphrase", ATTACKER)))
     })))
 
-  it.effect(`one address: ${MAX_FAILURES_PER_ADDRESS} failures over any emails pause sign-in from it; a success clears only its email's count`, () =>
+  it.effect("per email, from many addresses: 5 failures free, then waits that grow (5 s, 10 s, 20 s ... 5 min), never a lock", () =>
     withServices(Effect.gen(function*() {
       yield* startClockNearNow
       const auth = yield* ConsoleAuth
-      const throttle = yield* SignInThrottle
+      const user = yield* member("the right passphrase")
+      let n = 0
+      const guess = () => Effect.exit(auth.signIn({ email: user.email, password: "wrong", address: `198.51.100.${++n}` }))
+      for (let i = 0; i < FREE_FAILURES_PER_EMAIL; i++) assert.strictEqual((failureOf(yield* guess()) as { _tag: string })._tag, "InvalidCredentials")
+      const waits: Array<number> = []
+      for (let i = 0; i < 9; i++) {
+        const e = failureOf(yield* guess()) as Throttled
+        assert.strictEqual(e.scope, "email")
+        waits.push(e.retryAfterSeconds)
+        yield* TestClock.adjust(e.retryAfterSeconds * 1000 - 1)
+        assert.strictEqual((failureOf(yield* guess()) as { _tag: string })._tag, "SignInThrottled")
+        yield* TestClock.adjust(1)
+        assert.strictEqual((failureOf(yield* guess()) as { _tag: string })._tag, "InvalidCredentials")
+      }
+      assert.deepStrictEqual(waits, [5, 10, 20, 40, 80, 160, 300, 300, 300])
+      assert.deepStrictEqual(waits, [5, 6, 7, 8, 9, 10, 11, 12, 13].map((f) => delayAfter(f) / 1000))
+      // 15 quiet minutes and the email starts again.
+      yield* TestClock.adjust(WINDOW_MS)
+      assert.isTrue(Exit.isSuccess(yield* Effect.exit(auth.signIn({ email: user.email, password: "the right passphrase", address: "198.51.100.250" }))))
+    })))
+
+  it.effect(`10 concurrent wrong guesses from 10 addresses: ${FREE_FAILURES_PER_EMAIL} passwords checked, the others refused unchecked`, () =>
+    withServices(Effect.gen(function*() {
+      yield* startClockNearNow
+      const auth = yield* ConsoleAuth
+      const user = yield* member("the right passphrase")
+      const exits = yield* Effect.forEach(Array.from({ length: 10 }, (_, i) => `203.0.113.${i + 1}`), (address) =>
+        Effect.exit(auth.signIn({ email: user.email, password: "wrong", address })), { concurrency: "unbounded" })
+      const tags = exits.map((e) => (failureOf(e) as { _tag: string })._tag)
+      assert.strictEqual(tags.filter((t) => t === "InvalidCredentials").length, FREE_FAILURES_PER_EMAIL, tags.join())
+      assert.strictEqual(tags.filter((t) => t === "SignInThrottled").length, 10 - FREE_FAILURES_PER_EMAIL, tags.join())
+    })))
+
+  it.effect("one email, one spelling: while victim1 is paused, vİctim1 with the right password does not sign in as victim1; ｖictim1 is victim1, paused alike", () =>
+    withServices(Effect.gen(function*() {
+      yield* startClockNearNow
+      const auth = yield* ConsoleAuth
+      const account = yield* (yield* Accounts).createAccount({ name: "unicode", plan: "FREE" })
+      const passwordHash = yield* Effect.promise(() => hashPassword("the right passphrase"))
+      const victim = `victim${++n}@example.com`
+      yield* (yield* ConsoleUsers).create({ email: victim, passwordHash, operator: false, accountId: account.id, role: "admin" })
+      const ATTACKER = "198.51.100.99"
+      for (let i = 0; i < MAX_FAILURES_PER_PAIR; i++) yield* Effect.exit(auth.signIn({ email: victim, password: "wrong", address: ATTACKER }))
+      const dotted = victim.replace("i", "İ")
+      const viaDotted = yield* Effect.exit(auth.signIn({ email: dotted, password: "the right passphrase", address: ATTACKER }))
+      assert.isFalse(Exit.isSuccess(viaDotted), "vİctim signed in as victim")
+      assert.strictEqual((failureOf(viaDotted) as { _tag: string })._tag, "InvalidCredentials")
+      assert.notStrictEqual(normalizeEmail(dotted), victim)
+      // A spelling that is the same address (NFKC, case): the same user, the same pause.
+      const fullwidth = `  ${victim.replace("v", "ｖ").toUpperCase()} `
+      assert.strictEqual(normalizeEmail(fullwidth), victim)
+      const viaFullwidth = failureOf(yield* Effect.exit(auth.signIn({ email: fullwidth, password: "the right passphrase", address: ATTACKER }))) as Throttled
+      assert.deepStrictEqual([viaFullwidth._tag, viaFullwidth.scope], ["SignInThrottled", "pair"])
+      // Stored in that one spelling, and looked up without lower() in SQL.
+      const rows = yield* (yield* SqlClient.SqlClient)<{ email: string }>`SELECT email FROM console_users WHERE account_id = ${account.id}`
+      assert.deepStrictEqual(rows.map((r) => r.email), [victim])
+      assert.strictEqual((yield* (yield* ConsoleUsers).byEmail(dotted)), undefined)
+    })))
+
+  it.effect("counters with nothing left to say are swept (at most once a minute); a known address stays known for 30 days", () =>
+    withServices(Effect.gen(function*() {
+      yield* startClockNearNow
+      const auth = yield* ConsoleAuth
+      const sql = yield* SqlClient.SqlClient
+      const user = yield* member("the right passphrase")
+      const keysOf = (e: string) => sql<{ key: string }>`SELECT key FROM console_sign_in_counters WHERE key LIKE ${`%${e}`} ORDER BY key`
+      yield* Effect.exit(auth.signIn({ email: user.email, password: "the right passphrase", address: "192.0.2.77" }))
+      const stranger = email("stranger")
+      yield* Effect.exit(auth.signIn({ email: stranger, password: "wrong", address: "192.0.2.78" }))
+      assert.strictEqual((yield* keysOf(stranger)).length, 2)
+      yield* TestClock.adjust(WINDOW_MS + 60_000)
+      yield* Effect.exit(auth.signIn({ email: email("someone"), password: "wrong", address: "192.0.2.79" }))
+      assert.deepStrictEqual(yield* keysOf(stranger), [])
+      // The owner's pair is kept: its address is known.
+      assert.deepStrictEqual((yield* keysOf(user.email)).map((r) => r.key), [`pair:192.0.2.77 ${user.email}`])
+    })))
+
+  it.effect(`one address: ${MAX_FAILURES_PER_ADDRESS} failures over any emails pause sign-in from it`, () =>
+    withServices(Effect.gen(function*() {
+      yield* startClockNearNow
+      const auth = yield* ConsoleAuth
       const address = "203.0.113.9"
       for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++) {
         const e = failureOf(yield* Effect.exit(auth.signIn({ email: email("guess"), password: "x", address })))
         assert.strictEqual((e as { _tag: string })._tag, "InvalidCredentials")
       }
       const user = yield* member("the right passphrase")
-      const blocked = failureOf(yield* Effect.exit(auth.signIn({ email: user.email, password: "the right passphrase", address }))) as { _tag: string; scope: string; message: string }
+      const blocked = failureOf(yield* Effect.exit(auth.signIn({ email: user.email, password: "the right passphrase", address }))) as Throttled
       assert.strictEqual(blocked.scope, "address")
-      assert.match(blocked.message, /from your network address/)
-      // Another address signs in; its success resets that email's count.
-      yield* throttle.failed({ email: user.email, address: "192.0.2.200" })
+      assert.match(blocked.message, /^Too many failed sign-in attempts from your network address\. Try again in 15 minutes\.$/)
+      // Another address is not concerned.
       assert.isTrue(Exit.isSuccess(yield* Effect.exit(auth.signIn({ email: user.email, password: "the right passphrase", address: "192.0.2.200" }))))
-      assert.strictEqual(yield* throttle.failed({ email: user.email, address: "192.0.2.200" }), MAX_FAILURES_PER_EMAIL - 1)
     })))
 })
 
@@ -211,6 +299,79 @@ describe("one-time links and passwords", () => {
       assert.strictEqual((elsewhere as { errorCode: string }).errorCode, "FORBIDDEN")
       const operator = failureOf(yield* Effect.exit(auth.createLink({ kind: "invitation", email: email("x"), target: { operator: true }, by: admin })))
       assert.strictEqual((operator as { errorCode: string }).errorCode, "FORBIDDEN")
+    })))
+
+  it.effect("an invitation is void once its maker is removed, stops being an admin, or the account is suspended; admins list and revoke the pending ones", () =>
+    withServices(Effect.gen(function*() {
+      yield* startClockNearNow
+      const auth = yield* ConsoleAuth
+      const links = yield* ConsoleLinks
+      const users = yield* ConsoleUsers
+      const accounts = yield* Accounts
+      const sql = yield* SqlClient.SqlClient
+      const invalid = (exit: Exit.Exit<unknown, unknown>) => (failureOf(exit) as { _tag: string } | undefined)?._tag
+      const invite = (by: typeof admin, role: "admin" | "viewer" = "admin") =>
+        auth.createLink({ kind: "invitation", email: email("backdoor"), target: { operator: false, accountId: by.accountId!, role }, by })
+
+      // Removed: the admin invites, the operator removes them; the invitation gives no session and is not listed.
+      const admin = yield* member("a fine passphrase", "admin")
+      const backdoor = yield* invite(admin)
+      assert.strictEqual((yield* links.pendingInvitations(admin.accountId!)).length, 1)
+      assert.isTrue(yield* users.removeMember(admin.accountId!, admin.id))
+      assert.strictEqual(invalid(yield* Effect.exit(auth.acceptInvitation({ token: backdoor.token, password: "a long enough passphrase" }))), "InvalidLink")
+      assert.strictEqual(invalid(yield* Effect.exit(auth.inspectLink(backdoor.token))), "InvalidLink")
+      assert.deepStrictEqual(yield* links.pendingInvitations(admin.accountId!), [])
+
+      // Role changed to viewer: void.
+      const demoted = yield* member("a fine passphrase", "admin")
+      const fromDemoted = yield* invite(demoted)
+      yield* sql`UPDATE console_users SET role = 'viewer' WHERE id = ${demoted.id}`
+      assert.strictEqual(invalid(yield* Effect.exit(auth.acceptInvitation({ token: fromDemoted.token, password: "a long enough passphrase" }))), "InvalidLink")
+
+      // Suspended account: a member's invitation is void for good; an operator's waits for the account to be active again.
+      const suspended = yield* member("a fine passphrase", "admin")
+      const fromMember = yield* invite(suspended)
+      const fromOperator = yield* auth.createLink({ kind: "invitation", email: email("ops-made"), target: { operator: false, accountId: suspended.accountId!, role: "viewer" } })
+      yield* accounts.suspend(suspended.accountId!)
+      for (const l of [fromMember, fromOperator]) {
+        assert.strictEqual(invalid(yield* Effect.exit(auth.acceptInvitation({ token: l.token, password: "a long enough passphrase" }))), "InvalidLink")
+      }
+      assert.deepStrictEqual(yield* links.pendingInvitations(suspended.accountId!), [])
+      yield* accounts.activate(suspended.accountId!)
+      assert.strictEqual(invalid(yield* Effect.exit(auth.acceptInvitation({ token: fromMember.token, password: "a long enough passphrase" }))), "InvalidLink")
+      assert.strictEqual((yield* auth.acceptInvitation({ token: fromOperator.token, password: "a long enough passphrase" })).session.user.role, "viewer")
+
+      // Listed and revoked by id (the token is never stored nor shown).
+      const keeper = yield* member("a fine passphrase", "admin")
+      const a = yield* invite(keeper, "viewer")
+      yield* TestClock.adjust(1_000)
+      yield* invite(keeper, "admin")
+      const pending = yield* links.pendingInvitations(keeper.accountId!)
+      assert.deepStrictEqual(pending.map((l) => [l.role, l.createdBy]), [["admin", keeper.id], ["viewer", keeper.id]])
+      assert.isFalse(yield* links.revokeInvitation("acct_other", pending[1]!.id))
+      assert.isTrue(yield* links.revokeInvitation(keeper.accountId!, pending[1]!.id))
+      assert.strictEqual(invalid(yield* Effect.exit(auth.acceptInvitation({ token: a.token, password: "a long enough passphrase" }))), "InvalidLink")
+      assert.strictEqual((yield* links.pendingInvitations(keeper.accountId!)).length, 1)
+    })))
+
+  it.effect("an admin inviting an email that has a user in another account gets the answer of a fresh invitation; only the invitee learns the email is taken", () =>
+    withServices(Effect.gen(function*() {
+      const auth = yield* ConsoleAuth
+      const elsewhere = yield* member("a fine passphrase", "viewer")
+      const admin = yield* member("a fine passphrase", "admin")
+      const link = yield* auth.createLink({
+        kind: "invitation", email: elsewhere.email.toUpperCase(), target: { operator: false, accountId: admin.accountId!, role: "viewer" }, by: admin
+      })
+      assert.match(link.token, /^[A-Za-z0-9_-]{43}$/)
+      const accepted = failureOf(yield* Effect.exit(auth.acceptInvitation({ token: link.token, password: "a long enough passphrase" })))
+      assert.strictEqual((accepted as { errorCode: string }).errorCode, "EMAIL_TAKEN")
+      // One of the admin's own members: said at once (the admin sees the members list anyway).
+      const own = yield* member("a fine passphrase", "viewer")
+      const ownAdmin = yield* (yield* ConsoleUsers).create({ email: email("own-admin"), passwordHash: null, operator: false, accountId: own.accountId!, role: "admin" })
+      const taken = failureOf(yield* Effect.exit(auth.createLink({
+        kind: "invitation", email: own.email, target: { operator: false, accountId: own.accountId!, role: "viewer" }, by: ownAdmin
+      })))
+      assert.strictEqual((taken as { errorCode: string }).errorCode, "EMAIL_TAKEN")
     })))
 
   it.live("passwords: scrypt, a salt per hash, constant-time checks; an unknown user takes the same path and fails", () =>

@@ -125,7 +125,7 @@ describe("the console", () => {
     await page.context().close()
   })
 
-  it("refuses a wrong password, then throttles the email with a clear message, the right password included", async () => {
+  it("refuses a wrong password, then pauses that email from this address with a clear message, the right password included", async () => {
     const page = await fresh()
     await page.goto(`${base}/console/#/sign-in`)
     const alert = page.getByRole("alert")
@@ -138,10 +138,10 @@ describe("the console", () => {
     for (let i = 1; i <= 5; i++) {
       await attempt(`wrong guess ${i}`)
       expect(await alert.textContent()).toMatch(/^Wrong email or password\./)
-      if (i === 4) expect(await alert.textContent()).toBe("Wrong email or password. 1 more failed attempt and sign-in pauses for this email.")
+      if (i === 4) expect(await alert.textContent()).toBe("Wrong email or password. 1 more failed attempt and sign-in for this email pauses from your network address.")
     }
     await attempt(VICTIM.password)
-    await expect.poll(() => alert.textContent(), { timeout: WAIT_MS }).toBe("Too many failed sign-in attempts for this email. Try again in 15 minutes.")
+    await expect.poll(() => alert.textContent(), { timeout: WAIT_MS }).toBe("Too many failed sign-in attempts for this email from your network address. Try again in 15 minutes.")
     expect(await page.locator("form").getAttribute("data-error-code")).toBe("SIGN_IN_THROTTLED")
     await docsScreenshot(browser(), page, "sign-in-throttled")
     // Over the API: 429 with Retry-After.
@@ -159,7 +159,25 @@ describe("the console", () => {
     await admin.getByRole("button", { name: "Create invitation link" }).click()
     const link = (await admin.locator("#invitation-link").textContent({ timeout: WAIT_MS }))!
     expect(link).toMatch(new RegExp(`^${base}/console/#/invite/[A-Za-z0-9_-]{43}$`))
+    // Pending invitations are listed for admins, and revocable.
+    await admin.getByLabel("Email").fill("changed-my-mind@example.com")
+    await admin.getByRole("button", { name: "Create invitation link" }).click()
+    await expect.poll(() => admin.locator("#invitation-link").textContent(), { timeout: WAIT_MS }).not.toBe(link)
+    const revoked = (await admin.locator("#invitation-link").textContent())!
+    await admin.reload()
+    await heading(admin, "Members")
+    const pending = admin.locator("table", { has: admin.locator("caption", { hasText: "Pending invitations" }) })
+    await expect.poll(() => pending.locator("td[data-label=\"Email\"]").allInnerTexts(), { timeout: WAIT_MS })
+      .toEqual(["changed-my-mind@example.com", VIEWER.email])
     await docsScreenshot(browser(), admin, "members")
+    expect(await pending.locator("td[data-label=\"Invited by\"]").first().innerText()).toBe(ADMIN.email)
+    await admin.getByRole("button", { name: "Revoke the invitation of changed-my-mind@example.com" }).click()
+    await admin.getByRole("dialog").getByRole("button", { name: "Revoke" }).click()
+    await expect.poll(() => pending.locator("td[data-label=\"Email\"]").allInnerTexts(), { timeout: WAIT_MS }).toEqual([VIEWER.email])
+    const gone = await fresh()
+    await gone.goto(revoked)
+    await expect.poll(() => gone.getByRole("alert").textContent(), { timeout: WAIT_MS }).toMatch(/^This link is not valid/)
+    await gone.context().close()
 
     const viewer = await fresh(undefined, "viewer")
     await viewer.goto(link)
@@ -170,6 +188,9 @@ describe("the console", () => {
     await viewer.getByRole("button", { name: "Create my user and sign in" }).click()
     await heading(viewer, "Overview — Acme Records")
     expect(await viewer.locator("#top .user").textContent()).toBe("viewer@example.com (viewer of Acme Records)")
+    // Accepted: no longer pending.
+    await admin.reload()
+    expect(await admin.locator("#no-invitations").textContent({ timeout: WAIT_MS })).toBe("No invitation waits to be accepted.")
     // The link worked once.
     const again = await fresh()
     await again.goto(link)

@@ -4,7 +4,8 @@
  * (signed out, expired): the console goes back to the sign-in page with the node's message.
  */
 import type {
-  AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreatedKey, CreatedLink, KeyList, KeyView, LinkView, MemberList,
+  AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreatedKey, CreatedLink, InvitationList, InvitationView, KeyList, KeyView, LinkView,
+  MemberList,
   NetworkList, OverviewView, RevealedSecret, SessionView, SignOutResult
 } from "../../../src/api/consoleSchemas.ts"
 import type { ProofBundle } from "../../../src/api/proofBundle.ts"
@@ -127,5 +128,8 @@ export const api = {
 
   members: (id: string) => call<typeof MemberList.Type>("GET", `${acct(id)}/members`),
   invite: (id: string, email: string, role: string) => call<typeof CreatedLink.Type>("POST", `${acct(id)}/members/invite`, { email, role }),
+  invitations: (id: string) => call<typeof InvitationList.Type>("GET", `${acct(id)}/invitations`),
+  revokeInvitation: (id: string, invitationId: string) =>
+    call<typeof InvitationView.Type>("POST", `${acct(id)}/invitations/${encodeURIComponent(invitationId)}/revoke`, {}),
   removeMember: (id: string, userId: string) => call<typeof SignOutResult.Type>("POST", `${acct(id)}/members/${encodeURIComponent(userId)}/remove`, {})
 }

@@ -200,8 +200,13 @@ const render = async () => {
       const entry = pageName === "records" && more[0] !== undefined ? { title: "Record", page: recordPage } : ACCOUNT_PAGES[pageName]
       header({ accountId, page: pageName })
       if (entry === undefined) return show("Not found", h("section", {}, h("h1", {}, "Not found"), message("error", `No page ${pageName}`)))
-      const canChange = s.user.operator || (s.user.accountId === accountId && s.user.role === "admin")
-      return show(entry.title, await entry.page({ ...base, accountId, rest: more, canChange }))
+      // A suspended account's members read; the node refuses their changes (403 ACCOUNT_SUSPENDED).
+      const readOnly = !s.user.operator && s.readOnly
+      const canChange = !readOnly && (s.user.operator || (s.user.accountId === accountId && s.user.role === "admin"))
+      const content = await entry.page({ ...base, accountId, rest: more, canChange })
+      return show(entry.title, readOnly
+        ? h("div", {}, message("info", "This account is suspended: the console shows everything and changes nothing until an operator activates it again."), content)
+        : content)
     }
     return show("Not found", h("section", {}, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the console"))))
   } catch (e) {

@@ -1,11 +1,40 @@
-/** Members of the account; an admin invites (a one-time link, shown once) and removes. */
+/**
+ * Members of the account; an admin invites (a one-time link, shown once), sees the invitations not yet
+ * accepted (and revokes them), and removes members. An invitation dies with its maker's right to make it.
+ */
 import { api } from "../api.ts"
 import type { PageContext } from "../context.ts"
 import { confirmDialog, copyButton, field, formatDate, h, message, select, table } from "../dom.ts"
 
 export const membersPage = async (ctx: PageContext): Promise<Node> => {
   const { members } = await api.members(ctx.accountId)
+  const invitations = ctx.canChange ? (await api.invitations(ctx.accountId)).invitations : []
   const status = h("div", { class: "form-status" })
+  const emailOf = new Map(members.map((m) => [m.id, m.email]))
+  const pending = ctx.canChange
+    ? invitations.length === 0
+      ? h("p", { id: "no-invitations" }, "No invitation waits to be accepted.")
+      : table("Pending invitations", ["Email", "Role", "Invited by", "Valid until", ""], invitations.map((i) => [
+        i.email,
+        i.role,
+        i.createdBy === null ? "an operator" : emailOf.get(i.createdBy) ?? "an operator",
+        formatDate(i.expiresAt),
+        h("button", {
+          type: "button",
+          class: "danger small",
+          "aria-label": `Revoke the invitation of ${i.email}`,
+          onclick: async () => {
+            if (!(await confirmDialog(`Revoke the invitation of ${i.email}?`, "Its link stops working at once.", "Revoke"))) return
+            try {
+              await api.revokeInvitation(ctx.accountId, i.id)
+              ctx.refresh()
+            } catch (e) {
+              status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
+            }
+          }
+        }, "Revoke")
+      ]))
+    : null
   let invite: Node = message("info", "Only admins of this account can invite members.")
   if (ctx.canChange) {
     const email = h("input", { type: "email", name: "email", required: true, autocomplete: "off", spellcheck: "false" })
@@ -33,6 +62,7 @@ export const membersPage = async (ctx: PageContext): Promise<Node> => {
     h("h1", {}, "Members"),
     invite,
     status,
+    pending,
     table("Members", ["Email", "Role", "Since", ""], members.map((m) => [
       m.email,
       m.role ?? "",
