@@ -10,6 +10,7 @@ import console_ from "./0009_console.ts"
 import eventsByRecord from "./0010_events_by_record.ts"
 import webhookFanout from "./0011_webhook_fanout.ts"
 import batchEvents from "./0012_batch_events.ts"
+import webhookEnvironments from "./0013_webhook_environments.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -24,5 +25,6 @@ export const migrations = {
   "0009_console": console_,
   "0010_events_by_record": eventsByRecord,
   "0011_webhook_fanout": webhookFanout,
-  "0012_batch_events": batchEvents
+  "0012_batch_events": batchEvents,
+  "0013_webhook_environments": webhookEnvironments
 }
