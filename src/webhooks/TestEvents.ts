@@ -31,7 +31,9 @@ export class WebhookTests extends Context.Service<WebhookTests, {
     return WebhookTests.of({
       send: Effect.fn("WebhookTests.send")(function*(owner) {
         const { url } = yield* settings.get(owner.accountId, owner.environment)
-        if (url === null || url === "") return yield* new InvalidWebhookSettings({ reason: "url: set the webhook's URL before sending a test event" })
+        if (url === null || url === "") {
+          return yield* new InvalidWebhookSettings({ reason: `url: set the ${owner.environment} webhook's URL before sending a test event` })
+        }
         const now = new Date(yield* Clock.currentTimeMillis)
         const id = yield* sql.withTransaction(Effect.gen(function*() {
           const event = yield* appendOne(sql, owner.accountId, { kind: "webhook.test", recordId: "", hash: "", environment: owner.environment })
