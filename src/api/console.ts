@@ -157,27 +157,28 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       error: [BadRequest, NotFound]
     }).middleware(JsonBodyFraming),
 
-    HttpApiEndpoint.get("getWebhook", accountPath("/webhook"), { params: AccountParam, success: ok(ConsoleWebhookView), error: [NotFound] }),
+    // The webhook, its secret and rotation are per environment (migration 0013): each endpoint names it.
+    HttpApiEndpoint.get("getWebhook", accountPath("/webhook"), { params: AccountParam, query: EnvironmentQuery, success: ok(ConsoleWebhookView), error: [BadRequest, NotFound] }),
     HttpApiEndpoint.put("putWebhook", accountPath("/webhook"), {
       params: AccountParam,
-      // The URL is checked by the egress policy (src/webhooks/urlPolicy.ts; live: https only).
+      // The environment's settings; the URL checked by the egress policy (src/webhooks/urlPolicy.ts; live: https only).
       query: EnvironmentQuery,
       payload: JsonBody(WebhookSettingsPatch),
       success: ok(ConsoleWebhookView),
       error: [BadRequest, NotFound]
     }).middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("revealSecret", accountPath("/webhook/secret/reveal"), { params: AccountParam, payload: empty, success: ok(RevealedSecret), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("revealSecret", accountPath("/webhook/secret/reveal"), { params: AccountParam, query: EnvironmentQuery, payload: empty, success: ok(RevealedSecret), error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("rotateSecret", accountPath("/webhook/secret/rotate"), { params: AccountParam, payload: empty, success: ok(RotationResult), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("rotateSecret", accountPath("/webhook/secret/rotate"), { params: AccountParam, query: EnvironmentQuery, payload: empty, success: ok(RotationResult), error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("confirmSecret", accountPath("/webhook/secret/confirm"), { params: AccountParam, payload: empty, success: ok(ConsoleWebhookView), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("confirmSecret", accountPath("/webhook/secret/confirm"), { params: AccountParam, query: EnvironmentQuery, payload: empty, success: ok(ConsoleWebhookView), error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
     HttpApiEndpoint.post("testWebhook", accountPath("/webhook/test"), {
       params: AccountParam,
       payload: JsonBody(TestEventBody),
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "A webhook.test event to the account's webhook URL, delivered like every event."),
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "A webhook.test event to the webhook URL of the body's environment, delivered like every event."),
 
     HttpApiEndpoint.get("listDeliveries", accountPath("/deliveries"), {
       params: AccountParam,

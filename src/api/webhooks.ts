@@ -14,27 +14,27 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("getSettings", "/webhooks", { success: ok(WebhookSettingsView) })
       .annotate(OpenApi.Summary, "Get the global webhook")
-      .annotate(OpenApi.Description, "The account's global webhook: url, subscribed events, payloadFormat, enabled, secret."),
+      .annotate(OpenApi.Description, "The global webhook of this key's environment (test and live have their own): url, subscribed events, payloadFormat, enabled, secret."),
     HttpApiEndpoint.put("putSettings", "/webhooks", {
       payload: JsonBody(WebhookSettingsPatch),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
     }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Change the global webhook")
-      .annotate(OpenApi.Description, "Change the global webhook; members left out keep their value."),
+      .annotate(OpenApi.Description, "Change the global webhook of this key's environment; members left out keep their value."),
     HttpApiEndpoint.post("rotateSecret", "/webhooks/secret/rotate", {
       payload: JsonBody(EmptyBody),
       success: ok(RotationResult),
       error: [BadRequest]
     }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Rotate the webhook secret").annotate(
       OpenApi.Description,
-      "New secret. For 24 h, or until confirmed, x-webhook-signature stays signed with the previous secret and x-webhook-signature-next carries the new one."
+      "New secret for this key's environment. For 24 h, or until confirmed, x-webhook-signature stays signed with the previous secret and x-webhook-signature-next carries the new one."
     ),
     HttpApiEndpoint.post("confirmSecret", "/webhooks/secret/confirm", {
       payload: JsonBody(EmptyBody),
       success: ok(WebhookSettingsView),
       error: [BadRequest]
     }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Confirm the secret rotation")
-      .annotate(OpenApi.Description, "End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery."),
+      .annotate(OpenApi.Description, "End the rotation overlap of this key's environment now: the new secret signs x-webhook-signature from the next delivery."),
     HttpApiEndpoint.get("listDeliveries", "/webhooks/deliveries", {
       query: {
         limit: Schema.optionalKey(Limit),
@@ -58,10 +58,10 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
     }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Redeliver a webhook")
-      .annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the account's current secret and format.")
+      .annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the current secret and format of this key's environment.")
   )
   .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)
   .prefix("/v1")
-  .annotate(OpenApi.Description, "The account's global webhook, its secret and the delivery log (SPEC 5)")
+  .annotate(OpenApi.Description, "The global webhook, its secret and the delivery log of the key's environment (SPEC 5)")
 {}

@@ -443,33 +443,33 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
         }).pipe(atEdge))
 
       // ---- the webhook
-      .handle("getWebhook", ({ params }) =>
+      .handle("getWebhook", ({ params, query }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "read")
-          return ok(webhookView(yield* webhookSettings.get(params.accountId), yield* hidesSecrets))
+          return ok(webhookView(yield* webhookSettings.get(params.accountId, query.environment), yield* hidesSecrets))
         }).pipe(atEdge))
       .handle("putWebhook", ({ params, query, payload }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "change")
           return ok(webhookView(yield* updateSettings(webhookSettings, egress, params.accountId, query.environment, payload), false))
         }).pipe(atEdge))
-      .handle("revealSecret", ({ params }) =>
+      .handle("revealSecret", ({ params, query }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "secret")
-          const view = settingsView(yield* webhookSettings.get(params.accountId))
+          const view = settingsView(yield* webhookSettings.get(params.accountId, query.environment))
           return ok({ secret: view.secret, rotation: view.rotation })
         }).pipe(atEdge))
-      .handle("rotateSecret", ({ params }) =>
+      .handle("rotateSecret", ({ params, query }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "secret")
-          const settings = settingsView(yield* webhookSettings.rotate(params.accountId))
+          const settings = settingsView(yield* webhookSettings.rotate(params.accountId, query.environment))
           const at = new Date(yield* now)
           return ok({ secret: settings.secret, previousSecretExpiresAt: settings.rotation?.previousSecretExpiresAt ?? at.toISOString(), settings })
         }).pipe(atEdge))
-      .handle("confirmSecret", ({ params }) =>
+      .handle("confirmSecret", ({ params, query }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "change")
-          return ok(webhookView(yield* webhookSettings.confirmRotation(params.accountId), false))
+          return ok(webhookView(yield* webhookSettings.confirmRotation(params.accountId, query.environment), false))
         }).pipe(atEdge))
       .handle("testWebhook", ({ params, payload }) =>
         Effect.gen(function*() {

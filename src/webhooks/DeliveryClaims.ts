@@ -45,7 +45,7 @@ export interface Claimed {
   readonly signatureNext: string | null
   readonly headers: StableHeaders | null
   /**
-   * The account's secrets as of this claim, for the Standard Webhooks signature (made per attempt, over
+   * The secrets of the delivery's environment as of this claim, for the Standard Webhooks signature (made per attempt, over
    * the attempt's timestamp): the newest, and the previous one during a rotation overlap.
    */
   readonly secret: string
@@ -106,7 +106,7 @@ const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
 export const HOST_SQL = (url: string) =>
   `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
 
-/** What a delivery's first render reads: the stored event, the record, the account's settings. */
+/** What a delivery's first render reads: the stored event, the record, the settings of the delivery's environment. */
 interface RenderRow {
   readonly seq: string
   readonly eventId: string
@@ -263,8 +263,9 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               next_attempt_at = ${until}, locked_until = ${until},
               locked_by = ${nodeId}, claim_token = ${token}, updated_at = ${now}
             FROM async_commit, webhook_settings s
-            -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table
-            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due)) AND s.account_id = d.account_id
+            -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table;
+            -- the secrets of the delivery's environment (migration 0013)
+            WHERE d.seq = ANY (ARRAY(SELECT seq FROM due)) AND s.account_id = d.account_id AND s.environment = d.environment
             RETURNING d.seq::text AS seq, d.id, d.url, d.host, d.environment, d.attempts, d.round, d.body, d.signature,
               d.signature_next, d.headers, s.secret,
               -- the rotation overlap rule of rotation.ts, on the Clock's time
@@ -323,7 +324,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               JOIN batch_events be ON be.id = c.batch_event_id
               JOIN anchor_batches cb ON cb.id = be.batch_id
               JOIN records r ON r.id = c.record_id
-              JOIN webhook_settings s ON s.account_id = be.account_id
+              JOIN webhook_settings s ON s.account_id = be.account_id AND s.environment = r.environment
               -- (a URL cleared since the event leaves nothing to deliver to)
               WHERE NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL
               ORDER BY c.ord`,
@@ -417,15 +418,15 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             readonly priorAnchoredAt: Date | null
           }>(`
             WITH d AS (
-              SELECT d.seq, d.account_id, d.event_seq, d.batch_event_id, d.record_id FROM webhook_deliveries d
+              SELECT d.seq, d.account_id, d.environment, d.event_seq, d.batch_event_id, d.record_id FROM webhook_deliveries d
               WHERE d.seq = ANY(string_to_array($1, ',')::bigint[])
             ), e AS (
               -- the delivery's event: a stored one, or one derived from its batch event (migration 0012)
-              SELECT d.seq, d.account_id, e.id, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at, e.record_id,
+              SELECT d.seq, d.account_id, d.environment, e.id, e.event_id, e.kind, e.payload::text AS payload_text, e.created_at, e.record_id,
                 NULL::bigint AS batch_event_id, NULL::timestamptz AS anchored_at
               FROM d JOIN events e ON e.id = d.event_seq
               UNION ALL
-              SELECT d.seq, d.account_id, be.id, anchord_event_id(be.id, d.record_id), 'anchor.confirmed', NULL, be.created_at,
+              SELECT d.seq, d.account_id, d.environment, be.id, anchord_event_id(be.id, d.record_id), 'anchor.confirmed', NULL, be.created_at,
                 d.record_id, be.id, cb.anchored_at
               FROM d JOIN batch_events be ON be.id = d.batch_event_id JOIN anchor_batches cb ON cb.id = be.batch_id
             )
@@ -437,7 +438,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               prior.payload::text AS anchor_payload_text, prior.id::text AS prior_id,
               prior_be.id::text AS prior_batch_event_id, prior_be.anchored_at AS prior_anchored_at
             FROM e
-            JOIN webhook_settings s ON s.account_id = e.account_id
+            -- the delivery's environment's format and secrets (migration 0013)
+            JOIN webhook_settings s ON s.account_id = e.account_id AND s.environment = e.environment
             LEFT JOIN records r ON r.id = e.record_id
             -- The record's last anchor.confirmed before the event: a stored one (written before migration 0012)
             -- by the events index, a derived one through the record's anchors' batches. The kind test inside:

@@ -106,7 +106,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     }
     if (row.signatureNext !== null) headers["x-webhook-signature-next"] = row.signatureNext
     // Standard Webhooks (SPEC 5.3): signed over this attempt's timestamp, so made per attempt (the seed's
-    // signature above is made once per event), with the account's secrets as of this claim.
+    // signature above is made once per event), with the secrets of the delivery's environment as of this claim.
     headers["webhook-id"] = h.eventId
     headers["webhook-timestamp"] = String(seconds)
     headers["webhook-signature"] = standardSignature(

@@ -1,8 +1,8 @@
 /**
  * The console's "send test event": a `webhook.test` event (src/outbox/events.ts) written to the outbox
- * with its delivery to the account's webhook URL, whatever the webhook's subscriptions and `enabled`
- * (the point is to try the endpoint before turning it on). From there it is an ordinary delivery: the
- * dispatcher signs it with the account's secrets, sends it at once, retries it on the ladder, logs every
+ * with its delivery to the webhook URL of the chosen environment, whatever the webhook's subscriptions
+ * and `enabled` (the point is to try the endpoint before turning it on). From there it is an ordinary
+ * delivery: the dispatcher signs it with that environment's secrets, sends it at once, retries it on the ladder, logs every
  * attempt; the delivery log shows it and it can be redelivered.
  *
  * The events trigger (migration 0007) makes deliveries only for events of records, so this inserts the
@@ -19,7 +19,7 @@ import type { DeliveryRow } from "./rows.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 
 export class WebhookTests extends Context.Service<WebhookTests, {
-  /** Queues a test event to the account's webhook URL, seen in `owner.environment`'s delivery log; its delivery. */
+  /** Queues a test event to the webhook URL of `owner.environment`, seen in its delivery log; its delivery. */
   readonly send: (owner: Owner) => Effect.Effect<DeliveryRow, InvalidWebhookSettings | SqlError.SqlError>
 }>()("anchord/webhooks/WebhookTests") {
   static readonly layer = Layer.effect(WebhookTests, Effect.gen(function*() {
@@ -30,8 +30,10 @@ export class WebhookTests extends Context.Service<WebhookTests, {
 
     return WebhookTests.of({
       send: Effect.fn("WebhookTests.send")(function*(owner) {
-        const { url } = yield* settings.get(owner.accountId)
-        if (url === null || url === "") return yield* new InvalidWebhookSettings({ reason: "url: set the webhook's URL before sending a test event" })
+        const { url } = yield* settings.get(owner.accountId, owner.environment)
+        if (url === null || url === "") {
+          return yield* new InvalidWebhookSettings({ reason: `url: set the ${owner.environment} webhook's URL before sending a test event` })
+        }
         const now = new Date(yield* Clock.currentTimeMillis)
         const id = yield* sql.withTransaction(Effect.gen(function*() {
           const event = yield* appendOne(sql, owner.accountId, { kind: "webhook.test", recordId: "", hash: "", environment: owner.environment })
@@ -40,7 +42,7 @@ export class WebhookTests extends Context.Service<WebhookTests, {
             SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ${event.seq}::bigint, ${event.eventId}, ${owner.accountId}, '',
                    ${owner.environment}, 'account', s.url,
                    ${sql.unsafe(HOST_SQL("s.url"))}, ${now}
-            FROM webhook_settings s WHERE s.account_id = ${owner.accountId}
+            FROM webhook_settings s WHERE s.account_id = ${owner.accountId} AND s.environment = ${owner.environment}
             RETURNING id`
           return rows[0]!.id
         }))

@@ -1,4 +1,8 @@
-/** Handlers of the webhooks API (src/api/webhooks.ts): payloads decoded by the endpoints' schemas, errors mapped by `atEdge`. */
+/**
+ * Handlers of the webhooks API (src/api/webhooks.ts): payloads decoded by the endpoints' schemas, errors mapped by `atEdge`.
+ * Settings, secret and rotation are the key's environment's (migration 0013): a test key never reads or
+ * changes what live deliveries use.
+ */
 import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../api/auth.ts"
@@ -27,7 +31,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("getSettings", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          return { success: true as const, data: settingsView(yield* settingsStore.get(principal.accountId)) }
+          return { success: true as const, data: settingsView(yield* settingsStore.get(principal.accountId, principal.environment)) }
         }).pipe(atEdge))
       .handle("putSettings", ({ payload: patch }) =>
         Effect.gen(function*() {
@@ -38,7 +42,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("rotateSecret", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const row = yield* settingsStore.rotate(principal.accountId)
+          const row = yield* settingsStore.rotate(principal.accountId, principal.environment)
           const settings = settingsView(row)
           const now = new Date(yield* Clock.currentTimeMillis)
           return {
@@ -49,7 +53,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
       .handle("confirmSecret", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          return { success: true as const, data: settingsView(yield* settingsStore.confirmRotation(principal.accountId)) }
+          return { success: true as const, data: settingsView(yield* settingsStore.confirmRotation(principal.accountId, principal.environment)) }
         }).pipe(atEdge))
       .handle("listDeliveries", ({ query }) =>
         Effect.gen(function*() {

@@ -49,8 +49,9 @@ export const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRo
 })
 
 /**
- * Applies a settings patch (members left out keep their value): the URL checked by the egress policy
- * (./urlPolicy.ts), enabled only with a URL, clearing the URL disables the webhook.
+ * Applies a settings patch to the environment's settings (members left out keep their value): the URL
+ * checked by the egress policy (./urlPolicy.ts), enabled only with a URL, clearing the URL disables the
+ * webhook.
  */
 export const updateSettings = (
   store: typeof WebhookSettingsStore.Service,
@@ -64,13 +65,13 @@ export const updateSettings = (
       const verdict = yield* egress.check(patch.url, environment, "url")
       if (!verdict.ok) return yield* new InvalidWebhookUrl({ reason: verdict.reason })
     }
-    const current = yield* store.get(accountId)
+    const current = yield* store.get(accountId, environment)
     const url = patch.url === undefined ? current.url : patch.url
     const enabled = patch.enabled ?? current.enabled
     if (enabled && url === null) {
       return yield* new InvalidWebhookSettings({ reason: "url: required while the webhook is enabled" })
     }
-    return yield* store.update(accountId, {
+    return yield* store.update(accountId, environment, {
       url: patch.url,
       events: patch.events === undefined ? undefined : [...new Set(patch.events)],
       payloadFormat: patch.payloadFormat,

@@ -27,7 +27,7 @@ const oneDelivery = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const id = hexId()
   const account = { id: `acc_${id}` }
-  // its webhook settings and secret come with it (the trigger of migration 0007)
+  // its webhook settings and secret come with it (the trigger of migrations 0007, 0013; the record is a test one)
   yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${account.id}, 'clock', 'ENTERPRISE')`
   yield* sql`
     INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source, webhook_url)
@@ -108,8 +108,8 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
       const accountId = yield* oneDelivery
       const settings = yield* WebhookSettingsStore
       const claims = yield* DeliveryClaims
-      const before = yield* settings.get(accountId)
-      const rotated = yield* settings.rotate(accountId)
+      const before = yield* settings.get(accountId, "test")
+      const rotated = yield* settings.rotate(accountId, "test")
       assert.notStrictEqual(rotated.secret, before.secret)
       assert.strictEqual(rotated.previousSecretExpiresAt?.getTime(), t0 + 86_400_000)
       const [claimed] = yield* claim("r")
@@ -119,7 +119,7 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
 
       // rotating again inside the overlap replaces the pending secret and does not extend the overlap
       yield* TestClock.adjust("1 hour")
-      const again = yield* settings.rotate(accountId)
+      const again = yield* settings.rotate(accountId, "test")
       assert.strictEqual(again.previousSecretExpiresAt?.getTime(), t0 + 86_400_000)
       input = yield* inputs()
       assert.deepStrictEqual([input.signingSecret, input.nextSecret], [before.secret, again.secret])
@@ -129,7 +129,7 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
       yield* TestClock.adjust(1)
       input = yield* inputs()
       assert.deepStrictEqual([input.signingSecret, input.nextSecret], [again.secret, null])
-      const after = yield* settings.get(accountId)
+      const after = yield* settings.get(accountId, "test")
       assert.deepStrictEqual([after.rotationStartedAt, after.previousSecretExpiresAt], [null, null])
     }).pipe(withStore))
 })

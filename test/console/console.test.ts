@@ -208,7 +208,7 @@ describe("the console", () => {
     expect([created.status, created.json.errorCode]).toEqual([403, "FORBIDDEN"])
     expect(created.json.error).toBe("Viewers can look but not change anything: ask an admin of this account.")
     // Nor any secret.
-    const secret = await pageFetch(page, `/console/api/accounts/${accountId}/webhook/secret/reveal`, { method: "POST", body: {}, csrf: "session" })
+    const secret = await pageFetch(page, `/console/api/accounts/${accountId}/webhook/secret/reveal?environment=live`, { method: "POST", body: {}, csrf: "session" })
     expect([secret.status, secret.json.error]).toEqual([403, "Viewers cannot see secrets: ask an admin of this account."])
     await go(page, acct("webhooks"), "Webhooks")
     expect(await page.getByRole("button", { name: "Reveal secret" }).count()).toBe(0)
@@ -329,6 +329,47 @@ describe("the console", () => {
     const deliveries = await pageFetch(viewer, `/console/api/accounts/${accountId}/deliveries?environment=test`, { method: "GET" })
     expect(deliveries.json.data.deliveries.map((d: { url: string }) => d.url)).toEqual(deliveries.json.data.deliveries.map(() => `${receiver.url}/…`))
     await Promise.all([page.context().close(), viewer.context().close()])
+  })
+
+  it("webhooks per environment: the page names the environment it shows; live has its own settings and secret, changed without touching test's", async () => {
+    const page = await signedInAs(ADMIN)
+    await go(page, acct("webhooks"), "Webhooks")
+    const which = page.locator("#webhook-environment")
+    expect(await which.innerText()).toMatch(/^Test environment\. /)
+    expect(await page.getByLabel("URL", { exact: true }).inputValue()).toBe(`${receiver.url}/hooks`)
+    await page.getByRole("button", { name: "Reveal secret" }).click()
+    const testSecret = (await page.locator("#secret-value").textContent({ timeout: WAIT_MS }))!
+
+    await page.getByRole("button", { name: "Show the live webhook" }).click()
+    await expect.poll(() => which.innerText(), { timeout: WAIT_MS }).toMatch(/^Live environment\. /)
+    // The header's switch follows (one environment for the whole console).
+    expect(await page.locator("#environment").inputValue()).toBe("live")
+    expect(await page.getByRole("heading", { name: "Global webhook (live)" }).count()).toBe(1)
+    expect(await page.getByLabel("URL", { exact: true }).inputValue()).toBe("")
+    await page.getByRole("button", { name: "Reveal secret" }).click()
+    const liveSecret = (await page.locator("#secret-value").textContent({ timeout: WAIT_MS }))!
+    expect(liveSecret).toMatch(/^whsec_/)
+    expect(liveSecret).not.toBe(testSecret)
+    // Changed and rotated in live: test keeps its format and secret.
+    await page.getByLabel("Payload format").selectOption("envelope")
+    await page.getByRole("button", { name: "Save" }).click()
+    await expect.poll(() => page.getByRole("status").filter({ hasText: "Saved." }).count(), { timeout: WAIT_MS }).toBe(1)
+    await page.getByRole("button", { name: "Rotate secret" }).click()
+    await page.getByRole("dialog").getByRole("button", { name: "Rotate" }).click()
+    await page.locator("#rotation").waitFor({ timeout: WAIT_MS })
+    const live = await pageFetch(page, `/console/api/accounts/${accountId}/webhook?environment=live`, { method: "GET" })
+    expect(live.json.data).toMatchObject({ url: null, payloadFormat: "envelope", rotation: { previousSecretExpiresAt: expect.any(String) } })
+
+    await page.getByRole("button", { name: "Show the test webhook" }).click()
+    await expect.poll(() => which.innerText(), { timeout: WAIT_MS }).toMatch(/^Test environment\. /)
+    expect(await page.locator("#rotation").count()).toBe(0)
+    expect(await page.getByLabel("Payload format").inputValue()).toBe("multichain")
+    await page.getByRole("button", { name: "Reveal secret" }).click()
+    expect(await page.locator("#secret-value").textContent({ timeout: WAIT_MS })).toBe(testSecret)
+    // The console's API names the environment on every webhook call.
+    const unnamed = await pageFetch(page, `/console/api/accounts/${accountId}/webhook`, { method: "GET" })
+    expect([unnamed.status, unnamed.json.errorCode]).toEqual([400, "VALIDATION_ERROR"])
+    await page.context().close()
   })
 
   it("records: browses, filters by status, chain and date, searches by id and hash; a record's anchors, proof, certificate and verify link", async () => {

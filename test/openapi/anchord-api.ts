@@ -228,12 +228,12 @@ export interface paths {
         };
         /**
          * Get the global webhook
-         * @description The account's global webhook: url, subscribed events, payloadFormat, enabled, secret.
+         * @description The global webhook of this key's environment (test and live have their own): url, subscribed events, payloadFormat, enabled, secret.
          */
         get: operations["webhooks.getSettings"];
         /**
          * Change the global webhook
-         * @description Change the global webhook; members left out keep their value.
+         * @description Change the global webhook of this key's environment; members left out keep their value.
          */
         put: operations["webhooks.putSettings"];
         post?: never;
@@ -254,7 +254,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the webhook secret
-         * @description New secret. For 24 h, or until confirmed, x-webhook-signature stays signed with the previous secret and x-webhook-signature-next carries the new one.
+         * @description New secret for this key's environment. For 24 h, or until confirmed, x-webhook-signature stays signed with the previous secret and x-webhook-signature-next carries the new one.
          */
         post: operations["webhooks.rotateSecret"];
         delete?: never;
@@ -274,7 +274,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm the secret rotation
-         * @description End the rotation overlap now: the new secret signs x-webhook-signature from the next delivery.
+         * @description End the rotation overlap of this key's environment now: the new secret signs x-webhook-signature from the next delivery.
          */
         post: operations["webhooks.confirmSecret"];
         delete?: never;
@@ -331,7 +331,7 @@ export interface paths {
         put?: never;
         /**
          * Redeliver a webhook
-         * @description Send again now: a new round of attempts 0..5 with the account's current secret and format.
+         * @description Send again now: a new round of attempts 0..5 with the current secret and format of this key's environment.
          */
         post: operations["webhooks.redeliver"];
         delete?: never;

@@ -49,7 +49,9 @@ describe("anchor.confirmed from the EVM pipeline (anvil)", () => {
     }
     await waitFor("records ANCHORED", allAnchored(node.databaseUrl, ids), 30_000)
     const got = await receiver.waitFor(3, 10_000, (r) => r.path === "/anchored")
-    const secret = (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1", [account]))[0].webhook_secret
+    const secret = (await query<{ webhook_secret: string }>(node.databaseUrl, // the secret of the records' environment (settings are per environment, migration 0013)
+        "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1 AND environment = (SELECT environment FROM records WHERE account_id = $1 LIMIT 1)",
+        [account]))[0].webhook_secret
     for (const r of got) {
       const body = JSON.parse(r.body)
       const view = (await call(node.baseUrl, "GET", `/v1/records/${body.recordId}`, { key })).json.data

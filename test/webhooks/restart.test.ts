@@ -50,7 +50,9 @@ describe("webhook durability", () => {
       await waitFor("every delivery SUCCEEDED", async () =>
         Number((await query<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM webhook_deliveries WHERE state <> 'SUCCEEDED'"))[0].n) === 0, 30_000)
 
-      const secret = (await query<{ webhook_secret: string }>(databaseUrl, "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1", [account.id]))[0].webhook_secret
+      const secret = (await query<{ webhook_secret: string }>(databaseUrl, // the secret of the records' environment (settings are per environment, migration 0013)
+        "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1 AND environment = (SELECT environment FROM records WHERE account_id = $1 LIMIT 1)",
+        [account.id]))[0].webhook_secret
       const byEvent = new Map<string, Array<{ body: string; signature: string }>>()
       for (const r of receiver.received) {
         const id = String(r.headers["x-service-event-id"])

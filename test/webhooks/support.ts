@@ -152,7 +152,8 @@ export interface WebhookNode {
   readonly databaseUrl: string
   readonly createAccount: () => Promise<string>
   readonly createKey: (accountId: string, environment?: "test" | "live") => Promise<string>
-  readonly secretOf: (accountId: string) => Promise<string>
+  /** The secret of the account's settings of this environment (default test, like `createKey`). */
+  readonly secretOf: (accountId: string, environment?: "test" | "live") => Promise<string>
   /** The node's services, for what the API cannot do (a console user with a password). */
   readonly runtime: TestNode["runtime"]
   readonly stop: () => Promise<void>
@@ -175,8 +176,9 @@ export const startWebhookNode = async (options: { env?: Record<string, string>; 
     databaseUrl: node.databaseUrl,
     createAccount: () => node.createAccount({ name: "webhooks", ratePerSecond: 10_000 }),
     createKey: (accountId, environment = "test") => node.createKey(accountId, environment).then((k) => k.key),
-    secretOf: async (accountId) =>
-      (await query<{ webhook_secret: string }>(node.databaseUrl, "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1", [accountId]))[0].webhook_secret,
+    secretOf: async (accountId, environment = "test") =>
+      (await query<{ webhook_secret: string }>(node.databaseUrl,
+        "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1 AND environment = $2", [accountId, environment]))[0].webhook_secret,
     runtime: node.runtime,
     stop: node.stop
   }

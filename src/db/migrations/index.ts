@@ -10,6 +10,7 @@ import console_ from "./0009_console.ts"
 import eventsByRecord from "./0010_events_by_record.ts"
 import webhookFanout from "./0011_webhook_fanout.ts"
 import batchEvents from "./0012_batch_events.ts"
+import webhookEnvironments from "./0013_webhook_environments.ts"
 import consoleHardening from "./0014_console_hardening.ts"
 import erasureAndSalted from "./0015_erasure_and_salted.ts"
 
@@ -27,6 +28,7 @@ export const migrations = {
   "0010_events_by_record": eventsByRecord,
   "0011_webhook_fanout": webhookFanout,
   "0012_batch_events": batchEvents,
+  "0013_webhook_environments": webhookEnvironments,
   "0014_console_hardening": consoleHardening,
   "0015_erasure_and_salted": erasureAndSalted
 }

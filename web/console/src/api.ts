@@ -106,12 +106,15 @@ export const api = {
   createKey: (id: string, body: { name: string; environment: Environment; expiresInDays?: number }) => call<typeof CreatedKey.Type>("POST", `${acct(id)}/keys`, body),
   revokeKey: (id: string, keyId: string) => call<Key>("POST", `${acct(id)}/keys/${encodeURIComponent(keyId)}/revoke`, {}),
 
-  webhook: (id: string) => call<Webhook>("GET", `${acct(id)}/webhook`),
+  // The webhook, its secret and rotation are per environment (docs/webhooks.md, "Test and live").
+  webhook: (id: string, environment: Environment) => call<Webhook>("GET", `${acct(id)}/webhook${q({ environment })}`),
   saveWebhook: (id: string, environment: Environment, body: { url: string | null; events: Array<string>; payloadFormat: string; enabled: boolean }) =>
     call<Webhook>("PUT", `${acct(id)}/webhook${q({ environment })}`, body),
-  revealSecret: (id: string) => call<typeof RevealedSecret.Type>("POST", `${acct(id)}/webhook/secret/reveal`, {}),
-  rotateSecret: (id: string) => call<typeof RotationResult.Type>("POST", `${acct(id)}/webhook/secret/rotate`, {}),
-  confirmSecret: (id: string) => call<Webhook>("POST", `${acct(id)}/webhook/secret/confirm`, {}),
+  revealSecret: (id: string, environment: Environment) =>
+    call<typeof RevealedSecret.Type>("POST", `${acct(id)}/webhook/secret/reveal${q({ environment })}`, {}),
+  rotateSecret: (id: string, environment: Environment) =>
+    call<typeof RotationResult.Type>("POST", `${acct(id)}/webhook/secret/rotate${q({ environment })}`, {}),
+  confirmSecret: (id: string, environment: Environment) => call<Webhook>("POST", `${acct(id)}/webhook/secret/confirm${q({ environment })}`, {}),
   testWebhook: (id: string, environment: Environment) => call<Delivery>("POST", `${acct(id)}/webhook/test`, { environment }),
 
   deliveries: (id: string, params: Record<string, string | undefined>) => call<typeof DeliveryList.Type>("GET", `${acct(id)}/deliveries${q(params)}`),

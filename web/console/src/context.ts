@@ -7,6 +7,8 @@ export interface PageContext {
   /** The account the page is about (a member's own; the one an operator opened). */
   readonly accountId: string
   readonly environment: Environment
+  /** Switches the console's environment (the header's switch) and renders the page again. */
+  readonly setEnvironment: (environment: Environment) => void
   /** Path segments after the page's name (e.g. a record id). */
   readonly rest: ReadonlyArray<string>
   readonly query: URLSearchParams

@@ -37,6 +37,10 @@ let returnTo: string | undefined
 
 const ENV_KEY = "anchord.console.environment"
 const environment = (): Environment => (localStorage.getItem(ENV_KEY) === "live" ? "live" : "test")
+const setEnvironment = (value: Environment) => {
+  localStorage.setItem(ENV_KEY, value)
+  void render()
+}
 
 const navigate = (hash: string) => {
   if (location.hash === hash) void render()
@@ -90,10 +94,7 @@ const showHeader = (current: { accountId?: string; page?: string }) => {
   }
   const env = select("environment", [["test", "Test"], ["live", "Live"]], environment())
   env.id = "environment"
-  env.addEventListener("change", () => {
-    localStorage.setItem(ENV_KEY, env.value)
-    void render()
-  })
+  env.addEventListener("change", () => setEnvironment(env.value === "live" ? "live" : "test"))
   const signOut = h("button", {
     type: "button",
     class: "link",
@@ -188,7 +189,7 @@ const render = async () => {
   const s = session
   const cfg = config!
   if (first === undefined) return navigate(s.user.operator ? "#/accounts" : accountHash(s.user.accountId!, "overview"))
-  const base = { session: s, config: cfg, environment: environment(), query, navigate, refresh: () => void render() }
+  const base = { session: s, config: cfg, environment: environment(), setEnvironment, query, navigate, refresh: () => void render() }
   try {
     if (first === "accounts" || first === "networks") {
       header({ page: first })

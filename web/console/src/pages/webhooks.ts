@@ -1,6 +1,8 @@
 /**
  * Webhooks: the account's global webhook (URL, kinds, payload format, enabled), its secret (reveal,
- * rotate, confirm the switch with the overlap's end shown), and a test event with its outcome.
+ * rotate, confirm the switch with the overlap's end shown), and a test event with its outcome — all of
+ * the console's environment (test and live each have their own: migration 0013). The page says which
+ * one it shows and offers the other, so an admin never changes test believing it is live.
  */
 import { api, type Delivery } from "../api.ts"
 import { accountHash, type PageContext } from "../context.ts"
@@ -24,8 +26,13 @@ const outcomeOf = (d: Delivery) => {
 }
 
 export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
-  const w = await api.webhook(ctx.accountId)
+  const w = await api.webhook(ctx.accountId, ctx.environment)
   const status = h("div", { class: "form-status" })
+  const other = ctx.environment === "live" ? "test" : "live"
+  const which = h("p", { class: "msg msg-info", id: "webhook-environment" },
+    h("strong", {}, `${ctx.environment === "live" ? "Live" : "Test"} environment. `),
+    `The webhook and secret below serve ${ctx.environment} records and ${ctx.environment} keys only; ${other} has its own. `,
+    h("button", { type: "button", class: "link", onclick: () => ctx.setEnvironment(other) }, `Show the ${other} webhook`))
 
   // ---- settings
   const url = h("input", { type: "url", name: "url", value: w.url ?? "", inputmode: "url", spellcheck: "false", autocomplete: "off", disabled: !ctx.canChange })
@@ -38,7 +45,7 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
     h("option", { value: "envelope", selected: w.payloadFormat === "envelope" }, "envelope (every kind in form A)"))
   const enabled = h("input", { type: "checkbox", name: "enabled", id: uid("enabled"), checked: w.enabled, disabled: !ctx.canChange })
   const settings = h("form", { class: "card", novalidate: true, "aria-labelledby": "wh-settings-h" },
-    h("h2", { id: "wh-settings-h" }, "Global webhook"),
+    h("h2", { id: "wh-settings-h" }, `Global webhook (${ctx.environment})`),
     field("URL", url, ctx.environment === "test"
       ? "http:// or https://, to a public address (private ones only where the node's operator allows them)."
       : "https:// only, to a public address (private ones only where the node's operator allows them)."),
@@ -65,7 +72,7 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
   const secretArea = h("div", { id: "secret" })
   const rotation = w.rotation
   const secretCard = h("section", { class: "card", "aria-labelledby": "wh-secret-h" },
-    h("h2", { id: "wh-secret-h" }, "Signing secret"),
+    h("h2", { id: "wh-secret-h" }, `Signing secret (${ctx.environment})`),
     h("p", {}, "Secret: ", h("code", { id: "secret-preview" }, w.secretPreview), " (hidden)"),
     rotation === null ? null : h("p", { class: "msg msg-info", id: "rotation" },
       `A rotation is in progress: the previous secret still signs x-webhook-signature until ${formatDate(rotation.previousSecretExpiresAt)}, ` +
@@ -77,7 +84,7 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
           class: "secondary",
           onclick: async () => {
             try {
-              const s = await api.revealSecret(ctx.accountId)
+              const s = await api.revealSecret(ctx.accountId, ctx.environment)
               secretArea.replaceChildren(h("p", {}, h("code", { class: "secret", id: "secret-value" }, s.secret), " ", copyButton(() => s.secret)))
             } catch (error) {
               secretArea.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
@@ -88,12 +95,12 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
           type: "button",
           class: "secondary",
           onclick: async () => {
-            const ok = await confirmDialog("Rotate the signing secret?",
+            const ok = await confirmDialog(`Rotate the ${ctx.environment} signing secret?`,
               "A new secret is made. For 24 hours, or until you confirm the switch, deliveries stay signed with the current secret " +
                 "(x-webhook-signature) and also with the new one (x-webhook-signature-next).", "Rotate")
             if (!ok) return
             try {
-              const r = await api.rotateSecret(ctx.accountId)
+              const r = await api.rotateSecret(ctx.accountId, ctx.environment)
               ctx.refresh()
               status.replaceChildren(message("ok", `New secret made; the previous one signs until ${formatDate(r.previousSecretExpiresAt)}.`))
             } catch (error) {
@@ -108,7 +115,7 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
               "From the next delivery on, x-webhook-signature is signed with the new secret only. Receivers still checking the previous secret will reject deliveries.",
               "Confirm the switch")
             if (!ok) return
-            await api.confirmSecret(ctx.accountId)
+            await api.confirmSecret(ctx.accountId, ctx.environment)
             ctx.refresh()
           }
         }, "Confirm the switch"))
@@ -147,8 +154,9 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
 
   return h("section", {},
     h("h1", {}, "Webhooks"),
+    which,
     h("p", {}, "Events of records without their own webhookUrl go to this URL when it is enabled and subscribed to their kind. " +
-      "Every delivery is signed (x-webhook-signature and the Standard Webhooks headers)."),
+      "Every delivery is signed (x-webhook-signature and the Standard Webhooks headers), with the secret of its record's environment."),
     status,
     settings,
     secretCard,
