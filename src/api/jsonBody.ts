@@ -12,20 +12,37 @@
 import { Effect, Schema, SchemaGetter, SchemaIssue, SchemaTransformation } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { parseStrictJson, StrictJsonError } from "../canonical/strictJson.ts"
+import { excerpt } from "../excerpt.ts"
 
 /** Marks the issue of a body that is not JSON at all (400 INVALID_JSON, not VALIDATION_ERROR). */
 export const JSON_SYNTAX = "anchord/jsonSyntax"
+
+/**
+ * How many characters of a message about one issue the client sees (src/http/schemaMessages.ts): a
+ * backstop, above what the strict parser's messages reach (each quoted input at most 64 characters,
+ * paths at most 240), so they are never cut and both ingest paths answer the same.
+ */
+export const ISSUE_MESSAGE_MAX = 480
+
+/**
+ * The answer to a body the strict parser refused, the same on the HttpApi endpoints and the gateway's
+ * fast path (src/app/gateway.ts): 400 INVALID_JSON for syntax, VALIDATION_ERROR for the I-JSON rules.
+ */
+export const bodyRejection = (error: StrictJsonError): { readonly syntax: boolean; readonly message: string } => {
+  const syntax = error.reason === "syntax"
+  return {
+    syntax,
+    message: excerpt(syntax ? `Request body is not valid JSON: ${error.message}` : `Request body rejected: ${error.message}`, ISSUE_MESSAGE_MAX)
+  }
+}
 
 const parse = (text: string): Effect.Effect<unknown, SchemaIssue.Issue> => {
   try {
     return Effect.succeed(parseStrictJson(text))
   } catch (error) {
     if (!(error instanceof StrictJsonError)) return Effect.die(error)
-    const syntax = error.reason === "syntax"
-    return Effect.fail(new SchemaIssue.InvalidValue({
-      message: syntax ? `Request body is not valid JSON: ${error.message}` : `Request body rejected: ${error.message}`,
-      [JSON_SYNTAX]: syntax
-    } as never))
+    const { syntax, message } = bodyRejection(error)
+    return Effect.fail(new SchemaIssue.InvalidValue({ message, [JSON_SYNTAX]: syntax } as never))
   }
 }
 

@@ -14,6 +14,7 @@
 import { Cause, Context, Effect, Exit } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Api } from "../api/Api.ts"
+import { bodyRejection } from "../api/jsonBody.ts"
 import { toWire, type WireError } from "../api/errors.ts"
 import { Admission, type Admitted, andThen, type Headers, type Refused } from "../auth/Admission.ts"
 import { parseStrictJson, StrictJsonError } from "../canonical/strictJson.ts"
@@ -97,9 +98,8 @@ export const GatewayLayer = HttpRouter.middleware(
             body = parseStrictJson(bodyText)
           } catch (error) {
             if (!(error instanceof StrictJsonError)) throw error
-            return finish(error.reason === "syntax"
-              ? errorResponse("INVALID_JSON", `Request body is not valid JSON: ${error.message}`)
-              : errorResponse("VALIDATION_ERROR", `Request body rejected: ${error.message}`))
+            const { syntax, message } = bodyRejection(error)
+            return finish(errorResponse(syntax ? "INVALID_JSON" : "VALIDATION_ERROR", message))
           }
           return Effect.matchEffect(
             creation.create(endpoint, principal!, body, {

@@ -550,7 +550,7 @@ function currentPath(): string {
 
 /** A path as a message shows it: long ones (deep, each member name already bounded) keep their two ends. */
 export function boundedPath(path: string): string {
-  return path.length <= 400 ? path : `${path.slice(0, 120)}…${path.slice(-240)}`
+  return path.length <= 240 ? path : `${path.slice(0, 80)}…${path.slice(-159)}`
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/

@@ -4,6 +4,7 @@
  */
 import { SchemaIssue } from "effect"
 import { excerpt } from "../excerpt.ts"
+import { ISSUE_MESSAGE_MAX } from "../api/jsonBody.ts"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -17,6 +18,6 @@ export const describeIssue = (issue: SchemaIssue.Issue, where = ""): string => {
     // is the message (src/excerpt.ts).
     const path = (i.path ?? []).map((p) => excerpt(typeof p === "object" ? String(p.key) : String(p))).join(".")
     const at = where + path
-    return at === "" ? excerpt(i.message, 200) : `${at}: ${excerpt(i.message, 200)}`
+    return at === "" ? excerpt(i.message, ISSUE_MESSAGE_MAX) : `${at}: ${excerpt(i.message, ISSUE_MESSAGE_MAX)}`
   }).join("; ")
 }
