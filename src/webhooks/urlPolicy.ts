@@ -269,11 +269,27 @@ export const staticVerdict = (
   return { ok: true, resolve: host }
 }
 
-/** The check when a URL is set: the static rules, then where its host name resolves now. */
+/** A request waits at most this long for the set-time lookup (the system resolver's own retries take longer). */
+const RESOLVE_TIMEOUT_MS = 5_000
+
+class ResolveTimeout extends Error {}
+
+/** Every wait on a dependency is bounded: DNS too. */
+const boundedResolve = (resolve: Resolve, host: string, millis: number): Promise<ReadonlyArray<ResolvedAddress>> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  return Promise.race([
+    resolve(host),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ResolveTimeout()), millis)
+    })
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** The check when a URL is set: the static rules, then where its host name resolves now (bounded). */
 export const checkWebhookUrl = async (
   raw: string,
   environment: Environment,
-  options: { readonly field?: string; readonly resolve?: Resolve; readonly allowlist?: Allowlist } = {}
+  options: { readonly field?: string; readonly resolve?: Resolve; readonly allowlist?: Allowlist; readonly resolveTimeoutMillis?: number } = {}
 ): Promise<UrlVerdict> => {
   const field = options.field ?? "webhookUrl"
   const allowlist = options.allowlist ?? EMPTY_ALLOWLIST
@@ -282,9 +298,10 @@ export const checkWebhookUrl = async (
   const host = first.resolve
   let addresses: ReadonlyArray<string>
   try {
-    addresses = (await (options.resolve ?? systemResolve)(host)).map((a) => a.address)
-  } catch {
-    return { ok: false, reason: `${field} host ${excerpt(host)} does not resolve` }
+    addresses = (await boundedResolve(options.resolve ?? systemResolve, host, options.resolveTimeoutMillis ?? RESOLVE_TIMEOUT_MS))
+      .map((a) => a.address)
+  } catch (error) {
+    return { ok: false, reason: `${field} host ${excerpt(host)} ${error instanceof ResolveTimeout ? "did not resolve in time" : "does not resolve"}` }
   }
   if (addresses.length === 0) return { ok: false, reason: `${field} host ${excerpt(host)} does not resolve` }
   return addressesVerdict(allowlist, host, addresses, `${field} host ${excerpt(host)}`)

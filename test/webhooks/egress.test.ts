@@ -108,6 +108,15 @@ describe("WEBHOOK_ALLOW_PRIVATE", () => {
     }
   })
 
+  it("the set-time lookup is bounded: a resolver that never answers gives a clear refusal, not a hung request", async () => {
+    const never: Resolve = () => new Promise(() => {})
+    const started = performance.now()
+    expect(await checkWebhookUrl("http://hangs.test/h", "test", { resolve: never, resolveTimeoutMillis: 200 })).toEqual({
+      ok: false, reason: "webhookUrl host hangs.test did not resolve in time"
+    })
+    expect(performance.now() - started).toBeLessThan(5_000)
+  }, 10_000)
+
   const build = (env: Record<string, string>, fallback?: string) =>
     Effect.runPromiseExit(Effect.gen(function*() {
       return (yield* WebhookEgress).allowlist.entries
