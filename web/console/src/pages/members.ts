@@ -10,6 +10,16 @@ export const membersPage = async (ctx: PageContext): Promise<Node> => {
   const { members } = await api.members(ctx.accountId)
   const invitations = ctx.canChange ? (await api.invitations(ctx.accountId)).invitations : []
   const status = h("div", { class: "form-status" })
+  /** A click handler: asks first, then acts and redraws the page, or says why it failed. */
+  const confirmed = (title: string, text: string, label: string, act: () => Promise<unknown>) => async () => {
+    if (!(await confirmDialog(title, text, label))) return
+    try {
+      await act()
+      ctx.refresh()
+    } catch (e) {
+      status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
+    }
+  }
   const emailOf = new Map(members.map((m) => [m.id, m.email]))
   const pending = ctx.canChange
     ? invitations.length === 0
@@ -23,15 +33,8 @@ export const membersPage = async (ctx: PageContext): Promise<Node> => {
           type: "button",
           class: "danger small",
           "aria-label": `Revoke the invitation of ${i.email}`,
-          onclick: async () => {
-            if (!(await confirmDialog(`Revoke the invitation of ${i.email}?`, "Its link stops working at once.", "Revoke"))) return
-            try {
-              await api.revokeInvitation(ctx.accountId, i.id)
-              ctx.refresh()
-            } catch (e) {
-              status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
-            }
-          }
+          onclick: confirmed(`Revoke the invitation of ${i.email}?`, "Its link stops working at once.", "Revoke",
+            () => api.revokeInvitation(ctx.accountId, i.id))
         }, "Revoke")
       ]))
     : null
@@ -72,15 +75,8 @@ export const membersPage = async (ctx: PageContext): Promise<Node> => {
           type: "button",
           class: "danger small",
           "aria-label": `Remove ${m.email}`,
-          onclick: async () => {
-            if (!(await confirmDialog(`Remove ${m.email}?`, "Their sessions end and they can no longer sign in to this account.", "Remove"))) return
-            try {
-              await api.removeMember(ctx.accountId, m.id)
-              ctx.refresh()
-            } catch (e) {
-              status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
-            }
-          }
+          onclick: confirmed(`Remove ${m.email}?`, "Their sessions end and they can no longer sign in to this account.", "Remove",
+            () => api.removeMember(ctx.accountId, m.id))
         }, "Remove")
         : ""
     ])))
