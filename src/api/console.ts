@@ -78,7 +78,7 @@ const empty = JsonBody(EmptyBody)
  * "too many sign-ins at once"); the database steps around it keep REQUEST_DEADLINE_MS each. The whole
  * request may take longer than that deadline, never because of the database.
  */
-const HASHING_DEADLINE_MS = 20_000
+const HASHING_DEADLINE_MS = 40_000
 
 /** Signing in: no session yet. Limited by client address, and sign-in by its own throttle. */
 export class ConsoleAuthApi extends HttpApiGroup.make("consoleAuth")

@@ -27,7 +27,7 @@ import { type ConsoleUserInfo, ConsoleUsers, normalizeEmail, type Role, withoutP
 /** Password hashes computed at once (the others wait their turn). */
 export const HASH_CONCURRENCY = 2
 /** How long a sign-in or an acceptance waits for its turn to hash before it is told the node is busy. */
-export const HASH_WAIT_MS = 10_000
+export const HASH_WAIT_MS = 25_000
 
 export interface SignedIn {
   /** The session token: goes into the cookie, nowhere else. */

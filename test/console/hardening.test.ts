@@ -4,12 +4,14 @@
 //   - the throttle pauses an attacker's address, not the owner signing in from theirs;
 //   - concurrent guesses from many addresses are held to the email's free failures;
 //   - one spelling of an email (vİctim1 is not victim1);
-//   - sign-in's hashing is not under the database deadline (no 503 for 10 at once);
+//   - sign-in's hashing is not under the database deadline (no 503 for 10 at once while hashing is slow);
 //   - an invitation dies with its maker's right to make it; admins list and revoke them;
 //   - a suspended account's console is read-only;
 //   - inviting another account's email reveals nothing.
 //   npx vitest run test/console/hardening.test.ts
+import * as Crypto from "node:crypto"
 import * as Http from "node:http"
+import * as Util from "node:util"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Accounts } from "../../src/auth/Accounts.ts"
@@ -18,18 +20,27 @@ import { ConsoleUsers, type Role } from "../../src/console/Users.ts"
 import { startNode, type TestNode } from "../support/node.ts"
 
 let node: TestNode
-/** The same database behind a short database deadline: hashing 10 passwords at once takes longer than it. */
-let hurried: TestNode
 
 beforeAll(async () => {
   node = await startNode()
-  hurried = await startNode({ databaseUrl: node.databaseUrl, config: { requestDeadlineMillis: 400 } })
 }, 60_000)
 
 afterAll(async () => {
-  await hurried?.stop()
   await node?.stop()
 })
+
+/**
+ * Keeps every thread of libuv's pool (where scrypt runs) busy for about `millis`, with PBKDF2 calibrated
+ * on this machine now: a hash started meanwhile waits that long, however fast or loaded the machine is.
+ */
+const occupyHashingThreads = (millis: number): Promise<unknown> => {
+  const probe = 20_000
+  const started = performance.now()
+  Crypto.pbkdf2Sync("x", "salt", probe, 32, "sha256")
+  const iterations = Math.ceil(probe * millis / Math.max(1, performance.now() - started))
+  const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4)
+  return Promise.all(Array.from({ length: threads }, () => Util.promisify(Crypto.pbkdf2)("x", "salt", iterations, 32, "sha256")))
+}
 
 interface Answer {
   readonly status: number
@@ -132,10 +143,14 @@ describe("console hardening (issue 23)", () => {
     expect(dotted.json.data?.user?.email).toBeUndefined()
   })
 
-  it("10 concurrent sign-ins with the right password: all signed in, no 503 (hashing is not under a 400 ms database deadline)", async () => {
+  it("10 concurrent sign-ins while hashing is slow: all signed in, no 503 (hashing is not under the database deadline)", async () => {
     const accountId = await node.createAccount({ name: "busy" })
     await Promise.all(Array.from({ length: 10 }, (_, i) => user(`busy${i}@example.com`, PASSWORD, { accountId, role: "viewer" })))
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => signIn(`127.0.3.${i + 1}`, `busy${i}@example.com`, PASSWORD, hurried)))
+    // Every hash now waits ~3 s for a thread: longer than the 2 s database deadline (REQUEST_DEADLINE_MS), well
+    // inside hashing's own bound. Slow hashing is made, not hoped for: the test means the same on any machine.
+    const busy = occupyHashingThreads(3_000)
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => signIn(`127.0.3.${i + 1}`, `busy${i}@example.com`, PASSWORD)))
+    await busy
     expect(answers.map((a) => `${a.status} ${a.json.errorCode ?? ""}`)).toEqual(Array(10).fill("200 "))
   })
 
