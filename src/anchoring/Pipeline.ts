@@ -24,6 +24,8 @@ import { CurrentLeadership, LEADER_LEASE_MS, type LeaderLease } from "./Leadersh
 import { NetworkHealth } from "./NetworkHealth.ts"
 
 const LEADER_RETRY = "2 seconds"
+/** idle_session_timeout (the lease) exists from PostgreSQL 14 on; before, the lock has no lease. */
+const ON_14 = "CASE WHEN current_setting('server_version_num')::int >= 140000"
 const HEARTBEAT = "2 seconds"
 
 export const errorText = (cause: Cause.Cause<unknown>): string => {
@@ -73,7 +75,7 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
     yield* Effect.addFinalizer(() =>
       Effect.andThen(
         conn.executeValues(
-          "SELECT pg_advisory_unlock(hashtextextended($1, 0)), set_config('idle_session_timeout', '0', false)", [key]
+          `SELECT pg_advisory_unlock(hashtextextended($1, 0)), ${ON_14} THEN set_config('idle_session_timeout', '0', false) END`, [key]
         ).pipe(Effect.ignore),
         health.update(networkId, { leader: false })
       )
@@ -82,10 +84,13 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
     // this long; the heartbeat below keeps it busy while the node runs. Who this session is goes with
     // the pipeline, so that its writes can check the lock is still theirs (fencing).
     const [session] = yield* conn.executeValues(
-      `SELECT set_config('idle_session_timeout', '${LEADER_LEASE_MS}ms', false), pg_backend_pid(),
+      `SELECT ${ON_14} THEN set_config('idle_session_timeout', '${LEADER_LEASE_MS}ms', false) END, pg_backend_pid(),
         (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())`,
       []
     )
+    if (session?.[0] === null || session?.[0] === undefined) {
+      yield* Effect.logWarning("PostgreSQL before 14 has no idle_session_timeout: a leader that stops answering without dying keeps the lock")
+    }
     const lease: LeaderLease = { key, pid: Number(session?.[1]), backendStart: String(session?.[2]) }
     yield* health.update(networkId, { leader: true })
     yield* Effect.logInfo("network leadership acquired")
