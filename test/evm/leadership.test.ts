@@ -2,7 +2,11 @@
  * Two `anchord start` processes on one database and one anvil (issue 25): the EVM leader killed (-9)
  * → the other leads within the bound and anchors the queue, no record anchored twice; the leader
  * paused (SIGSTOP) past its lease → the other leads; the old one woken (SIGCONT) after that cuts no
- * batch and sends nothing (docs/architecture.md, "Leadership, lease and fencing").
+ * batch and sends nothing (docs/architecture.md, "Leadership, lease and fencing"). Seen failing:
+ * without the lease the follower never led while the leader was paused; with a follower that does not
+ * retry, no handover after kill -9. The woken leader's silence held here even with the write fence
+ * off (on wake-up its ping saw the closed lock session first): that race is what the fence removes,
+ * tested without a race in test/anchoring/fencing.test.ts.
  *   npx vitest run test/evm/leadership.test.ts
  */
 import type * as ChildProcess from "node:child_process"
