@@ -15,6 +15,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { append } from "../outbox/Outbox.ts"
+import { fence } from "./Leadership.ts"
 import { buildTree, type Hex } from "./merkle.ts"
 import {
   AnchorChainType,
@@ -267,6 +268,8 @@ export class BatchStore extends Context.Service<BatchStore, {
         hybridEnvironment?: Environment
       ) {
         return yield* sql.withTransaction(Effect.gen(function*() {
+          // Fencing: a leader that lost its lock (paused past its lease) cuts nothing (Leadership.ts).
+          yield* fence(sql)
           const claimed = yield* sql`
             SELECT r.id, r.hash ${queueHead(sql, networkId, max, hybridEnvironment)}
             FOR UPDATE OF r SKIP LOCKED`.pipe(Effect.flatMap(decodeClaimed))

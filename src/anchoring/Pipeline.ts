@@ -4,7 +4,8 @@
  * - leadership: exactly one node runs a network's pipeline, the holder of a PostgreSQL session
  *   advisory lock (`pg_try_advisory_lock(hash("anchord:<chainType>:<networkId>"))`) on a dedicated
  *   connection. When that node dies its connection closes, the lock is released, and another node's
- *   retry takes over;
+ *   retry takes over; when it stops answering, PostgreSQL ends that session after the lease
+ *   (Leadership.ts), and the writes of a leader woken after that are fenced by the lock;
  * - the batcher (src/anchoring/Batcher.ts, over BatchStore) followed by the chain's `submit` in one
  *   fiber, every quarter window;
  * - the chain's `watch` (EVM: a poll of logs; Fabric: the block-event indexer, long running) in another,
@@ -19,9 +20,12 @@ import { SqlClient } from "effect/sql"
 import type { AnchorChain } from "./AnchorChain.ts"
 import { batcherPeriodMs, batcherTick } from "./Batcher.ts"
 import type { AnchorChainType } from "./model.ts"
+import { CurrentLeadership, LEADER_LEASE_MS, type LeaderLease } from "./Leadership.ts"
 import { NetworkHealth } from "./NetworkHealth.ts"
 
 const LEADER_RETRY = "2 seconds"
+/** idle_session_timeout (the lease) exists from PostgreSQL 14 on; before, the lock has no lease. */
+const ON_14 = "CASE WHEN current_setting('server_version_num')::int >= 140000"
 const HEARTBEAT = "2 seconds"
 
 export const errorText = (cause: Cause.Cause<unknown>): string => {
@@ -70,10 +74,24 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
     if (got !== true && got !== "t") return
     yield* Effect.addFinalizer(() =>
       Effect.andThen(
-        conn.executeValues("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [key]).pipe(Effect.ignore),
+        conn.executeValues(
+          `SELECT pg_advisory_unlock(hashtextextended($1, 0)), ${ON_14} THEN set_config('idle_session_timeout', '0', false) END`, [key]
+        ).pipe(Effect.ignore),
         health.update(networkId, { leader: false })
       )
     )
+    // The lease (Leadership.ts): the server ends this session, and so the lock, once it has been idle
+    // this long; the heartbeat below keeps it busy while the node runs. Who this session is goes with
+    // the pipeline, so that its writes can check the lock is still theirs (fencing).
+    const [session] = yield* conn.executeValues(
+      `SELECT ${ON_14} THEN set_config('idle_session_timeout', '${LEADER_LEASE_MS}ms', false) END, pg_backend_pid(),
+        (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())`,
+      []
+    )
+    if (session?.[0] === null || session?.[0] === undefined) {
+      yield* Effect.logWarning("PostgreSQL before 14 has no idle_session_timeout: a leader that stops answering without dying keeps the lock")
+    }
+    const lease: LeaderLease = { key, pid: Number(session?.[1]), backendStart: String(session?.[2]) }
     yield* health.update(networkId, { leader: true })
     yield* Effect.logInfo("network leadership acquired")
     // The lock lives as long as this connection: check it, and stop leading when it is gone.
@@ -82,7 +100,7 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
       Effect.repeat(Schedule.spaced(HEARTBEAT)),
       Effect.andThen(Effect.never)
     )
-    yield* Effect.raceFirst(pipeline, heartbeat)
+    yield* Effect.raceFirst(Effect.provideService(pipeline, CurrentLeadership, lease), heartbeat)
   }))
   return yield* attempt.pipe(
     Effect.catchCause((cause) =>

@@ -122,7 +122,13 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
 
       revokeInvitation: Effect.fn("ConsoleLinks.revokeInvitation")((accountId, id) =>
         Effect.map(
-          sql`DELETE FROM console_links WHERE id = ${id} AND account_id = ${accountId} AND kind = 'invitation' AND used_at IS NULL RETURNING id`,
+          // By its unique id behind a fence, then by the primary key: on a fresh database the account's
+          // open links (console_links_account) were the plan, whatever their number (issue 25).
+          sql`
+            DELETE FROM console_links WHERE digest = (
+              SELECT l.digest FROM (SELECT digest, account_id, kind, used_at FROM console_links WHERE id = ${id} OFFSET 0) l
+              WHERE l.account_id = ${accountId} AND l.kind = 'invitation' AND l.used_at IS NULL)
+            RETURNING id`,
           (r) => r.length > 0
         ))
     })

@@ -100,7 +100,11 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
         Effect.withSpan("ConsoleUsers.operators")
       ),
       removeMember: Effect.fn("ConsoleUsers.removeMember")((accountId, userId) =>
-        Effect.map(sql`DELETE FROM console_users WHERE id = ${userId} AND account_id = ${accountId} RETURNING id`, (r) => r.length > 0)),
+        // By the primary key behind a fence, whatever the statistics (not by the account's index; issue 25).
+        Effect.map(sql`
+          DELETE FROM console_users WHERE id = (
+            SELECT u.id FROM (SELECT id, account_id FROM console_users WHERE id = ${userId} OFFSET 0) u WHERE u.account_id = ${accountId})
+          RETURNING id`, (r) => r.length > 0)),
       setPassword: Effect.fn("ConsoleUsers.setPassword")((userId, passwordHash) =>
         Effect.asVoid(sql`UPDATE console_users SET password_hash = ${passwordHash} WHERE id = ${userId}`))
     })

@@ -9,6 +9,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { BatchStore, restoreFailedAnchors, selectOpenBatches } from "../anchoring/BatchStore.ts"
+import { fence } from "../anchoring/Leadership.ts"
 import { batchRowOf, decodeFirst, decodeRows, type Hex, HexString } from "../anchoring/model.ts"
 
 /** A batch row with its transaction fields as `0x` hex. */
@@ -48,6 +49,8 @@ export class EvmStore extends Context.Service<EvmStore, {
   readonly openBatches: (networkId: string) => Effect.Effect<ReadonlyArray<EvmBatchRow>, SqlError.SqlError>
   /** A signed transaction (a first one, or a replacement at the same nonce), stored before it is broadcast. */
   readonly markSent: (batchId: string, tx: SentTransaction) => Effect.Effect<void, SqlError.SqlError>
+  /** Dies unless the pipeline's leadership still holds its lock (src/anchoring/Leadership.ts); before a broadcast. */
+  readonly fence: Effect.Effect<void, SqlError.SqlError>
   /** The root is anchored on chain already but its log was not found yet: SENT, so the writer checks it again. */
   readonly markAdopted: (batchId: string) => Effect.Effect<void, SqlError.SqlError>
   readonly markMined: (batchId: string, facts: MinedFacts) => Effect.Effect<void, SqlError.SqlError>
@@ -83,12 +86,13 @@ export class EvmStore extends Context.Service<EvmStore, {
       // sent_at on the node's Clock: the writer measures a transaction's age (stuck, fee bump) against it.
       const markSent = Effect.fn("EvmStore.markSent")(function*(batchId: string, tx: SentTransaction) {
         const now = yield* Clock.currentTimeMillis
-        yield* sql`
+        // Fencing (src/anchoring/Leadership.ts): a leader that lost its lock stores no transaction to send.
+        yield* sql.withTransaction(Effect.andThen(fence(sql), sql`
           UPDATE anchor_batches SET state = 'SENT', nonce = ${tx.nonce}, gas_limit = ${tx.gas.toString()}::bigint, tx_hash = ${tx.txHash},
             raw_tx = ${tx.rawTx}, tx_hashes = array_append(tx_hashes, ${tx.txHash}::text),
             max_fee_per_gas = ${tx.maxFeePerGas.toString()}::numeric, max_priority_fee_per_gas = ${tx.maxPriorityFeePerGas.toString()}::numeric,
             sent_at = ${new Date(now)}, attempts = attempts + 1, updated_at = now()
-          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`
+          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`))
       })
 
       const markAdopted = Effect.fn("EvmStore.markAdopted")(function*(batchId: string) {
@@ -139,7 +143,7 @@ export class EvmStore extends Context.Service<EvmStore, {
         return requeued
       })
 
-      return EvmStore.of({ openBatches, markSent, markAdopted, markMined, revive, cursor, saveCursor, resetNetwork })
+      return EvmStore.of({ openBatches, markSent, fence: fence(sql), markAdopted, markMined, revive, cursor, saveCursor, resetNetwork })
     })
   )
 }

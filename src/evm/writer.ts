@@ -107,8 +107,9 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       })
     })
 
+  // Fencing (src/anchoring/Leadership.ts): nothing leaves a leader that has lost its lock.
   const broadcast = (b: EvmBatchRow, raw: Hex) =>
-    chain.broadcast(raw).pipe(
+    Effect.andThen(store.fence, chain.broadcast(raw)).pipe(
       Effect.tap(() => Effect.sync(() => unacknowledged.delete(b.id))),
       Effect.catch((e) =>
         e.reason._tag === "NonceTooLow"

@@ -9,6 +9,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { BatchStore, confirmBatchRecords } from "../anchoring/BatchStore.ts"
+import { fence } from "../anchoring/Leadership.ts"
 import { decodeFirst, decodeRows, IdRow } from "../anchoring/model.ts"
 
 /** A Fabric anchor seen in a committed block by the indexer (a VALID transaction's `Anchored` event). */
@@ -66,11 +67,12 @@ export class FabricStore extends Context.Service<FabricStore, {
 
       const markSent = Effect.fn("FabricStore.markSent")(function*(batchId: string, tx: { readonly txId: string; readonly envelope: string }) {
         const now = yield* Clock.currentTimeMillis
-        yield* sql`
+        // Fencing (src/anchoring/Leadership.ts): a leader that lost its lock stores no transaction to send.
+        yield* sql.withTransaction(Effect.andThen(fence(sql), sql`
           UPDATE anchor_batches SET state = 'SENT', tx_hash = ${tx.txId}, raw_tx = ${tx.envelope},
             tx_hashes = array_append(tx_hashes, ${tx.txId}::text), chain_batch_ref = COALESCE(chain_batch_ref, id::text),
             sent_at = ${new Date(now)}, attempts = attempts + 1, updated_at = now()
-          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`
+          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`))
       })
 
       const markCommitted = Effect.fn("FabricStore.markCommitted")(function*(batchId: string, f: {

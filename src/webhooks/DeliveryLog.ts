@@ -58,8 +58,11 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
 
       const get = Effect.fn("DeliveryLog.get")(function*(owner: Owner, id: string) {
         const rows = yield* sql.unsafe(
-          `SELECT ${deliveryColumns} FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_seq
-           WHERE d.id = $1 AND d.account_id = $2 AND d.environment = $3`,
+          // By its unique id behind a fence, whatever the statistics: the owner's index
+          // (webhook_deliveries_account) would otherwise be a plan as good on a fresh database (issue 25).
+          `SELECT ${deliveryColumns} FROM (SELECT * FROM webhook_deliveries WHERE id = $1 OFFSET 0) d
+           LEFT JOIN events e ON e.id = d.event_seq
+           WHERE d.account_id = $2 AND d.environment = $3`,
           [id, owner.accountId, owner.environment]
         )
         return (yield* deliveries(rows))[0]
@@ -101,21 +104,24 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
 
         redeliver: Effect.fn("DeliveryLog.redeliver")(function*(owner, id) {
           const now = new Date(yield* Clock.currentTimeMillis)
+          // The owner's delivery by its unique id behind a fence, then the row by its primary key: no plan
+          // can walk the owner's index instead, whatever the statistics (issue 25).
+          const own = sql`SELECT o.seq FROM (SELECT seq, account_id, environment FROM webhook_deliveries WHERE id = ${id} OFFSET 0) o
+            WHERE o.account_id = ${owner.accountId} AND o.environment = ${owner.environment}`
           // The round's successful attempt (kept on the row, migration 0011) moves to the attempt log first.
           const rows = yield* sql`
             WITH kept AS (
               INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
               SELECT seq, round, attempts - 1, success_started_at, last_status_code, success_latency_ms, NULL, NULL, success_node_id
               FROM webhook_deliveries
-              WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
-                AND success_started_at IS NOT NULL AND NOT erased
+              WHERE seq = (${own}) AND success_started_at IS NOT NULL AND NOT erased
             )
             UPDATE webhook_deliveries SET
               state = 'PENDING', round = round + 1, attempts = 0, next_attempt_at = ${now},
               locked_until = NULL, locked_by = NULL, claim_token = NULL,
               body = NULL, signature = NULL, signature_next = NULL, headers = NULL,
               success_started_at = NULL, success_latency_ms = NULL, success_node_id = NULL, updated_at = ${now}
-            WHERE id = ${id} AND account_id = ${owner.accountId} AND environment = ${owner.environment}
+            WHERE seq = (${own})
               -- a delivery of a record erased by a hard delete has no body and no URL left to send to (docs/api.md)
               AND NOT erased
             RETURNING id`
