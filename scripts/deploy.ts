@@ -1,38 +1,28 @@
 // Deploys AnchorRegistry (the committed artifact src/evm/AnchorRegistry.artifact.json) and
 // records the deployment in deployments/<networkId>.json.
 //
-// Any JSON-RPC endpoint, no Hardhat involved:
+// Any JSON-RPC endpoint, no Hardhat involved (`npm run anchord -- deploy` does the same):
 //   EVM_RPC_URL=http://127.0.0.1:8545 EVM_PRIVATE_KEY=0x... [EVM_NETWORK_ID=sepolia] \
-//     node scripts/deploy.ts
-// A network of hardhat.config.ts (deployer = the network's first account):
+//     npx node scripts/deploy.ts
+// (`npx node`: the project's Node 24, which runs TypeScript; Node 20 cannot.)
+// A network of hardhat.config.ts (deployer = the network's first account; localhost's URL is
+// ANCHORD_RPC_URL, default http://127.0.0.1:8545):
 //   npx hardhat run scripts/deploy.ts --network localhost
 //
 // networkId defaults to EVM_NETWORK_ID, else the Hardhat network name, else `chain-<chainId>`.
 // DEPLOYMENTS_DIR overrides the output directory (default: deployments/ at the project root).
-import { mkdirSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Hex } from "viem"
 import {
   anchorRegistryAbi,
-  anchorRegistryAbiHash,
   anchorRegistryBytecode,
-  anchorRegistryBytecodeHash,
   deployAnchorRegistry,
+  writeDeploymentRecord,
   type AnchorRegistryDeployment
 } from "../src/evm/deploy.ts"
 
 const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
-
-export interface DeploymentRecord extends AnchorRegistryDeployment {
-  readonly networkId: string
-  readonly contract: "AnchorRegistry"
-  readonly abiHash: string
-  readonly bytecodeHash: string
-  readonly deployedAt: string
-}
-
-const NETWORK_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 async function deployWithRpc(rpcUrl: string): Promise<AnchorRegistryDeployment> {
   const privateKey = process.env.EVM_PRIVATE_KEY
@@ -78,25 +68,8 @@ async function main(): Promise<void> {
   }
 
   const networkId = process.env.EVM_NETWORK_ID || networkName || `chain-${deployment.chainId}`
-  if (!NETWORK_ID_RE.test(networkId)) throw new Error(`invalid network id ${JSON.stringify(networkId)}`)
-
-  const record: DeploymentRecord = {
-    networkId,
-    contract: "AnchorRegistry",
-    address: deployment.address,
-    chainId: deployment.chainId,
-    deployer: deployment.deployer,
-    blockNumber: deployment.blockNumber,
-    txHash: deployment.txHash,
-    abiHash: anchorRegistryAbiHash,
-    bytecodeHash: anchorRegistryBytecodeHash,
-    deployedAt: new Date().toISOString()
-  }
-  const dir = process.env.DEPLOYMENTS_DIR || path.join(ROOT_DIR, "deployments")
-  mkdirSync(dir, { recursive: true })
-  const file = path.join(dir, `${networkId}.json`)
-  writeFileSync(file, JSON.stringify(record, null, 2) + "\n")
-  console.log(`AnchorRegistry deployed at ${record.address} on chain ${record.chainId} (block ${record.blockNumber}, tx ${record.txHash})`)
+  const file = writeDeploymentRecord(process.env.DEPLOYMENTS_DIR || path.join(ROOT_DIR, "deployments"), networkId, deployment)
+  console.log(`AnchorRegistry deployed at ${deployment.address} on chain ${deployment.chainId} (block ${deployment.blockNumber}, tx ${deployment.txHash})`)
   console.log(`wrote ${path.relative(process.cwd(), file) || file}`)
 }
 

@@ -21,6 +21,7 @@ import { devFabricProfilePath, FabricDevPeer } from "../dev/FabricDevPeer.ts"
 import { FabricDevNetworkLayer } from "../dev/fabricNetwork.ts"
 import { LoggingLayer } from "../logging.ts"
 import { armShutdownWatchdog } from "./shutdownWatchdog.ts"
+import { deployCommand, grantAnchorerCommand } from "./deployCommand.ts"
 import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../app/layers.ts"
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
@@ -287,7 +288,7 @@ const fabricDevpeer = Command.make("fabric-devpeer", {
 
 export const cli = Command.make("anchord").pipe(
   Command.withDescription("anchord: a self-hostable record anchoring node"),
-  Command.withSubcommands([start, dev, migrate, accounts, keys, users, fabricDevpeer, verifyCommand])
+  Command.withSubcommands([start, dev, migrate, accounts, keys, users, fabricDevpeer, deployCommand, grantAnchorerCommand, verifyCommand])
 )
 
 cli.pipe(

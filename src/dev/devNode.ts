@@ -102,7 +102,10 @@ export const printBanner = (info: {
     `Data dir:  ${info.dataDir}`,
     `Database:  ${info.database ?? "DATABASE_URL"}${info.database ? "  (embedded PostgreSQL)" : ""}`,
     info.chain
-      ? `Chain:     ${info.chain.rpcUrl}  (Anvil, chainId ${info.chain.chainId}, network "${info.chain.networkId}", test keys; state ${info.chain.stateFile})`
+      ? `Chain:     ${info.chain.rpcUrl}  (${info.chain.kind === "hardhat" ? "Hardhat EDR" : "Anvil"}, chainId ${info.chain.chainId}, network "${info.chain.networkId}", test keys; ${
+        info.chain.stateFile === undefined
+          ? "state in memory: lost at every stop, records re-anchored and earlier proofs void after a restart (DEV_CHAIN=anvil keeps it)"
+          : `state ${info.chain.stateFile}`})`
       : "Chain:     EVM_NETWORKS",
     ...(info.chain ? [`Contract:  AnchorRegistry at ${info.chain.contractAddress}`] : []),
     `Fabric:    dev peer at ${info.fabric.address} (channel ${info.fabric.channel}, chaincode ${info.fabric.chaincode}, MSP ${info.fabric.mspId})`,

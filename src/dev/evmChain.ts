@@ -89,6 +89,12 @@ export const serveEdrChain = (options: { readonly host: string; readonly port: n
       }
     }
     const server = Http.createServer((req, res) => {
+      // Any origin, as Anvil answers: the public verify page checks anchors from the browser against it.
+      res.setHeader("access-control-allow-origin", "*")
+      if (req.method === "OPTIONS") {
+        res.writeHead(204, { "access-control-allow-methods": "POST", "access-control-allow-headers": "content-type" }).end()
+        return
+      }
       if (req.method !== "POST") {
         res.writeHead(405).end()
         return
@@ -317,11 +323,14 @@ export const serveAnvilChain = (options: AnvilChainOptions) =>
 
 /** What `anchord dev`'s banner prints of its chain (absent when EVM_NETWORKS is set). */
 export class DevChain extends Context.Service<DevChain, {
+  /** DEV_CHAIN: `anvil` (state kept under the data directory) or `hardhat` (Hardhat's EDR in process, state in memory). */
+  readonly kind: "anvil" | "hardhat"
   readonly rpcUrl: string
   readonly chainId: number
   readonly networkId: string
   readonly contractAddress: Hex
-  readonly stateFile: string
+  /** Anvil's state file; undefined for Hardhat's chain (nothing kept). */
+  readonly stateFile: string | undefined
 }>()("anchord/evm/DevChain") {}
 
 interface SavedDevChain {
@@ -349,8 +358,13 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
     const host = yield* Config.String("DEV_CHAIN_HOST").pipe(Config.withDefault("127.0.0.1"))
     const port = yield* Config.Int("DEV_CHAIN_PORT").pipe(Config.withDefault(8545)) // 0: last port or any free one
     const window = yield* Config.Int("DEV_BATCH_WINDOW_MS").pipe(Config.withDefault(1000))
+    const kind = yield* Config.Literals(["anvil", "hardhat"], "DEV_CHAIN").pipe(Config.withDefault("anvil" as const))
     const logs: Array<string> = []
-    const chain = yield* serveAnvilChain({ host, port, dir: Path.resolve(config.dataDir, "dev-chain"), log: (l) => logs.push(l) })
+    // Hardhat's EDR keeps its chain in memory: every start is a new chain, handled below as a reset
+    // (records re-anchored, earlier proofs no longer verify): docs/dev-chain.md.
+    const chain: DevChainServer & { readonly stateFile: string | undefined } = kind === "hardhat"
+      ? { ...(yield* serveEdrChain({ host, port: port !== 0 && (yield* Effect.promise(() => isPortFree(port))) ? port : 0 })), stateFile: undefined }
+      : yield* serveAnvilChain({ host, port, dir: Path.resolve(config.dataDir, "dev-chain"), log: (l) => logs.push(l) })
     for (const line of logs) yield* Effect.logInfo(line)
     const blockHash = (n: number) =>
       Effect.promise(() => chain.provider.request({ method: "eth_getBlockByNumber", params: [`0x${n.toString(16)}`, false] }))
@@ -377,7 +391,7 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
       const requeued = yield* store.resetNetwork(DEV_NETWORK_ID).pipe(Effect.orDie)
       if (saved !== undefined || requeued > 0) {
         yield* Effect.logWarning(
-          `dev chain was reset (${chain.stateFile} is new): ${requeued} records re-queued for anchoring on the new chain`
+          `dev chain was reset (${chain.stateFile === undefined ? "Hardhat's chain starts empty at every start" : `${chain.stateFile} is new`}): ${requeued} records re-queued for anchoring on the new chain`
         )
       }
       Fs.mkdirSync(Path.dirname(file), { recursive: true })
@@ -403,7 +417,7 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
       }, Redacted.make(DEV_SIGNER_KEY))]
     })
     const info = DevChain.of({
-      rpcUrl: chain.rpcUrl, chainId: DEV_CHAIN_ID, networkId: DEV_NETWORK_ID, contractAddress, stateFile: chain.stateFile
+      kind, rpcUrl: chain.rpcUrl, chainId: DEV_CHAIN_ID, networkId: DEV_NETWORK_ID, contractAddress, stateFile: chain.stateFile
     })
     return Context.make(EvmNetworks, networks).pipe(Context.add(DevChain, info))
   }).pipe(Effect.provide(EvmStore.layer.pipe(Layer.provide(BatchStore.layer)))))

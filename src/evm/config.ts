@@ -16,6 +16,7 @@ import {
   perNetworkVariable,
   PositiveInt
 } from "../anchoring/networkConfig.ts"
+import { readDeploymentFile } from "./deploymentFile.ts"
 
 export interface EvmNetworkConfig extends CommonNetworkConfig {
   /** The signer's endpoint: may carry a provider key, so it is never shown to anyone. */
@@ -59,8 +60,10 @@ export const EvmNetworkJson = Schema.Struct({
   rpcUrl: Schema.String,
   publicRpcUrl: Schema.optionalKey(HttpUrl),
   explorerUrl: Schema.optionalKey(HttpUrl),
-  chainId: PositiveInt,
-  contractAddress: HexAddress,
+  // Both may come from `deployment` instead (src/evm/deploymentFile.ts); given both ways, they must agree.
+  chainId: Schema.optionalKey(PositiveInt),
+  contractAddress: Schema.optionalKey(HexAddress),
+  deployment: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
   privateKey: Schema.optionalKey(HexKey),
   confirmations: Schema.optionalKey(PositiveInt),
   pollIntervalMs: Schema.optionalKey(PositiveInt),
@@ -77,7 +80,10 @@ export type EvmNetworkJson = typeof EvmNetworkJson.Type
 const keyEnvName = (networkId: string) => perNetworkVariable("EVM_PRIVATE_KEY", networkId)
 
 /** Fills defaults; `privateKey` must be present (from the JSON or the per-network variable). */
-export const fromJson = (n: EvmNetworkJson, privateKey: Redacted.Redacted<Hex>): EvmNetworkConfig => ({
+export const fromJson = (
+  n: EvmNetworkJson & { readonly chainId: number; readonly contractAddress: string },
+  privateKey: Redacted.Redacted<Hex>
+): EvmNetworkConfig => ({
   ...commonDefaults(n),
   rpcUrl: n.rpcUrl,
   publicRpcUrl: n.publicRpcUrl,
@@ -140,7 +146,29 @@ export const parseNetworks = Effect.fn("EvmNetworks.parse")(function*(text: stri
         message: `EVM network ${n.networkId}: no signer key (set privateKey or ${keyEnvName(n.networkId)}, 0x + 64 hex)`
       })
     }
-    out.push(fromJson(n, Redacted.make(key as Hex)))
+    out.push(fromJson(yield* resolveDeployment(n), Redacted.make(key as Hex)))
   }
   return out as ReadonlyArray<EvmNetworkConfig>
 })
+
+/** `contractAddress` and `chainId` from the network's JSON and/or its `deployment` file, which must agree. */
+const resolveDeployment = (n: EvmNetworkJson) =>
+  Effect.gen(function*() {
+    const fail = (message: string) => new EvmConfigError({ message: `EVM network ${n.networkId}: ${message}` })
+    let chainId = n.chainId
+    let contractAddress = n.contractAddress
+    if (n.deployment !== undefined) {
+      const file = yield* Effect.try({ try: () => readDeploymentFile(n.deployment!), catch: (e) => fail((e as Error).message) })
+      if (contractAddress !== undefined && contractAddress.toLowerCase() !== file.address.toLowerCase()) {
+        return yield* fail(`contractAddress ${contractAddress} differs from ${file.address} in ${n.deployment}`)
+      }
+      if (chainId !== undefined && file.chainId !== undefined && chainId !== file.chainId) {
+        return yield* fail(`chainId ${chainId} differs from ${file.chainId} in ${n.deployment}`)
+      }
+      contractAddress = file.address
+      chainId = chainId ?? file.chainId
+    }
+    if (contractAddress === undefined) return yield* fail("contractAddress is missing (give it, or `deployment`: a deployment file)")
+    if (chainId === undefined) return yield* fail("chainId is missing (the deployment file does not say it)")
+    return { ...n, chainId, contractAddress }
+  })

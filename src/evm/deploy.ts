@@ -2,7 +2,9 @@
 // with viem only: no Hardhat, no compiler at run time. The node calls this at startup for its
 // local dev chain; scripts/deploy.ts uses it for any network.
 import { createHash } from "node:crypto"
-import { createPublicClient, createWalletClient, http, type Hex } from "viem"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { createPublicClient, createWalletClient, http, keccak256, toHex, type Hex } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { anchorRegistryAbi } from "./AnchorRegistry.abi.ts"
 import artifact from "./AnchorRegistry.artifact.json" with { type: "json" }
@@ -77,4 +79,78 @@ export async function isAnchorRegistryDeployed(rpcUrl: string, address: Hex): Pr
   const publicClient = createPublicClient({ transport: http(rpcUrl) })
   const code = await publicClient.getCode({ address })
   return code !== undefined && code.toLowerCase() === artifact.deployedBytecode.toLowerCase()
+}
+
+export const ANCHORER_ROLE: Hex = keccak256(toHex("ANCHORER_ROLE"))
+export const DEFAULT_ADMIN_ROLE: Hex = `0x${"00".repeat(32)}`
+
+/**
+ * Grants `role` on the registry at `address` to `account`, sent by `privateKey` (which must hold
+ * DEFAULT_ADMIN_ROLE); nothing is sent when the account already holds it. Resolves to whether a
+ * transaction was sent.
+ */
+export async function grantRole(options: {
+  readonly rpcUrl: string
+  readonly privateKey: Hex
+  readonly address: Hex
+  readonly role: Hex
+  readonly account: Hex
+  readonly timeoutMs?: number
+}): Promise<boolean> {
+  const signer = privateKeyToAccount(options.privateKey)
+  const transport = http(options.rpcUrl, { retryCount: 2 })
+  const publicClient = createPublicClient({ transport })
+  const has = await publicClient.readContract({
+    address: options.address, abi: anchorRegistryAbi, functionName: "hasRole", args: [options.role, options.account]
+  })
+  if (has) return false
+  const chainId = await publicClient.getChainId()
+  const walletClient = createWalletClient({
+    account: signer,
+    transport,
+    chain: {
+      id: chainId,
+      name: `chain-${chainId}`,
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [options.rpcUrl] } }
+    }
+  })
+  const hash = await walletClient.writeContract({
+    address: options.address, abi: anchorRegistryAbi, functionName: "grantRole", args: [options.role, options.account]
+  })
+  const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: options.timeoutMs ?? 120_000 })
+  if (receipt.status !== "success") throw new Error(`grantRole ${hash} failed (status ${receipt.status})`)
+  return true
+}
+
+/** What scripts/deploy.ts and `anchord deploy` write to `deployments/<networkId>.json` (src/evm/deploymentFile.ts reads it). */
+export interface DeploymentRecord extends AnchorRegistryDeployment {
+  readonly networkId: string
+  readonly contract: "AnchorRegistry"
+  readonly abiHash: string
+  readonly bytecodeHash: string
+  readonly deployedAt: string
+}
+
+const NETWORK_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+/** Writes `<dir>/<networkId>.json`; returns the file's path. */
+export function writeDeploymentRecord(dir: string, networkId: string, deployment: AnchorRegistryDeployment): string {
+  if (!NETWORK_ID_RE.test(networkId)) throw new Error(`invalid network id ${JSON.stringify(networkId)}`)
+  const record: DeploymentRecord = {
+    networkId,
+    contract: "AnchorRegistry",
+    address: deployment.address,
+    chainId: deployment.chainId,
+    deployer: deployment.deployer,
+    blockNumber: deployment.blockNumber,
+    txHash: deployment.txHash,
+    abiHash: anchorRegistryAbiHash,
+    bytecodeHash: anchorRegistryBytecodeHash,
+    deployedAt: new Date().toISOString()
+  }
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `${networkId}.json`)
+  writeFileSync(file, JSON.stringify(record, null, 2) + "\n")
+  return file
 }

@@ -1,6 +1,9 @@
 // EVM_NETWORKS parsing: defaults, the per-network key variable, errors that never echo a key,
 // and ingest's network choice per environment.
 //   npx vitest run test/evm/config.test.ts
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import { Networks } from "../../src/anchoring/Networks.ts"
@@ -74,6 +77,40 @@ describe("EVM_NETWORKS", () => {
     expect(choose("test", "hybrid").networkId).toBe("t1")
     expect(choose("live", "evm").networkId).toBe("l1")
     expect(choose("test", "fabric").networkId).toBe("fabric-dev")
+  })
+})
+
+describe("EVM_NETWORKS deployment (a deployment file instead of contractAddress)", () => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-deployment-"))
+  const ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+  const { contractAddress: _, chainId: __, ...noAddress } = base
+  const one = (extra: Record<string, unknown>) =>
+    ({ EVM_NETWORKS: JSON.stringify([{ networkId: "x", ...noAddress, privateKey: KEY, ...extra }]) })
+
+  it("reads Ignition's deployed_addresses.json (chain id from its journal) and scripts/deploy.ts's file", async () => {
+    const ignition = Path.join(dir, "ignition/deployments/chain-31337")
+    Fs.mkdirSync(ignition, { recursive: true })
+    Fs.writeFileSync(Path.join(ignition, "deployed_addresses.json"), JSON.stringify({ "AnchorRegistryModule#AnchorRegistry": ADDRESS }))
+    Fs.writeFileSync(Path.join(ignition, "journal.jsonl"), `\n${JSON.stringify({ chainId: 31337, type: "DEPLOYMENT_INITIALIZE" })}\n`)
+    const [a] = await load(one({ deployment: Path.join(ignition, "deployed_addresses.json") }))
+    expect(a.contractAddress).toBe(ADDRESS)
+    expect(a.chainId).toBe(31337)
+
+    const script = Path.join(dir, "x.json")
+    Fs.writeFileSync(script, JSON.stringify({ networkId: "x", contract: "AnchorRegistry", address: ADDRESS, chainId: 5 }))
+    const [b] = await load(one({ deployment: script }))
+    expect([b.contractAddress, b.chainId]).toEqual([ADDRESS, 5])
+  })
+
+  it("refuses a missing file, a file without the contract, and a contradiction with the JSON", async () => {
+    expect(await loadError(one({ deployment: Path.join(dir, "none.json") }))).toMatch(/EVM network x: deployment file .*none\.json: no such file/)
+    const other = Path.join(dir, "other.json")
+    Fs.writeFileSync(other, JSON.stringify({ "LockModule#Lock": ADDRESS }))
+    expect(await loadError(one({ deployment: other }))).toMatch(/no AnchorRegistry entry/)
+    const script = Path.join(dir, "x.json")
+    expect(await loadError(one({ deployment: script, chainId: 6 }))).toMatch(/chainId 6 differs from 5/)
+    expect(await loadError(one({ deployment: script, contractAddress: "0x" + "ab".repeat(20) }))).toMatch(/contractAddress .* differs/)
+    expect(await loadError(one({ chainId: 1 }))).toMatch(/contractAddress is missing/)
   })
 })
 

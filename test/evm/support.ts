@@ -26,7 +26,7 @@ export interface EvmTestNode {
 }
 
 export const network = (n: Omit<EvmNetworkJson, "privateKey">, privateKey: Hex): EvmNetworkConfig =>
-  fromJson(n as EvmNetworkJson, Redacted.make(privateKey))
+  fromJson(n as Parameters<typeof fromJson>[0], Redacted.make(privateKey))
 
 export const startEvmNode = async (options: {
   readonly databaseUrl?: string
