@@ -15,6 +15,7 @@ import { ConsoleUsers } from "../console/Users.ts"
 import { PlanNames } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
 import { listenerUrl, publicUrlRefusal, servesTls } from "../http/publicUrl.ts"
+import { tlsStartRefusal } from "../http/tls.ts"
 import { DatabaseLive } from "../app/database.ts"
 import { DevChainLayer, devChainInfo } from "../dev/evmChain.ts"
 import { devFabricProfilePath, FabricDevPeer } from "../dev/FabricDevPeer.ts"
@@ -62,7 +63,7 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
 const runNode = (dev: boolean) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const refusal = dev ? undefined : publicUrlRefusal(config)
+    const refusal = (dev ? undefined : publicUrlRefusal(config)) ?? tlsStartRefusal(Option.getOrUndefined(config.tls), new Date())
     if (refusal !== undefined) {
       return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => { process.exitCode = 1 }))
     }

@@ -87,6 +87,16 @@ export const loadTlsPair = (files: TlsFiles, now: Date): TlsPair | string => {
 }
 
 /**
+ * The pair's refusal at start, before anything else is started (the database, the chains): the same
+ * check the server makes, as one line for the operator. Undefined when TLS is off or the pair is good.
+ */
+export const tlsStartRefusal = (tls: TlsFiles | undefined, now: Date): string | undefined => {
+  if (tls === undefined) return undefined
+  const pair = loadTlsPair(tls, now)
+  return typeof pair === "string" ? `HTTPS: ${pair}` : undefined
+}
+
+/**
  * Reloads the pair into `server` on SIGHUP and whenever either file's mtime or size changes (polled
  * every `intervalMillis`: a bounded stat of two files, which also sees the symlink swap of a
  * Kubernetes secret, where fs.watch would not). Installed only if it passes {@link loadTlsPair};
@@ -117,6 +127,8 @@ export const watchTlsPair = Effect.fn("Tls.watchTlsPair")(function*(
       })
   )
   let current = initial
+  /** The last refused state of the files: a poll seeing it again (the other file's mtime moved) logs nothing more. */
+  let refused: string | undefined
   const reload = Effect.gen(function*() {
     const why = yield* Queue.take(triggers)
     // Both files are usually replaced one after the other: let the second land before reading.
@@ -125,8 +137,11 @@ export const watchTlsPair = Effect.fn("Tls.watchTlsPair")(function*(
     const now = new Date(yield* Effect.clockWith((clock) => clock.currentTimeMillis))
     const pair = loadTlsPair(files, now)
     if (typeof pair === "string") {
+      if (why !== "SIGHUP" && pair === refused) return
+      refused = pair
       return yield* Effect.logWarning(`TLS certificate not reloaded (${why}): ${pair}; keeping serial ${current.serial}, valid until ${current.notAfter.toISOString()}`)
     }
+    refused = undefined
     if (pair.cert === current.cert && pair.key === current.key) return
     server.setSecureContext(secureContextOptions(pair))
     current = pair

@@ -140,6 +140,9 @@ describe("HTTPS", () => {
     expect(created.socket.alpnProtocol).toBe(false)
     const alpn = await curl("--cacert", file("ca.pem"), "-o", "/dev/null", "-w", "%{http_version}", "--http2", `${base}/v1/health`)
     expect(alpn.stdout).toBe("1.1")
+    // The OpenAPI document's servers: this node, relative, and its public base with the scheme it serves.
+    const openapi = JSON.parse((await request(`${base}/v1/openapi.json`)).body)
+    expect(openapi.servers.map((s: { url: string }) => s.url)).toEqual(["/", base])
     // Without the CA the client refuses the node (no silent trust).
     expect((await curl(`${base}/v1/health`)).code).toBe(60)
   })
