@@ -56,6 +56,13 @@ export interface AppConfigShape {
   readonly httpRequestTimeoutMillis: number
   /** Request bodies being received, in bytes, across all connections (beyond: 503). */
   readonly httpMaxBodyBytesInFlight: number
+  // ---- HTTPS (docs/tls.md)
+  /** TLS_CERT_FILE and TLS_KEY_FILE (both or neither): the API is served over HTTPS with this pair. */
+  readonly tls: Option.Option<{ readonly certFile: string; readonly keyFile: string }>
+  /** TLS_PLAIN_PORT: a plain-HTTP listener on HOST answering only a redirect to HTTPS (308) or 426. */
+  readonly tlsPlainPort: Option.Option<number>
+  /** How often the pair's files are checked for a change (they are also reloaded on SIGHUP). */
+  readonly tlsWatchIntervalMillis: number
 }
 
 /**
@@ -134,6 +141,19 @@ const trustProxyConfig = Config.String("TRUST_PROXY").pipe(
   })
 )
 
+const configError = (message: string) => new Config.ConfigError(new ConfigProvider.SourceError({ message }))
+
+/** TLS_CERT_FILE / TLS_KEY_FILE: both or neither (one alone would silently serve plain HTTP). */
+const tlsConfig = Config.all({ cert: Config.option(Config.String("TLS_CERT_FILE")), key: Config.option(Config.String("TLS_KEY_FILE")) }).pipe(
+  Config.mapEffect(({ cert, key }) => {
+    if (Option.isSome(cert) && Option.isSome(key)) return Effect.succeed(Option.some({ certFile: cert.value, keyFile: key.value }))
+    if (Option.isNone(cert) && Option.isNone(key)) return Effect.succeed(Option.none())
+    return Effect.fail(configError(Option.isSome(cert)
+      ? "TLS_CERT_FILE is set but TLS_KEY_FILE is not: HTTPS needs both (the certificate and its private key), or neither for plain HTTP"
+      : "TLS_KEY_FILE is set but TLS_CERT_FILE is not: HTTPS needs both (the certificate and its private key), or neither for plain HTTP"))
+  })
+)
+
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anchord/AppConfig") {
   static readonly config = Config.all({
     databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
@@ -161,8 +181,14 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     httpMaxConnections: Config.Int("HTTP_MAX_CONNECTIONS").pipe(Config.withDefault(20_000)),
     httpHeadersTimeoutMillis: Config.Int("HTTP_HEADERS_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
     httpRequestTimeoutMillis: Config.Int("HTTP_REQUEST_TIMEOUT_MS").pipe(Config.withDefault(30_000)),
-    httpMaxBodyBytesInFlight: Config.Int("HTTP_MAX_BODY_BYTES_IN_FLIGHT").pipe(Config.withDefault(256 * 1024 * 1024))
-  })
+    httpMaxBodyBytesInFlight: Config.Int("HTTP_MAX_BODY_BYTES_IN_FLIGHT").pipe(Config.withDefault(256 * 1024 * 1024)),
+    tls: tlsConfig,
+    tlsPlainPort: Config.option(Config.Port("TLS_PLAIN_PORT")),
+    tlsWatchIntervalMillis: Config.Int("TLS_WATCH_INTERVAL_MS").pipe(Config.withDefault(5_000))
+  }).pipe(Config.mapEffect((c) =>
+    Option.isSome(c.tlsPlainPort) && Option.isNone(c.tls)
+      ? Effect.fail(configError("TLS_PLAIN_PORT is set but TLS is off: it is the plain port of an HTTPS node (set TLS_CERT_FILE and TLS_KEY_FILE, or unset it)"))
+      : Effect.succeed(c)))
 
   static readonly layer = Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of(c)))
 

@@ -27,6 +27,7 @@ export class Api extends HttpApi.make("anchord")
       "answers 405 METHOD_NOT_ALLOWED with Allow; an unknown path 404 NOT_FOUND (docs/api.md).",
     license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" },
     // Relative: the node that serves this document (it is at /v1/openapi.json, the paths start with /v1).
+    // The served document replaces the second entry with the serving node's public URL (src/system/http.ts).
     servers: [
       { url: "/", description: "This node" },
       { url: "http://127.0.0.1:8080", description: "A node started with `npm start` (anchord dev)" }

@@ -1,8 +1,9 @@
 /** The HTTP server: the API handlers behind the gateway, on a real socket. */
 import * as Http from "node:http"
+import * as Https from "node:https"
 import type * as Net from "node:net"
 import { Cause, Effect, Layer, Option } from "effect"
-import { HttpRouter, type HttpServerRequest } from "effect/http"
+import { HttpRouter, HttpServer, type HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { AddressLimitLayer, ApiKeyAuthLayer, KeyOrAddressLayer } from "../auth/middleware.ts"
@@ -25,6 +26,8 @@ import { WebhooksHttpLayer } from "../webhooks/http.ts"
 import { Api } from "../api/Api.ts"
 import { GatewayLayer } from "./gateway.ts"
 import { SystemHttpLayer } from "../system/http.ts"
+import { httpsServerOptions, loadTlsPair, watchTlsPair } from "../http/tls.ts"
+import { plainPortListener } from "../http/plainPort.ts"
 
 /**
  * Routes + middleware, without a server (tests may serve it on their own socket): the API (HttpApi,
@@ -94,25 +97,45 @@ const answerMalformed = (server: Http.Server, admission: typeof Admission.Servic
   })
 }
 
-/** Serves the API on HOST:PORT (PORT 0 picks a free port; HttpServer.address tells which). */
+/**
+ * Serves the API on HOST:PORT (PORT 0 picks a free port; HttpServer.address tells which): over HTTPS
+ * when TLS_CERT_FILE / TLS_KEY_FILE are set (docs/tls.md; the pair is checked first, and a bad one
+ * stops the start), with the pair reloaded on SIGHUP and on file changes, and TLS_PLAIN_PORT's
+ * redirecting listener beside it.
+ */
 export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   const admission = yield* Admission
+  const tls = Option.getOrUndefined(config.tls)
+  const pair = tls === undefined ? undefined : loadTlsPair(tls, new Date(yield* Effect.clockWith((clock) => clock.currentTimeMillis)))
+  if (typeof pair === "string") return yield* Effect.die(new Error(`HTTPS: ${pair}`))
+  let server: Http.Server | undefined
   const make = () => {
     // Bounded waits on clients too: a connection that does not send its headers, or its request,
     // in time is closed; beyond HTTP_MAX_CONNECTIONS new connections are refused (memory stays bounded).
-    const server = Http.createServer({
+    const options: Http.ServerOptions = {
       keepAliveTimeout: 65_000,
       headersTimeout: config.httpHeadersTimeoutMillis,
       requestTimeout: config.httpRequestTimeoutMillis,
       // How often those two are checked (Node's default, 30 s, would let a slow client stay that much longer).
       connectionsCheckingInterval: 1_000
-    })
+    }
+    // node:https is node:http over TLS: the same parser, limits and events (answerMalformed) either way.
+    server = pair === undefined ? Http.createServer(options) : Https.createServer({ ...options, ...httpsServerOptions(pair) })
     server.maxConnections = config.httpMaxConnections
     answerMalformed(server, admission)
     return server
   }
-  return HttpRouter.serve(HttpAppLayer, { disableLogger: true, disableListenLog: true }).pipe(
+  const served = HttpRouter.serve(HttpAppLayer, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provideMerge(NodeHttpServer.layer(make, { port: config.port, host: config.host }))
   )
+  if (tls === undefined || pair === undefined) return served
+  const extras = Layer.effectDiscard(Effect.gen(function*() {
+    yield* watchTlsPair(server as Https.Server, tls, pair, config.tlsWatchIntervalMillis)
+    if (Option.isSome(config.tlsPlainPort)) {
+      const address = (yield* HttpServer.HttpServer).address
+      yield* plainPortListener(config, address._tag === "UnixPathAddress" ? config.port : address.port)
+    }
+  }))
+  return extras.pipe(Layer.provideMerge(served))
 }))

@@ -14,7 +14,8 @@ import { linkPath } from "../console/Links.ts"
 import { ConsoleUsers } from "../console/Users.ts"
 import { PlanNames } from "../auth/plans.ts"
 import { AppConfig } from "../config.ts"
-import { listenerUrl, publicUrlRefusal } from "../http/publicUrl.ts"
+import { listenerUrl, publicUrlRefusal, servesTls } from "../http/publicUrl.ts"
+import { tlsStartRefusal } from "../http/tls.ts"
 import { DatabaseLive } from "../app/database.ts"
 import { DevChainLayer, devChainInfo } from "../dev/evmChain.ts"
 import { devFabricProfilePath, FabricDevPeer } from "../dev/FabricDevPeer.ts"
@@ -33,7 +34,7 @@ const listeningUrl = Effect.gen(function*() {
   const config = yield* AppConfig
   const server = yield* HttpServer.HttpServer
   const port = server.address._tag === "UnixPathAddress" ? config.port : server.address.port
-  return Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, port))
+  return Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, port, servesTls(config)))
 })
 
 const announceStart = Layer.effectDiscard(Effect.gen(function*() {
@@ -63,7 +64,7 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
 const runNode = (dev: boolean) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const refusal = dev ? undefined : publicUrlRefusal(config)
+    const refusal = (dev ? undefined : publicUrlRefusal(config)) ?? tlsStartRefusal(Option.getOrUndefined(config.tls), new Date())
     if (refusal !== undefined) {
       return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => { process.exitCode = 1 }))
     }
@@ -209,9 +210,9 @@ const withConsole = <A, E extends { readonly message: string }>(effect: Effect.E
     Effect.provide(withConfig(ConsoleCoreLayer.pipe(Layer.provideMerge(CoreLayer))))
   )
 
-/** Links point at PUBLIC_URL (set it to the address people use), else at http://HOST:PORT. */
+/** Links point at PUBLIC_URL (set it to the address people use), else at http(s)://HOST:PORT. */
 const linkUrl = (kind: "invitation" | "sign-in", token: string) =>
-  Effect.map(AppConfig, (config) => `${Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, config.port)).replace(/\/+$/, "")}${linkPath(kind, token)}`)
+  Effect.map(AppConfig, (config) => `${Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, config.port, servesTls(config))).replace(/\/+$/, "")}${linkPath(kind, token)}`)
 
 const printLink = (asJson: boolean, kind: "invitation" | "sign-in", link: { readonly token: string; readonly expiresAt: Date }, what: string) =>
   Effect.flatMap(linkUrl(kind, link.token), (url) =>

@@ -11,7 +11,8 @@ export interface ConsoleConfigShape {
   readonly absoluteMillis: number
   /**
    * The session cookie's Secure flag: "auto" sets it when the node is reached over HTTPS (PUBLIC_URL is
-   * https, or TRUST_PROXY and X-Forwarded-Proto: https); true/false force it (CONSOLE_SECURE_COOKIE).
+   * https, a TLS connection to the node itself, or TRUST_PROXY and X-Forwarded-Proto: https); true/false force it
+   * (CONSOLE_SECURE_COOKIE).
    */
   readonly secureCookie: "auto" | boolean
   /** An invitation link is valid this long (CONSOLE_INVITATION_DAYS, default 7). */

@@ -1,7 +1,8 @@
 /**
  * The node's public base URL, for links it hands out (certificates' QR codes, console invitations,
  * the verify page's address, the console's `publicUrl`): PUBLIC_URL when set (required by `anchord start`
- * on a HOST other than loopback), else the listener's http://HOST:PORT. Whether a request came over
+ * on a HOST other than loopback), else the listener's http://HOST:PORT (https:// when the node serves TLS
+ * itself, TLS_CERT_FILE). Whether a request came over
  * HTTPS (the console cookie's Secure flag) is a separate question, answered per request.
  */
 import { Option } from "effect"
@@ -15,18 +16,25 @@ export const requestIsHttps = (request: HttpServerRequest.HttpServerRequest, con
   return (request.source as { socket?: { encrypted?: boolean } } | undefined)?.socket?.encrypted === true
 }
 
-/** The listener's own URL, as `anchord start` prints it: http://HOST:PORT (an IPv6 HOST in brackets). */
-export const listenerUrl = (host: string, port: number): string => `http://${host.includes(":") ? `[${host}]` : host}:${port}`
+/** The listener's own URL, as `anchord start` prints it: http(s)://HOST:PORT (an IPv6 HOST in brackets). */
+export const listenerUrl = (host: string, port: number, https = false): string =>
+  `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`
+
+/** Whether the node serves HTTPS itself (TLS_CERT_FILE / TLS_KEY_FILE). */
+export const servesTls = (config: Pick<AppConfigShape, "tls">): boolean => Option.isSome(config.tls)
 
 /**
  * The base of every link the node hands out: PUBLIC_URL, else the listener (http://HOST:PORT, PORT as
  * bound when it was 0). Never the request's Host header: a client could otherwise have the node sign
  * in, invite or certify with links to a host of its choosing.
  */
-export const publicBaseUrl = (request: HttpServerRequest.HttpServerRequest, config: Pick<AppConfigShape, "baseUrl" | "host" | "port">): string => {
+export const publicBaseUrl = (
+  request: HttpServerRequest.HttpServerRequest,
+  config: Pick<AppConfigShape, "baseUrl" | "host" | "port" | "tls">
+): string => {
   if (Option.isSome(config.baseUrl)) return config.baseUrl.value.replace(/\/+$/, "")
   const bound = (request.source as { socket?: { localPort?: number } } | undefined)?.socket?.localPort
-  return listenerUrl(config.host, config.port === 0 && bound !== undefined ? bound : config.port)
+  return listenerUrl(config.host, config.port === 0 && bound !== undefined ? bound : config.port, servesTls(config))
 }
 
 /**

@@ -26,7 +26,7 @@ import { type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
-import { attempt, destroyAgents, makeAgents } from "./sender.ts"
+import { attempt, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
 import { standardSignature } from "./standard.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 
@@ -63,7 +63,9 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const deliveryLog = yield* DeliveryLog
   const pg = yield* PgClient.PgClient
   const egress = yield* WebhookEgress
-  const agents = yield* Effect.acquireRelease(Effect.sync(makeAgents), (a) => Effect.sync(() => destroyAgents(a)))
+  const extraCa = config.caFile === undefined ? undefined : loadExtraCa(config.caFile)
+  if (typeof extraCa === "object") return yield* Effect.die(new Error(extraCa.error))
+  const agents = yield* Effect.acquireRelease(Effect.sync(() => makeAgents(extraCa)), (a) => Effect.sync(() => destroyAgents(a)))
 
   const wake = yield* Queue.sliding<void>(1)
   /** Outcomes were written: slots are free again, and receivers may be below their per-host cap. */

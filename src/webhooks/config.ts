@@ -29,6 +29,8 @@ export interface DispatcherSettings {
   readonly retentionMillis: number
   /** How often the retention sweep runs. */
   readonly retentionSweepMillis: number
+  /** WEBHOOK_CA_FILE: PEM certificates trusted for HTTPS receivers on top of the system roots (a private CA). */
+  readonly caFile: string | undefined
 }
 
 export class WebhookConfig extends Context.Service<WebhookConfig, DispatcherSettings>()("anchord/webhooks/WebhookConfig") {
@@ -43,7 +45,8 @@ export class WebhookConfig extends Context.Service<WebhookConfig, DispatcherSett
     perHostConcurrency: Config.Int("WEBHOOK_PER_HOST").pipe(Config.withDefault(128)),
     nodeId: Config.option(Config.String("WEBHOOK_NODE_ID")),
     retentionDays: Config.Number("WEBHOOK_RETENTION_DAYS").pipe(Config.withDefault(30)),
-    retentionSweepMillis: Config.Int("WEBHOOK_RETENTION_SWEEP_MS").pipe(Config.withDefault(3_600_000))
+    retentionSweepMillis: Config.Int("WEBHOOK_RETENTION_SWEEP_MS").pipe(Config.withDefault(3_600_000)),
+    caFile: Config.option(Config.String("WEBHOOK_CA_FILE"))
   })
 
   static readonly layer = Layer.effect(
@@ -66,7 +69,8 @@ export class WebhookConfig extends Context.Service<WebhookConfig, DispatcherSett
           ? c.nodeId.value
           : `${Os.hostname()}:${process.pid}:${Crypto.randomBytes(3).toString("hex")}`,
         retentionMillis: Math.max(0, c.retentionDays) * 86_400_000,
-        retentionSweepMillis: Math.max(1_000, c.retentionSweepMillis)
+        retentionSweepMillis: Math.max(1_000, c.retentionSweepMillis),
+        caFile: c.caFile._tag === "Some" ? c.caFile.value : undefined
       }))
   )
 }

@@ -9,7 +9,10 @@
 import type * as Dns from "node:dns"
 import * as Http from "node:http"
 import * as Https from "node:https"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
 import * as Net from "node:net"
+import * as Tls from "node:tls"
 import type { Environment } from "../api/recordSchemas.ts"
 import { addressesVerdict, type Allowlist, hostOf, type Resolve, staticVerdict } from "./urlPolicy.ts"
 
@@ -27,13 +30,36 @@ class Refused extends Error {
 const agentOptions = { keepAlive: true, maxSockets: 256, maxFreeSockets: 256, scheduling: "lifo" as const, timeout: 60_000 }
 
 /**
- * Separate pools per environment: test traffic never shares a socket with live traffic (the
- * egress policy is the same for both; only the scheme rule differs).
+ * WEBHOOK_CA_FILE's certificates (PEM, one or more), for receivers behind a private CA: trusted on
+ * top of the system roots, never instead of them. A message saying what is wrong otherwise.
  */
-export const makeAgents = () => ({
-  test: { http: new Http.Agent(agentOptions), https: new Https.Agent(agentOptions) },
-  live: { http: new Http.Agent(agentOptions), https: new Https.Agent(agentOptions) }
-})
+export const loadExtraCa = (file: string): string | { readonly error: string } => {
+  let pem: string
+  try {
+    pem = Fs.readFileSync(file, "utf8")
+  } catch (error) {
+    return { error: `cannot read WEBHOOK_CA_FILE ${file}: ${(error as NodeJS.ErrnoException).code ?? "unreadable"}` }
+  }
+  try {
+    new Crypto.X509Certificate(pem)
+  } catch {
+    return { error: `WEBHOOK_CA_FILE ${file} holds no PEM certificate` }
+  }
+  return pem
+}
+
+/**
+ * Separate pools per environment: test traffic never shares a socket with live traffic (the
+ * egress policy is the same for both; only the scheme rule differs). `extraCa`: WEBHOOK_CA_FILE's
+ * PEM (Node's `ca` replaces the default roots, so they are listed too).
+ */
+export const makeAgents = (extraCa?: string) => {
+  const https = extraCa === undefined ? agentOptions : { ...agentOptions, ca: [...Tls.rootCertificates, extraCa] }
+  return {
+    test: { http: new Http.Agent(agentOptions), https: new Https.Agent(https) },
+    live: { http: new Http.Agent(agentOptions), https: new Https.Agent(https) }
+  }
+}
 export type Agents = ReturnType<typeof makeAgents>
 
 export const destroyAgents = (agents: Agents) => {
