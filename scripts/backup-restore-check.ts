@@ -7,7 +7,7 @@
  * original, and the proof bundles the restored node serves, verified (offline: hash and Merkle path;
  * with --rpc-url also against the chain).
  *
- *   DATABASE_URL=postgres://… node scripts/backup-restore-check.ts [--pg-bin DIR] [--rpc-url URL] [--proofs N] [--keep]
+ *   DATABASE_URL=postgres://… npm run backup:check -- [--pg-bin DIR] [--rpc-url URL] [--proofs N] [--keep]
  *
  * DATABASE_URL_FILE works too. The connection reaches pg_dump and pg_restore through PG* variables,
  * never their command line (`ps` would show a password). pg_dump must be at least the server's major
@@ -258,9 +258,11 @@ const main = async () => {
       keep: process.argv.includes("--keep")
     })
     console.log(JSON.stringify(report, null, 2))
-    console.error(report.problems.length === 0
-      ? `OK: ${report.records} records (${report.anchoredRecords} anchored) restored; ${report.proofsVerified} proofs verified from the copy`
-      : `FAILED: ${report.problems.join("\n  ")}`)
+    console.error(report.problems.length > 0
+      ? `FAILED: ${report.problems.join("\n  ")}`
+      : report.proofsVerified === 0
+      ? `FAILED: the copy holds no anchored record, so no proof was verified (${report.records} records restored)`
+      : `OK: ${report.records} records (${report.anchoredRecords} anchored) restored; ${report.proofsVerified} proofs verified from the copy`)
     process.exit(report.problems.length === 0 && report.proofsVerified > 0 ? 0 : 1)
   } catch (e) {
     console.error(`error: ${e instanceof Error ? e.message : String(e)}`)
