@@ -140,8 +140,8 @@ const sourceError = (message: string) => new Config.ConfigError(new ConfigProvid
 /**
  * A secret variable (docs/operating.md, "Secrets from files"): NAME, or NAME_FILE naming a file that
  * holds the value (a Docker or Kubernetes secret, a systemd credential), so the secret need not sit in
- * the process environment, which `ps e` and /proc/<pid>/environ show. Both set is an error (which one
- * wins would be a guess); one trailing newline is dropped (editors and `echo` add it). Errors name the
+ * the process environment, which `ps e` and /proc/<pid>/environ show. Both set (NAME not empty) is an
+ * error (which one wins would be a guess); one trailing newline is dropped (editors and `echo` add it). Errors name the
  * variable and the file, never the content.
  */
 export const secretConfig = (name: string): Config.Config<Option.Option<Redacted.Redacted<string>>> =>
@@ -150,7 +150,10 @@ export const secretConfig = (name: string): Config.Config<Option.Option<Redacted
     file: Config.option(Config.String(`${name}_FILE`))
   }).pipe(Config.mapEffect(({ file, value }) => {
     if (Option.isNone(file)) return Effect.succeed(value)
-    if (Option.isSome(value)) return Effect.fail(sourceError(`${name} and ${name}_FILE are both set: set only one`))
+    // An empty NAME (`NAME=` left in an env file) does not count as set.
+    if (Option.isSome(value) && Redacted.value(value.value) !== "") {
+      return Effect.fail(sourceError(`${name} and ${name}_FILE are both set: set only one`))
+    }
     return Effect.try({
       try: () => Fs.readFileSync(file.value, "utf8"),
       catch: (e) =>

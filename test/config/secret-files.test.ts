@@ -55,6 +55,9 @@ describe("<NAME>_FILE", () => {
     const both = await appConfigError({ DATABASE_URL: "postgres://u:DBSECRET@h/x", DATABASE_URL_FILE: file("db2", "postgres://u:DBSECRET@h/x") })
     expect(both).toContain("DATABASE_URL and DATABASE_URL_FILE are both set")
     expect(both).not.toContain("DBSECRET")
+    // `NAME=` left empty in an env file is not a second value.
+    expect(Option.map((await appConfig({ DATABASE_URL: "", DATABASE_URL_FILE: file("db3", "postgres://a@b/c") })).databaseUrl, Redacted.value))
+      .toEqual(Option.some("postgres://a@b/c"))
     const missing = await appConfigError({ REDIS_URL_FILE: Path.join(dir, "nope") })
     expect(missing).toMatch(/REDIS_URL_FILE: cannot read ".*nope" \(ENOENT\)/)
     expect(await appConfigError({ DATABASE_URL_FILE: file("empty", "\n") })).toMatch(/DATABASE_URL_FILE: .* is empty/)
