@@ -2,6 +2,7 @@
  * Node configuration, read from environment variables (every variable is documented in README.md).
  * One place, so `anchord start`, `anchord dev` and the tests read the same names.
  */
+import * as Fs from "node:fs"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted } from "effect"
 import ipaddr from "ipaddr.js"
 import { quoted } from "./excerpt.ts"
@@ -154,15 +155,44 @@ const tlsConfig = Config.all({ cert: Config.option(Config.String("TLS_CERT_FILE"
   })
 )
 
+/**
+ * A secret variable (docs/operating.md, "Secrets from files"): NAME, or NAME_FILE naming a file that
+ * holds the value (a Docker or Kubernetes secret, a systemd credential), so the secret need not sit in
+ * the process environment, which `ps e` and /proc/<pid>/environ show. Both set (NAME not empty) is an
+ * error (which one wins would be a guess); one trailing newline is dropped (editors and `echo` add it). Errors name the
+ * variable and the file, never the content.
+ */
+export const secretConfig = (name: string): Config.Config<Option.Option<Redacted.Redacted<string>>> =>
+  Config.all({
+    value: Config.option(Config.Redacted(name)),
+    file: Config.option(Config.String(`${name}_FILE`))
+  }).pipe(Config.mapEffect(({ file, value }) => {
+    if (Option.isNone(file)) return Effect.succeed(value)
+    // An empty NAME (`NAME=` left in an env file) does not count as set.
+    if (Option.isSome(value) && Redacted.value(value.value) !== "") {
+      return Effect.fail(configError(`${name} and ${name}_FILE are both set: set only one`))
+    }
+    return Effect.try({
+      try: () => Fs.readFileSync(file.value, "utf8"),
+      catch: (e) =>
+        configError(`${name}_FILE: cannot read ${JSON.stringify(file.value)} (${(e as NodeJS.ErrnoException).code ?? "error"})`)
+    }).pipe(Effect.flatMap((text) => {
+      const secret = text.replace(/\r?\n$/, "")
+      return secret.trim() === ""
+        ? Effect.fail(configError(`${name}_FILE: ${JSON.stringify(file.value)} is empty`))
+        : Effect.succeed(Option.some(Redacted.make(secret)))
+    }))
+  }))
+
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anchord/AppConfig") {
   static readonly config = Config.all({
-    databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+    databaseUrl: secretConfig("DATABASE_URL"),
     dataDir: Config.String("ANCHORD_DATA_DIR").pipe(Config.withDefault(".anchord")),
     host: Config.String("HOST").pipe(Config.withDefault("127.0.0.1")),
     port: Config.Port("PORT").pipe(Config.withDefault(8080)),
     baseUrl: Config.option(Config.String("PUBLIC_URL")),
     maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
-    redisUrl: Config.option(Config.Redacted("REDIS_URL")),
+    redisUrl: secretConfig("REDIS_URL"),
     anonymousRatePerSecond: Config.Int("ANON_RATE_LIMIT_PER_SECOND").pipe(Config.withDefault(10)),
     authCacheMillis: Config.Int("AUTH_CACHE_MS").pipe(Config.withDefault(1000)),
     ingestMaxBatch: Config.Int("INGEST_MAX_BATCH").pipe(Config.withDefault(512)),

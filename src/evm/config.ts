@@ -3,9 +3,13 @@
  *
  * `EVM_NETWORKS` is a JSON array, one object per network; a signer key may instead come from
  * `EVM_PRIVATE_KEY_<NETWORK_ID>` (id upper-cased, non-alphanumerics as `_`), so the JSON can live
- * in a config file without the secret. Keys are held as `Redacted` and never logged.
+ * in a config file without the secret. Keys are held as `Redacted` and never logged. Every one of
+ * these may come from a file instead (`EVM_NETWORKS_FILE`, `EVM_PRIVATE_KEY_<ID>_FILE`, the member
+ * `privateKeyFile`): docs/operating.md, "Secrets from files".
  */
-import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
+import * as Fs from "node:fs"
+import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { secretConfig } from "../config.ts"
 import type { Hex } from "viem"
 import {
   commonDefaults,
@@ -65,6 +69,8 @@ export const EvmNetworkJson = Schema.Struct({
   contractAddress: Schema.optionalKey(HexAddress),
   deployment: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
   privateKey: Schema.optionalKey(HexKey),
+  /** A file holding the signer key (0x + 64 hex; one trailing newline allowed). */
+  privateKeyFile: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
   confirmations: Schema.optionalKey(PositiveInt),
   pollIntervalMs: Schema.optionalKey(PositiveInt),
   rpcTimeoutMs: Schema.optionalKey(PositiveInt),
@@ -110,9 +116,10 @@ export class EvmConfigError extends Schema.TaggedError<EvmConfigError>()("EvmCon
 export class EvmNetworks extends Context.Service<EvmNetworks, {
   readonly networks: ReadonlyArray<EvmNetworkConfig>
 }>()("anchord/evm/EvmNetworks") {
-  static readonly config = Config.option(Config.String("EVM_NETWORKS"))
+  /** EVM_NETWORKS or EVM_NETWORKS_FILE: the RPC URLs may carry a provider's key, and the JSON the signer keys. */
+  static readonly config = secretConfig("EVM_NETWORKS").pipe(Config.map(Option.map(Redacted.value)))
 
-  /** Reads EVM_NETWORKS (and EVM_PRIVATE_KEY_<ID>). */
+  /** Reads EVM_NETWORKS (and EVM_PRIVATE_KEY_<ID>), or their _FILE variants. */
   static readonly layer = Layer.effect(
     EvmNetworks,
     Effect.gen(function*() {
@@ -137,13 +144,25 @@ const parseList = parseNetworkList({
 export const parseNetworks = Effect.fn("EvmNetworks.parse")(function*(text: string) {
   const out: Array<EvmNetworkConfig> = []
   for (const n of yield* parseList(text)) {
-    const fromEnv = yield* Config.option(Config.Redacted(keyEnvName(n.networkId)))
+    const variable = keyEnvName(n.networkId)
+    const fromEnv = yield* secretConfig(variable).pipe(
+      Effect.mapError((e) => new EvmConfigError({ message: `EVM network ${n.networkId}: ${e.message}` }))
+    )
+    if (n.privateKey !== undefined && n.privateKeyFile !== undefined) {
+      return yield* new EvmConfigError({ message: `EVM network ${n.networkId}: privateKey and privateKeyFile are both set: set only one` })
+    }
+    const fromFile = n.privateKeyFile === undefined ? undefined : yield* readKeyFile(n.networkId, n.privateKeyFile)
     const key = fromEnv._tag === "Some"
       ? Redacted.value(fromEnv.value)
-      : n.privateKey
+      : fromFile ?? n.privateKey
     if (key === undefined || !/^0x[0-9a-fA-F]{64}$/.test(key)) {
       return yield* new EvmConfigError({
-        message: `EVM network ${n.networkId}: no signer key (set privateKey or ${keyEnvName(n.networkId)}, 0x + 64 hex)`
+        message: key === undefined
+          ? `EVM network ${n.networkId}: no signer key (set privateKey, privateKeyFile, ${variable} or ${variable}_FILE; 0x + 64 hex)`
+          // Says where the bad key came from, never what it is.
+          : `EVM network ${n.networkId}: the signer key from ${
+            fromEnv._tag === "Some" ? variable : fromFile !== undefined ? `privateKeyFile ${JSON.stringify(n.privateKeyFile)}` : "privateKey"
+          } is not 0x + 64 hex`
       })
     }
     out.push(fromJson(yield* resolveDeployment(n), Redacted.make(key as Hex)))
@@ -171,4 +190,14 @@ const resolveDeployment = (n: EvmNetworkJson) =>
     if (contractAddress === undefined) return yield* fail("contractAddress is missing (give it, or `deployment`: a deployment file)")
     if (chainId === undefined) return yield* fail("chainId is missing (the deployment file does not say it)")
     return { ...n, chainId, contractAddress }
+  })
+
+/** A `privateKeyFile` member's key (one trailing newline dropped); the error names the file, never its content. */
+const readKeyFile = (networkId: string, path: string) =>
+  Effect.try({
+    try: () => Fs.readFileSync(path, "utf8").replace(/\r?\n$/, ""),
+    catch: (e) =>
+      new EvmConfigError({
+        message: `EVM network ${networkId}: privateKeyFile ${JSON.stringify(path)} cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})`
+      })
   })
