@@ -56,6 +56,12 @@ export interface AppConfigShape {
   readonly httpRequestTimeoutMillis: number
   /** Request bodies being received, in bytes, across all connections (beyond: 503). */
   readonly httpMaxBodyBytesInFlight: number
+  // ---- Metrics (docs/metrics.md)
+  /** The /metrics listener's port (METRICS_PORT); none: no listener (`anchord dev` then uses 9464). */
+  readonly metricsPort: Option.Option<number>
+  readonly metricsHost: string
+  /** How often the gauges that need a query (queue depth, webhook backlog…) are sampled. */
+  readonly metricsSampleIntervalMillis: number
 }
 
 /**
@@ -161,7 +167,21 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     httpMaxConnections: Config.Int("HTTP_MAX_CONNECTIONS").pipe(Config.withDefault(20_000)),
     httpHeadersTimeoutMillis: Config.Int("HTTP_HEADERS_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
     httpRequestTimeoutMillis: Config.Int("HTTP_REQUEST_TIMEOUT_MS").pipe(Config.withDefault(30_000)),
-    httpMaxBodyBytesInFlight: Config.Int("HTTP_MAX_BODY_BYTES_IN_FLIGHT").pipe(Config.withDefault(256 * 1024 * 1024))
+    httpMaxBodyBytesInFlight: Config.Int("HTTP_MAX_BODY_BYTES_IN_FLIGHT").pipe(Config.withDefault(256 * 1024 * 1024)),
+    // Unset or empty: no listener. 0 picks a free port (tests).
+    metricsPort: Config.String("METRICS_PORT").pipe(
+      Config.withDefault(""),
+      Config.mapEffect((raw) => {
+        const text = raw.trim()
+        if (text === "") return Effect.succeed(Option.none<number>())
+        const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN
+        return port <= 65535 ? Effect.succeed(Option.some(port)) : Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({
+          message: `METRICS_PORT: ${quoted(raw)} is not a port (0-65535; unset: no metrics listener)`
+        })))
+      })
+    ),
+    metricsHost: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
+    metricsSampleIntervalMillis: Config.Int("METRICS_SAMPLE_INTERVAL_MS").pipe(Config.withDefault(10_000))
   })
 
   static readonly layer = Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of(c)))
