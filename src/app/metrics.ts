@@ -24,7 +24,7 @@ import { AppConfig } from "../config.ts"
 import { POOL_MAX_CONNECTIONS } from "../db/Database.ts"
 import { DatabaseGuard } from "../db/guard.ts"
 import { listenerUrl } from "../http/publicUrl.ts"
-import { sampled } from "../metrics/metrics.ts"
+import { initialize, sampled } from "../metrics/metrics.ts"
 import { VERSION } from "../version.ts"
 
 /** This node's metrics registry: provided under the whole node, so every service and fiber updates it. */
@@ -144,6 +144,7 @@ export const MetricsLayer = Layer.unwrap(Effect.gen(function*() {
       const ctx = yield* Effect.context<never>()
       sampled.dbPoolMax("", () => ({})).updateUnsafe(POOL_MAX_CONNECTIONS, ctx)
       sampled.buildInfo(VERSION, () => ({ version: VERSION })).updateUnsafe(1, ctx)
+      initialize(ctx)
       yield* sampleOnce.pipe(
         Effect.catchCause((cause) => Effect.logWarning("metrics sample failed", cause)),
         Effect.repeat(Schedule.spaced(`${config.metricsSampleIntervalMillis} millis`)),

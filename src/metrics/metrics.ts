@@ -112,3 +112,10 @@ export const sampled = {
   sampleFailures: counter("anchord_metrics_sample_failures_total", "Samples of database-backed gauges that failed or timed out (the gauges keep their last value)"),
   buildInfo: gauge("anchord_build_info", "Always 1; the node's version as a label")
 }
+
+/** Series that alerts read, present at 0 from the start (an absent series and a zero rate look different to Prometheus). */
+export const initialize = (ctx: Ctx) => {
+  for (const outcome of ["success", "http_error", "connection_error"] as const) attempts(outcome, () => ({ outcome })).updateUnsafe(0, ctx)
+  exhausted("", () => ({})).updateUnsafe(0, ctx)
+  for (const query of ["queue", "batches", "webhooks", "connections"]) sampled.sampleFailures(query, () => ({ query })).updateUnsafe(0, ctx)
+}
