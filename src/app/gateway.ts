@@ -160,10 +160,10 @@ export const GatewayLayer = HttpRouter.middleware(
     const measured = (
       fiber: { readonly context: Context.Context<never> },
       request: HttpServerRequest.HttpServerRequest,
+      started: bigint,
       route: string,
       response: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>
     ) => {
-      const started = clock.currentTimeNanosUnsafe()
       const observe = (res: HttpServerResponse.HttpServerResponse) => {
         const seconds = Number(clock.currentTimeNanosUnsafe() - started) / 1e9
         observeHttp(fiber.context, METHODS.has(request.method) ? request.method : "other", route, res.status, seconds)
@@ -178,11 +178,15 @@ export const GatewayLayer = HttpRouter.middleware(
 
     return (app: App) =>
       Effect.withFiber((fiber) => {
+        // Before the answer is built: a fast-path answer may be complete (an Exit) once built.
+        const started = clock.currentTimeNanosUnsafe()
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const path = pathOf(request.url)
-        if (!path.startsWith("/v1/") && path !== "/v1") return measured(fiber, request, pageRoute(path), app.pipe(Effect.catchCause(failure)))
+        if (!path.startsWith("/v1/") && path !== "/v1") {
+          return measured(fiber, request, started, pageRoute(path), app.pipe(Effect.catchCause(failure)))
+        }
         const route = routes.find(path)
-        return measured(fiber, request, route?.path ?? "unmatched", leave(request, answer(app, request, path, route)))
+        return measured(fiber, request, started, route?.path ?? "unmatched", leave(request, answer(app, request, path, route)))
       })
   }),
   { global: true }
