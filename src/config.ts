@@ -64,6 +64,12 @@ export interface AppConfigShape {
   readonly tlsPlainPort: Option.Option<number>
   /** How often the pair's files are checked for a change (they are also reloaded on SIGHUP). */
   readonly tlsWatchIntervalMillis: number
+  // ---- Metrics (docs/metrics.md)
+  /** The /metrics listener's port (METRICS_PORT); none: no listener (`anchord dev` then uses 9464). */
+  readonly metricsPort: Option.Option<number>
+  readonly metricsHost: string
+  /** How often the gauges that need a query (queue depth, webhook backlog…) are sampled. */
+  readonly metricsSampleIntervalMillis: number
 }
 
 /**
@@ -214,7 +220,19 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
     httpMaxBodyBytesInFlight: Config.Int("HTTP_MAX_BODY_BYTES_IN_FLIGHT").pipe(Config.withDefault(256 * 1024 * 1024)),
     tls: tlsConfig,
     tlsPlainPort: Config.option(Config.Port("TLS_PLAIN_PORT")),
-    tlsWatchIntervalMillis: Config.Int("TLS_WATCH_INTERVAL_MS").pipe(Config.withDefault(5_000))
+    tlsWatchIntervalMillis: Config.Int("TLS_WATCH_INTERVAL_MS").pipe(Config.withDefault(5_000)),
+    // Unset or empty: no listener. 0 picks a free port (tests).
+    metricsPort: Config.String("METRICS_PORT").pipe(
+      Config.withDefault(""),
+      Config.mapEffect((raw) => {
+        const text = raw.trim()
+        if (text === "") return Effect.succeed(Option.none<number>())
+        const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN
+        return port <= 65535 ? Effect.succeed(Option.some(port)) : Effect.fail(configError(`METRICS_PORT: ${quoted(raw)} is not a port (0-65535; unset: no metrics listener)`))
+      })
+    ),
+    metricsHost: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
+    metricsSampleIntervalMillis: Config.Int("METRICS_SAMPLE_INTERVAL_MS").pipe(Config.withDefault(10_000))
   }).pipe(Config.mapEffect((c) =>
     Option.isSome(c.tlsPlainPort) && Option.isNone(c.tls)
       ? Effect.fail(configError("TLS_PLAIN_PORT is set but TLS is off: it is the plain port of an HTTPS node (set TLS_CERT_FILE and TLS_KEY_FILE, or unset it)"))

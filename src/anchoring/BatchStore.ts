@@ -16,6 +16,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { append } from "../outbox/Outbox.ts"
 import { fence } from "./Leadership.ts"
+import { observeAnchored } from "../metrics/metrics.ts"
 import { buildTree, type Hex } from "./merkle.ts"
 import {
   AnchorChainType,
@@ -94,7 +95,10 @@ const ExistingBatchRow = Schema.Struct({ id: Schema.String, state: BatchState })
 const CompletedRow = Schema.Struct({
   id: Schema.String,
   accountId: Schema.String,
-  announced: Schema.Boolean
+  announced: Schema.Boolean,
+  /** For anchord_record_anchor_latency_seconds: the batch's network, and seconds since the record was accepted. */
+  networkId: Schema.String,
+  latency: Schema.Number
 })
 const FailedRow = Schema.Struct({
   id: Schema.String,
@@ -134,9 +138,14 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
         EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric' AND f.confirmed)))
     -- A soft-deleted record anchored again (its dev chain was reset) was announced already: its owner
     -- deleted it since, so the re-anchoring is silent (docs/dev-chain.md).
-    RETURNING r.id, r.account_id, (r.deleted_at IS NOT NULL AND r.announced) AS announced`.pipe(
+    RETURNING r.id, r.account_id, (r.deleted_at IS NOT NULL AND r.announced) AS announced, b.network_id,
+      extract(epoch FROM clock_timestamp() - r.created_at)::float8 AS latency`.pipe(
     Effect.flatMap(decodeCompleted)
   )
+  // Observed when the statement ran (a transaction that rolls back later counts them anyway: rare, and
+  // the records are anchored again by the next confirmation).
+  const metrics = yield* Effect.context<never>()
+  for (const r of completed) observeAnchored(metrics, r.networkId, r.latency)
   const toAnnounce = completed.filter((r) => !r.announced)
   if (toAnnounce.length === 0) return 0
   const byAccount = new Map<string, Array<string>>()

@@ -11,7 +11,7 @@
  *     INGEST_FAST_PATH=false every request takes them (test/records/fastpath.test.ts compares both).
  *  3. Whatever escapes an endpoint unhandled (a defect) is 500 INTERNAL_ERROR, logged, without internals.
  */
-import { Cause, Context, Effect, Exit } from "effect"
+import { Cause, Clock, Context, Effect, Exit } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Api } from "../api/Api.ts"
 import { bodyRejection } from "../api/jsonBody.ts"
@@ -25,7 +25,8 @@ import { finish, makeCors, preflight } from "../http/edge.ts"
 import { errorResponse, wireResponse } from "../http/envelope.ts"
 import { BodyBudgetService } from "../http/body.ts"
 import { type FramingError, readJsonText } from "../http/framing.ts"
-import { routeTable } from "../http/routes.ts"
+import { type Route, routeTable } from "../http/routes.ts"
+import { observeHttp } from "../metrics/metrics.ts"
 import { type CreateEndpoint, type CreateError, RecordCreation } from "../records/creation.ts"
 import { acceptedResponse, pathOf } from "../records/http.ts"
 import { excerpt } from "../excerpt.ts"
@@ -37,6 +38,13 @@ const CREATES: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorE
 
 type App = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>
 
+/** Request methods as metrics label them: the known ones, anything else `other` (a client picks the method). */
+const METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+
+/** The route label of a path outside /v1: the node's pages, or `other`. */
+const pageRoute = (path: string) =>
+  path === "/console" || path.startsWith("/console/") ? "/console" : path === "/verify" || path.startsWith("/verify/") ? "/verify" : "other"
+
 export const GatewayLayer = HttpRouter.middleware(
   Effect.gen(function*() {
     const admission = yield* Admission
@@ -45,6 +53,7 @@ export const GatewayLayer = HttpRouter.middleware(
     const budget = yield* BodyBudgetService
     const guard = yield* DatabaseGuard
     const routes = routeTable(Api as never)
+    const clock = yield* Clock.Clock
 
     const withHeaders = (response: HttpServerResponse.HttpServerResponse, headers: Headers) =>
       HttpServerResponse.setHeaders(response, headers)
@@ -125,11 +134,10 @@ export const GatewayLayer = HttpRouter.middleware(
     const leave = finish(cors)
 
     /** Every /v1 request: its answer, from an endpoint or from here. */
-    const answer = (app: App, request: HttpServerRequest.HttpServerRequest, path: string) => {
+    const answer = (app: App, request: HttpServerRequest.HttpServerRequest, path: string, route: Route | undefined) => {
       // CORS preflights (and any OPTIONS) on /v1, known path or not: see ALLOWED_METHODS.
       if (request.method === "OPTIONS") return byAddress(request, () => preflight(cors, request))
       const method = request.method === "HEAD" ? "GET" : request.method
-      const route = routes.find(path)
       if (route === undefined) return byAddress(request, () => errorResponse("NOT_FOUND", `No route ${request.method} ${printable(path)}`))
       const endpoint = route.endpoints.get(method)
       if (endpoint === undefined) {
@@ -144,12 +152,41 @@ export const GatewayLayer = HttpRouter.middleware(
       return app.pipe(Effect.catchCause(failure))
     }
 
+    /**
+     * The response as it leaves, counted in anchord_http_request_duration_seconds (src/metrics/metrics.ts):
+     * on the hot path, one clock read at each end and one histogram update, synchronously when the
+     * response is already there (an Exit).
+     */
+    const measured = (
+      fiber: { readonly context: Context.Context<never> },
+      request: HttpServerRequest.HttpServerRequest,
+      started: bigint,
+      route: string,
+      response: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>
+    ) => {
+      const observe = (res: HttpServerResponse.HttpServerResponse) => {
+        const seconds = Number(clock.currentTimeNanosUnsafe() - started) / 1e9
+        observeHttp(fiber.context, METHODS.has(request.method) ? request.method : "other", route, res.status, seconds)
+        return res
+      }
+      if (Exit.isExit(response) && Exit.isSuccess(response)) {
+        observe((response as Exit.Success<HttpServerResponse.HttpServerResponse>).value)
+        return response
+      }
+      return Effect.map(response, observe)
+    }
+
     return (app: App) =>
       Effect.withFiber((fiber) => {
+        // Before the answer is built: a fast-path answer may be complete (an Exit) once built.
+        const started = clock.currentTimeNanosUnsafe()
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const path = pathOf(request.url)
-        if (!path.startsWith("/v1/") && path !== "/v1") return app.pipe(Effect.catchCause(failure))
-        return leave(request, answer(app, request, path))
+        if (!path.startsWith("/v1/") && path !== "/v1") {
+          return measured(fiber, request, started, pageRoute(path), app.pipe(Effect.catchCause(failure)))
+        }
+        const route = routes.find(path)
+        return measured(fiber, request, started, route?.path ?? "unmatched", leave(request, answer(app, request, path, route)))
       })
   }),
   { global: true }

@@ -23,6 +23,7 @@ import { WebhookDispatcher } from "../webhooks/Dispatcher.ts"
 import { WebhookStoresLayer } from "../webhooks/stores.ts"
 import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { ConsoleServicesLayer } from "../console/layer.ts"
+import { MetricRegistryLayer, MetricsLayer } from "./metrics.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
@@ -68,13 +69,17 @@ export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer
     HttpServerLayer,
     EvmAnchoring.layer,
     FabricAnchoring.layer,
-    WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer))
+    WebhookDispatcher.pipe(Layer.provide(WebhookConfig.layer)),
+    // /metrics on its own listener when METRICS_PORT is set (src/app/metrics.ts).
+    MetricsLayer
   ).pipe(
     // The anchoring pipelines report their networks' states; /v1/health reads them.
     Layer.provideMerge(NetworkHealth.layer),
     Layer.provideMerge(ApiServices),
     Layer.provideMerge(Layer.merge(evmNetworks, fabricNetworks)),
-    Layer.provideMerge(CoreLayer)
+    Layer.provideMerge(CoreLayer),
+    // This node's metrics registry, under everything that counts.
+    Layer.provideMerge(MetricRegistryLayer)
   )
 
 /** The node with EVM networks from EVM_NETWORKS and Fabric networks from FABRIC_NETWORKS. */

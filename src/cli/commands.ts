@@ -24,6 +24,7 @@ import { LoggingLayer } from "../logging.ts"
 import { armShutdownWatchdog } from "./shutdownWatchdog.ts"
 import { deployCommand, grantAnchorerCommand } from "./deployCommand.ts"
 import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../app/layers.ts"
+import { MetricsDevDefault, MetricsListener } from "../app/metrics.ts"
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
 import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
@@ -57,7 +58,8 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
     chain,
     fabric: { ...peer, profile: devFabricProfilePath(config.dataDir) },
     signInLink: yield* devOperatorLink(baseUrl),
-    webhookTargets: describeAllowlist((yield* WebhookEgress).allowlist)
+    webhookTargets: describeAllowlist((yield* WebhookEgress).allowlist),
+    metrics: Option.getOrUndefined((yield* MetricsListener).url)
   })
 }))
 
@@ -77,7 +79,9 @@ const runNode = (dev: boolean) =>
     return yield* Layer.launch(announceDev.pipe(
       Layer.provideMerge(Layer.merge(makeNodeLayer(DevChainLayer, FabricDevNetworkLayer.pipe(Layer.provide(devPeer))), devPeer)),
       // Webhooks to the developer's own machine (WEBHOOK_ALLOW_PRIVATE, when set, says otherwise).
-      Layer.provide(Layer.succeed(AllowPrivateDefault, "loopback"))
+      Layer.provide(Layer.succeed(AllowPrivateDefault, "loopback")),
+      // /metrics at 127.0.0.1:9464 unless METRICS_PORT says otherwise (src/app/metrics.ts).
+      Layer.provide(Layer.succeed(MetricsDevDefault, true))
     )).pipe(
       // After every layer is released (database stopped, chain state saved): the last line.
       Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`))

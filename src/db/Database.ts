@@ -17,10 +17,13 @@ export interface PgBounds {
 
 export const defaultPgBounds: PgBounds = { connectTimeoutMillis: 5_000, statementTimeoutMillis: 60_000 }
 
+/** Connections in the node's pool at most (also reported by /metrics: anchord_db_pool_max_connections). */
+export const POOL_MAX_CONNECTIONS = 20
+
 export const pgClientLayer = (url: Redacted.Redacted<string>, bounds: PgBounds = defaultPgBounds) =>
   PgClient.layer({
     url,
-    maxConnections: 20,
+    maxConnections: POOL_MAX_CONNECTIONS,
     connectTimeout: `${bounds.connectTimeoutMillis} millis`,
     // Server-side bounds too: a statement that runs away (a lock wait, a plan gone wrong) ends there,
     // and a session left idle inside a transaction by a client that vanished does not hold its locks.

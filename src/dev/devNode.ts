@@ -88,6 +88,8 @@ export const printBanner = (info: {
   readonly signInLink: { readonly url: string; readonly expiresAt: Date }
   /** The egress policy's targets (describeAllowlist). */
   readonly webhookTargets: string
+  /** The /metrics URL; undefined: no listener (METRICS_PORT, docs/metrics.md). */
+  readonly metrics?: string | undefined
 }) =>
   Console.log([
     "",
@@ -113,6 +115,7 @@ export const printBanner = (info: {
     `Account:   ${info.accountId} (ENTERPRISE, active)`,
     `Test key:  ${info.apiKey}`,
     `Webhooks:  to ${info.webhookTargets}  (WEBHOOK_ALLOW_PRIVATE)`,
+    `Metrics:   ${info.metrics ?? "off (127.0.0.1:9464 busy: set METRICS_PORT to another port)"}`,
     "",
     "Try:",
     `  curl -s -X POST ${info.baseUrl}/v1/anchor -H "Authorization: Bearer ${info.apiKey}" \\`,

@@ -5,12 +5,16 @@
  * cursor (at most `logRange` blocks per tick) and matches them to batches by root (a given-up batch
  * mined after all is revived), and confirms batches at depth.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type { Hex } from "viem"
 import { BatchStore } from "../anchoring/BatchStore.ts"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import type { AnchoredLog, Chain } from "./chain.ts"
 import { EvmStore, type MinedFacts } from "./EvmStore.ts"
+import { setSignerBalance } from "../metrics/metrics.ts"
+
+/** How often the leading node reads its signer's balance for anchord_evm_signer_balance_wei (one eth_getBalance). */
+const BALANCE_EVERY_MS = 60_000
 
 /** How far the watcher rewinds when its cursor block was reorganised away. */
 const REORG_REWIND = 64n
@@ -20,11 +24,22 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
   const batches = yield* BatchStore
   const store = yield* EvmStore
   const health = yield* NetworkHealth
+  const metrics = yield* Effect.context<never>()
+  let balanceReadAt = -Infinity
   return Effect.gen(function*() {
     const network = chain.config
     const id = network.networkId
     const head = yield* chain.head
     yield* health.update(id, { head })
+    const now = yield* Clock.currentTimeMillis
+    if (now - balanceReadAt >= BALANCE_EVERY_MS) {
+      balanceReadAt = now
+      // A metric only: a failed read waits for the next minute, it does not fail the tick.
+      yield* chain.call("eth_getBalance", (c) => c.getBalance({ address: chain.signer })).pipe(
+        Effect.tap((wei) => Effect.sync(() => setSignerBalance(metrics, id, wei))),
+        Effect.ignore
+      )
+    }
     const blocks = new Map<bigint, { hash: Hex; timestamp: bigint } | undefined>()
     const block = (n: bigint) =>
       blocks.has(n) ? Effect.succeed(blocks.get(n)) : Effect.tap(chain.block(n), (b) => Effect.sync(() => void blocks.set(n, b)))

@@ -5,6 +5,8 @@
 import { HttpApi } from "effect/http-api"
 
 export interface Route {
+  /** The path template (`/v1/records/:recordId`): what metrics name a request by. */
+  readonly path: string
   /** Methods served on this path; HEAD is served wherever GET is. */
   readonly methods: ReadonlySet<string>
   /** The endpoint name of each method. */
@@ -16,13 +18,13 @@ export interface RouteTable {
 }
 
 export const routeTable = (api: HttpApi.Top): RouteTable => {
-  const byPath = new Map<string, { methods: Set<string>; endpoints: Map<string, string> }>()
+  const byPath = new Map<string, { path: string; methods: Set<string>; endpoints: Map<string, string> }>()
   HttpApi.reflect(api as never, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {
       let route = byPath.get(endpoint.path)
       if (route === undefined) {
-        route = { methods: new Set(), endpoints: new Map() }
+        route = { path: endpoint.path, methods: new Set(), endpoints: new Map() }
         byPath.set(endpoint.path, route)
       }
       route.methods.add(endpoint.method)

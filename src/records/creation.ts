@@ -10,6 +10,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Principal } from "../api/auth.ts"
 import { decodeWith } from "../http/decode.ts"
+import { countAccepted } from "../metrics/metrics.ts"
 import { IdempotencyConflict, InvalidRecord, type QuotaExceeded } from "./errors.ts"
 import { decodeSubmission, Ingest, type PrepareError, sha256Hex, type SubmissionKind } from "./Ingest.ts"
 import type { SubmitError } from "./IngestWriter.ts"
@@ -97,13 +98,27 @@ export class RecordCreation extends Context.Service<RecordCreation, {
     Effect.gen(function*() {
       const ingest = yield* Ingest
       const store = yield* RecordStore
+      // The node's metrics registry (src/app/metrics.ts), for counting without an effect step.
+      const metrics = yield* Effect.context<never>()
 
       /** Commits and answers `status` with `text`, or reports that another request took the Idempotency-Key. */
       const commit = (principal: Principal, rows: ReadonlyArray<NewRecord>, text: string, idem: Idempotency | undefined, status = 202) =>
         Effect.map(
           ingest.commit(principal, rows, idem && { ...idem, status, body: text }),
-          (outcome) => outcome === "idempotency-key-taken" ? outcome : { status, body: text, replayed: false }
+          (outcome) => {
+            if (outcome === "idempotency-key-taken") return outcome
+            countRows(rows)
+            return { status, body: text, replayed: false }
+          }
         )
+
+      /** anchord_records_accepted_total: one update per request (a batch's rows grouped by chain type). */
+      const countRows = (rows: ReadonlyArray<NewRecord>) => {
+        if (rows.length === 1) return countAccepted(metrics, rows[0]!.chainType, rows[0]!.environment, 1)
+        const byChain = new Map<string, number>()
+        for (const row of rows) byChain.set(row.chainType, (byChain.get(row.chainType) ?? 0) + 1)
+        for (const [chain, n] of byChain) countAccepted(metrics, chain, rows[0]!.environment, n)
+      }
 
       const single = (kind: SubmissionKind, principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) => {
         const decoded = decodeSubmission(kind, body, "", plain)

@@ -20,6 +20,7 @@
 import * as Crypto from "node:crypto"
 import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Queue, Semaphore } from "effect"
 import { PgClient } from "@effect/sql-pg"
+import { observeAttempt } from "../metrics/metrics.ts"
 import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
 import { type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
@@ -58,6 +59,8 @@ const logHostOf = (url: string) => {
 
 export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* WebhookConfig
+  // The node's metrics registry (src/app/metrics.ts): attempts by outcome, their durations.
+  const metrics = yield* Effect.context<never>()
   if (!config.enabled) return
   const claims = yield* DeliveryClaims
   const deliveryLog = yield* DeliveryLog
@@ -297,6 +300,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       const next = new Map(written.map((w) => [w.seq, w]))
       let retries = false
       for (const o of batch) {
+        observeAttempt(metrics, o.ok ? "success" : o.statusCode === null ? "connection_error" : "http_error", o.latencyMs / 1000,
+          !o.ok && next.get(o.seq)?.state === "FAILED")
         if (o.ok) continue
         const w = next.get(o.seq)
         if (w?.state === "PENDING") retries = true
