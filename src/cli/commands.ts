@@ -26,6 +26,7 @@ import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
 import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
 import { AllowPrivateDefault, describeAllowlist, WebhookEgress } from "../webhooks/urlPolicy.ts"
+import { formatResults, isFatal, runChecks } from "../doctor/doctor.ts"
 
 /** The API's URL once the server listens. */
 const listeningUrl = Effect.gen(function*() {
@@ -66,6 +67,17 @@ const runNode = (dev: boolean) =>
     if (refusal !== undefined) {
       return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => { process.exitCode = 1 }))
     }
+    // `anchord doctor`'s fatal checks first (docs/doctor.md): a node that would fail later, or run
+    // unsafely, says why now with the same lines, and does not start.
+    if (!dev) {
+      const fatalLines = (yield* runChecks({ mode: "start" })).filter((r) => r.status === "fatal")
+      if (isFatal(fatalLines)) {
+        return yield* Effect.andThen(
+          Console.error(`error: anchord doctor found ${fatalLines.length} fatal problem(s):\n${formatResults(fatalLines)}`),
+          Effect.sync(() => { process.exitCode = 1 })
+        )
+      }
+    }
     yield* Effect.sync(() => armShutdownWatchdog(config.shutdownTimeoutMillis))
     if (!dev) return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer)))
     // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
@@ -89,6 +101,20 @@ const start = Command.make("start", {}, () => runNode(false).pipe(Effect.provide
 const dev = Command.make("dev", {}, () => runNode(true).pipe(Effect.provide(AppConfig.layer))).pipe(
   Command.withDescription("Run a local node: embedded PostgreSQL, local chains, a test account and key")
 )
+
+const doctor = Command.make("doctor", {
+  json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print JSON: [{check, status, message, fix}]")),
+  webhookTestUrl: Flag.String("webhook-test-url").pipe(Flag.optional, Flag.withDescription("also POST an unsigned test to this receiver")),
+  batches: Flag.Int("batches").pipe(Flag.withDefault(100), Flag.withDescription("batches each EVM signer's balance should pay for"))
+}, (o) =>
+  Effect.gen(function*() {
+    const results = yield* runChecks({ mode: "doctor", webhookTestUrl: Option.getOrUndefined(o.webhookTestUrl), batches: o.batches })
+    yield* Console.log(o.json ? JSON.stringify(results, null, 2) : formatResults(results))
+    if (isFatal(results)) yield* Effect.sync(() => { process.exitCode = 1 })
+  }).pipe(
+    Effect.catch((error) => Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+    Effect.provide(AppConfig.layer)
+  )).pipe(Command.withDescription("Check a production configuration (database, chains, TLS, webhooks, Redis, clocks): exit 1 on a fatal problem"))
 
 const migrate = Command.make("migrate", {}, () =>
   Effect.gen(function*() {
@@ -287,7 +313,7 @@ const fabricDevpeer = Command.make("fabric-devpeer", {
 
 export const cli = Command.make("anchord").pipe(
   Command.withDescription("anchord: a self-hostable record anchoring node"),
-  Command.withSubcommands([start, dev, migrate, accounts, keys, users, fabricDevpeer, verifyCommand])
+  Command.withSubcommands([start, dev, doctor, migrate, accounts, keys, users, fabricDevpeer, verifyCommand])
 )
 
 cli.pipe(
