@@ -20,7 +20,7 @@ import { DevChainLayer, devChainInfo } from "../dev/evmChain.ts"
 import { devFabricProfilePath, FabricDevPeer } from "../dev/FabricDevPeer.ts"
 import { FabricDevNetworkLayer } from "../dev/fabricNetwork.ts"
 import { LoggingLayer } from "../logging.ts"
-import { armShutdownWatchdog } from "./shutdownWatchdog.ts"
+import { armShutdownWatchdog, shutdownSignal } from "./shutdownWatchdog.ts"
 import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../app/layers.ts"
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
@@ -38,6 +38,12 @@ const listeningUrl = Effect.gen(function*() {
 
 const announceStart = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.logInfo("anchord listening", { url: yield* listeningUrl, version: VERSION })
+  const { shutdownTimeoutMillis } = yield* AppConfig
+  // Built last, released first: the line an operator sees the moment a stop begins (issue 24:
+  // `anchord start` used to exit on SIGTERM without a word).
+  yield* Effect.addFinalizer(() =>
+    Effect.logInfo("anchord stopping", { signal: shutdownSignal.current ?? "none", atMostMillis: shutdownTimeoutMillis })
+  )
 }))
 
 /** Dev mode: the test key and the local chains, printed in one block once everything is up. */
@@ -78,8 +84,17 @@ const runNode = (dev: boolean) =>
         )
       }
     }
-    yield* Effect.sync(() => armShutdownWatchdog(config.shutdownTimeoutMillis))
-    if (!dev) return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer)))
+    yield* Effect.sync(() => {
+      armShutdownWatchdog(config.shutdownTimeoutMillis)
+      // Ahead of the runtime's own listener, which starts the stop: the "stopping" line names the signal.
+      for (const signal of ["SIGTERM", "SIGINT"] as const) process.prependOnceListener(signal, () => { shutdownSignal.current ??= signal })
+    })
+    if (!dev) {
+      return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer))).pipe(
+        // After every layer is released: the last line.
+        Effect.onInterrupt(() => Effect.logInfo("anchord stopped"))
+      )
+    }
     // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
     // and the Fabric gateway dev peer under the data directory, anchored on as `fabric-dev` unless
     // FABRIC_NETWORKS is set (src/fabric/devNetwork.ts). One peer layer, shared (layers are memoized by reference).
