@@ -134,6 +134,27 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
     expect(fatalOf(policy.lines)).toEqual([expect.objectContaining({ check: "webhook-egress", message: expect.stringMatching(/^WEBHOOK_ALLOW_PRIVATE: /) })])
   })
 
+  it.runIf(process.getuid?.() === 0)("as root, a data directory under a parent of mode 0700 is fatal with the directory and a fix", async () => {
+    // What a new user tried: ANCHORD_DATA_DIR=$(mktemp -d)/… with the node run as root (initdb's bare "Permission denied").
+    const parent = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-0700-"))
+    try {
+      expect(Fs.statSync(parent).mode & 0o777).toBe(0o700)
+      const r = await doctor({ DATABASE_URL: undefined, ANCHORD_DATA_DIR: `${parent}/data` })
+      expect(r.status).toBe(1)
+      expect(fatalOf(r.lines)).toEqual([expect.objectContaining({
+        check: "data-dir",
+        message: expect.stringContaining(`cannot enter ${parent} (mode 0700)`),
+        fix: expect.stringContaining(`chmod o+x ${parent}`)
+      })])
+      // The node itself says the same instead of initdb's message.
+      const dev = await run(["migrate"], { DATABASE_URL: undefined, ANCHORD_DATA_DIR: `${parent}/data` })
+      expect(dev.status).not.toBe(0)
+      expect(dev.stdout + dev.stderr).toContain(`cannot enter ${parent} (mode 0700)`)
+    } finally {
+      Fs.rmSync(parent, { recursive: true, force: true })
+    }
+  })
+
   it("anchord start refuses to start on a fatal check, with the same message", async () => {
     const r = await run(["start"], {
       DATABASE_URL: databaseUrl, EVM_NETWORKS: network(), PORT: "65000",
