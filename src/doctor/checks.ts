@@ -40,7 +40,11 @@ export const fatal = (check: string, message: string, fix: string): CheckResult 
 
 /** The first line of an error's message, bounded: enough to act on, never a dump. */
 const reason = (e: unknown) => {
-  const text = e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)
+  const messageOf = (x: unknown) => x instanceof Error ? x.message : typeof x === "object" && x !== null && "message" in x ? String(x.message) : String(x)
+  // The innermost cause says what happened ("connect ECONNREFUSED 127.0.0.1:5432", "password authentication failed").
+  let inner: unknown = e
+  for (let i = 0; i < 5 && typeof inner === "object" && inner !== null && "cause" in inner && inner.cause !== undefined; i++) inner = inner.cause
+  const text = inner === e || messageOf(inner) === messageOf(e) ? messageOf(e) : `${messageOf(e)} (${messageOf(inner)})`
   const line = text.split("\n").find((l) => l.trim() !== "") ?? text
   return line.length > 200 ? `${line.slice(0, 200)}…` : line
 }
