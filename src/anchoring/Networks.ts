@@ -46,6 +46,13 @@ export interface NetworkChoice {
 
 export class Networks extends Context.Service<Networks, {
   readonly choose: (environment: Environment, chain: ChainType) => NetworkChoice
+  /**
+   * Whether a configured network anchors this chain in this environment: Fabric and hybrid records
+   * need a Fabric network of the environment (or FABRIC_<ENV>_NETWORK_ID naming one), else they are
+   * refused at ingest (CHAIN_NOT_CONFIGURED) rather than left in QUEUED. EVM records are always
+   * accepted (without EVM_NETWORKS they wait in QUEUED; `anchord doctor` warns): docs/doctor.md.
+   */
+  readonly anchorable: (environment: Environment, chain: ChainType) => boolean
 }>()("anchord/anchoring/Networks") {
   static readonly layer = Layer.effect(
     Networks,
@@ -67,7 +74,12 @@ export class Networks extends Context.Service<Networks, {
       const evmLive = evmFor("live", ids.evmLive, "evm-live")
       const fabricTest = { networkId: chooseFabricNetwork(fabricNetworks, "test", ids.fabric.test) }
       const fabricLive = { networkId: chooseFabricNetwork(fabricNetworks, "live", ids.fabric.live) }
+      const fabricServes = {
+        test: Option.isSome(ids.fabric.test) || fabricNetworks.some((n) => n.environment === "test"),
+        live: Option.isSome(ids.fabric.live) || fabricNetworks.some((n) => n.environment === "live")
+      }
       return Networks.of({
+        anchorable: (environment, chain) => chain === "evm" || fabricServes[environment],
         choose: (environment, chain) =>
           chain === "fabric"
             ? (environment === "test" ? fabricTest : fabricLive)

@@ -127,7 +127,7 @@ export class Accounts extends Context.Service<Accounts, {
         noted.set(keyId, now)
         pending.set(keyId, now)
       }
-      const flushLastUsed = Effect.suspend(() => {
+      const flushLastUsed = (atShutdown: boolean) => Effect.suspend(() => {
         if (pending.size === 0) return Effect.void
         const uses = [...pending].map(([id, at]) => ({ id, at: new Date(at).toISOString() }))
         pending.clear()
@@ -137,11 +137,17 @@ export class Accounts extends Context.Service<Accounts, {
           WHERE k.id = v.id`.pipe(
           Effect.asVoid,
           // Informational: a failed write is logged and the uses are forgotten (the next ones are written).
-          Effect.catch((e) => Effect.logWarning("could not record API keys' last use", { keys: uses.length, error: e.message }))
+          // At shutdown a database already gone is expected, not a warning: Ctrl-C in a terminal signals
+          // the whole process group, so `npm start`'s embedded PostgreSQL stops at the same moment as the
+          // node (issue 24); the uses of the last minute are then not recorded.
+          Effect.catch((e) =>
+            atShutdown && isConnectionFailure(e)
+              ? Effect.logDebug("API keys' last use not recorded: the database stopped first", { keys: uses.length })
+              : Effect.logWarning("could not record API keys' last use", { keys: uses.length, error: e.message }))
         )
       })
-      yield* flushLastUsed.pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH)), Effect.forkScoped)
-      yield* Effect.addFinalizer(() => flushLastUsed.pipe(Effect.timeout("2 seconds"), Effect.ignore))
+      yield* flushLastUsed(false).pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH)), Effect.forkScoped)
+      yield* Effect.addFinalizer(() => flushLastUsed(true).pipe(Effect.timeout("2 seconds"), Effect.ignore))
 
       const setStatus = (accountId: string, status: "ACTIVE" | "SUSPENDED") =>
         Effect.gen(function*() {

@@ -21,7 +21,7 @@ import { DevChainLayer, devChainInfo } from "../dev/evmChain.ts"
 import { devFabricProfilePath, FabricDevPeer } from "../dev/FabricDevPeer.ts"
 import { FabricDevNetworkLayer } from "../dev/fabricNetwork.ts"
 import { LoggingLayer } from "../logging.ts"
-import { armShutdownWatchdog } from "./shutdownWatchdog.ts"
+import { armShutdownWatchdog, shutdownSignal } from "./shutdownWatchdog.ts"
 import { deployCommand, grantAnchorerCommand } from "./deployCommand.ts"
 import { CoreLayer, makeNodeLayer, NodeLayer, withConfig } from "../app/layers.ts"
 import { MetricsDevDefault, MetricsListener } from "../app/metrics.ts"
@@ -29,6 +29,7 @@ import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
 import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
 import { AllowPrivateDefault, describeAllowlist, WebhookEgress } from "../webhooks/urlPolicy.ts"
+import { formatResults, isFatal, runChecks } from "../doctor/doctor.ts"
 
 /** The API's URL once the server listens. */
 const listeningUrl = Effect.gen(function*() {
@@ -40,6 +41,12 @@ const listeningUrl = Effect.gen(function*() {
 
 const announceStart = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.logInfo("anchord listening", { url: yield* listeningUrl, version: VERSION })
+  const { shutdownTimeoutMillis } = yield* AppConfig
+  // Built last, released first: the line an operator sees the moment a stop begins (issue 24:
+  // `anchord start` used to exit on SIGTERM without a word).
+  yield* Effect.addFinalizer(() =>
+    Effect.logInfo("anchord stopping", { signal: shutdownSignal.current ?? "none", atMostMillis: shutdownTimeoutMillis })
+  )
 }))
 
 /** Dev mode: the test key and the local chains, printed in one block once everything is up. */
@@ -70,8 +77,28 @@ const runNode = (dev: boolean) =>
     if (refusal !== undefined) {
       return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => { process.exitCode = 1 }))
     }
-    yield* Effect.sync(() => armShutdownWatchdog(config.shutdownTimeoutMillis))
-    if (!dev) return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer)))
+    // `anchord doctor`'s fatal checks first (docs/doctor.md): a node that would fail later, or run
+    // unsafely, says why now with the same lines, and does not start.
+    if (!dev) {
+      const fatalLines = (yield* runChecks({ mode: "start" })).filter((r) => r.status === "fatal")
+      if (isFatal(fatalLines)) {
+        return yield* Effect.andThen(
+          Console.error(`error: anchord doctor found ${fatalLines.length} fatal problem(s):\n${formatResults(fatalLines)}`),
+          Effect.sync(() => { process.exitCode = 1 })
+        )
+      }
+    }
+    yield* Effect.sync(() => {
+      armShutdownWatchdog(config.shutdownTimeoutMillis)
+      // Ahead of the runtime's own listener, which starts the stop: the "stopping" line names the signal.
+      for (const signal of ["SIGTERM", "SIGINT"] as const) process.prependOnceListener(signal, () => { shutdownSignal.current ??= signal })
+    })
+    if (!dev) {
+      return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer))).pipe(
+        // After every layer is released: the last line.
+        Effect.onInterrupt(() => Effect.logInfo("anchord stopped"))
+      )
+    }
     // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
     // and the Fabric gateway dev peer under the data directory, anchored on as `fabric-dev` unless
     // FABRIC_NETWORKS is set (src/fabric/devNetwork.ts). One peer layer, shared (layers are memoized by reference).
@@ -95,6 +122,20 @@ const start = Command.make("start", {}, () => runNode(false).pipe(Effect.provide
 const dev = Command.make("dev", {}, () => runNode(true).pipe(Effect.provide(AppConfig.layer))).pipe(
   Command.withDescription("Run a local node: embedded PostgreSQL, local chains, a test account and key")
 )
+
+const doctor = Command.make("doctor", {
+  json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print JSON: [{check, status, message, fix}]")),
+  webhookTestUrl: Flag.String("webhook-test-url").pipe(Flag.optional, Flag.withDescription("also POST an unsigned test to this receiver")),
+  batches: Flag.Int("batches").pipe(Flag.withDefault(100), Flag.withDescription("batches each EVM signer's balance should pay for"))
+}, (o) =>
+  Effect.gen(function*() {
+    const results = yield* runChecks({ mode: "doctor", webhookTestUrl: Option.getOrUndefined(o.webhookTestUrl), batches: o.batches })
+    yield* Console.log(o.json ? JSON.stringify(results, null, 2) : formatResults(results))
+    if (isFatal(results)) yield* Effect.sync(() => { process.exitCode = 1 })
+  }).pipe(
+    Effect.catch((error) => Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+    Effect.provide(AppConfig.layer)
+  )).pipe(Command.withDescription("Check a production configuration (database, chains, TLS, webhooks, Redis, clocks): exit 1 on a fatal problem"))
 
 const migrate = Command.make("migrate", {}, () =>
   Effect.gen(function*() {
@@ -293,7 +334,7 @@ const fabricDevpeer = Command.make("fabric-devpeer", {
 
 export const cli = Command.make("anchord").pipe(
   Command.withDescription("anchord: a self-hostable record anchoring node"),
-  Command.withSubcommands([start, dev, migrate, accounts, keys, users, fabricDevpeer, deployCommand, grantAnchorerCommand, verifyCommand])
+  Command.withSubcommands([start, dev, doctor, migrate, accounts, keys, users, fabricDevpeer, deployCommand, grantAnchorerCommand, verifyCommand])
 )
 
 cli.pipe(

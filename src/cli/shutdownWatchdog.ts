@@ -19,6 +19,9 @@ export interface WatchdogTarget {
   readonly once: (signal: "SIGTERM" | "SIGINT", listener: () => void) => unknown
 }
 
+/** The signal that started the shutdown, once one has (for the node's "stopping" line). */
+export const shutdownSignal: { current: string | undefined } = { current: undefined }
+
 export const armShutdownWatchdog = (
   timeoutMillis: number,
   target: WatchdogTarget = process,
@@ -29,6 +32,7 @@ export const armShutdownWatchdog = (
   const arm = (signal: string) => () => {
     if (armed) return
     armed = true
+    shutdownSignal.current = signal
     const timer = setTimeout(() => {
       log(JSON.stringify({
         message: `graceful shutdown did not finish within ${timeoutMillis} ms of ${signal}: exiting`,

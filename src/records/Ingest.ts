@@ -10,7 +10,7 @@ import { nextMonthStart } from "../auth/plans.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../anchoring/Networks.ts"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
-import { InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
+import { ChainNotConfigured, InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
 import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { commitSalted, isValidEncryptionKey, seal } from "./encryption.ts"
@@ -80,7 +80,7 @@ export const decodeSubmission = (
 }
 
 /** Why a submission cannot become a record (its item fails alone in a batch). */
-export type PrepareError = InvalidRecord | InvalidEncryptionKey | InvalidWebhookUrl
+export type PrepareError = InvalidRecord | InvalidEncryptionKey | InvalidWebhookUrl | ChainNotConfigured
 
 const COMMITTED = Effect.succeed("committed" as const)
 const KEY_TAKEN = Effect.succeed("idempotency-key-taken" as const)
@@ -110,6 +110,9 @@ export class Ingest extends Context.Service<Ingest, {
       const build = (principal: Principal, kind: Kind, where: string): Effect.Effect<NewRecord, PrepareError> => {
         const body = kind.body
         const chain = body.chain ?? principal.defaultChain
+        if (!networks.anchorable(principal.environment, chain)) {
+          return Effect.fail(new ChainNotConfigured({ chain, environment: principal.environment }))
+        }
         const now = new Date(clock.currentTimeMillisUnsafe())
         const base = {
           id: newRecordId(now.getTime()),

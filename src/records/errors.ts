@@ -64,6 +64,20 @@ export class InvalidRecord extends Schema.TaggedError<InvalidRecord>()("InvalidR
   }
 }
 
+/** A record for a chain no configured network anchors in the key's environment (it would wait in QUEUED forever). */
+export class ChainNotConfigured extends Schema.TaggedError<ChainNotConfigured>()("ChainNotConfigured", {
+  chain: Schema.String,
+  environment: Schema.String
+}) {
+  get errorCode() {
+    return "CHAIN_NOT_CONFIGURED" as const
+  }
+  override get message() {
+    return `chain ${this.chain} is not anchored by this node for ${this.environment} keys: no Fabric network serves the ` +
+      `${this.environment} environment (FABRIC_NETWORKS); submit with chain evm, or ask the operator to configure one`
+  }
+}
+
 export class InvalidEncryptionKey extends Schema.TaggedError<InvalidEncryptionKey>()("InvalidEncryptionKey", { reason: Schema.String }) {
   get errorCode() {
     return "INVALID_ENCRYPTION_KEY" as const

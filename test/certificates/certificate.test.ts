@@ -16,6 +16,11 @@ import { call } from "../support/node.ts"
 import { pageCount, pdfText, qrOfPdf } from "../support/pdf.ts"
 import { startVerifyEnv, type VerifyEnv } from "../verify/support.ts"
 
+// Fabric and hybrid records are refused on a node no Fabric network serves (CHAIN_NOT_CONFIGURED);
+// naming one here, served by no node of this test, keeps them accepted and QUEUED, as this file needs.
+process.env.FABRIC_TEST_NETWORK_ID = "fabric-unserved"
+process.env.FABRIC_LIVE_NETWORK_ID = "fabric-unserved"
+
 const VERIFY_URL = "https://anchord.example.com/verify"
 
 /** GET of a PDF with a Host header of our choosing (fetch does not let one set it), to the node on loopback. */

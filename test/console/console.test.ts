@@ -18,6 +18,11 @@ import { allAnchored } from "../evm/support.ts"
 import { startReceiver, type Receiver } from "../webhooks/support.ts"
 import { accountNamed, docsScreenshot, EXPLORER, heading, scrollWidth, signIn, startConsoleNode, unlabelledControls, type ConsoleNode } from "./support.ts"
 
+// Fabric and hybrid records are refused on a node no Fabric network serves (CHAIN_NOT_CONFIGURED);
+// naming one here, served by no node of this test, keeps them accepted and QUEUED, as this file needs.
+process.env.FABRIC_TEST_NETWORK_ID = "fabric-unserved"
+process.env.FABRIC_LIVE_NETWORK_ID = "fabric-unserved"
+
 const browser = useBrowser()
 let env: ConsoleNode
 let receiver: Receiver

@@ -460,7 +460,7 @@ export interface components {
             success: false;
             error: string;
             /** @enum {string} */
-            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK";
+            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK" | "CHAIN_NOT_CONFIGURED";
         };
         GoneEncoded: {
             /** @enum {boolean} */

@@ -11,6 +11,11 @@ import { AnchordClient, AnchordError, type AnchordRecord, verifyBundle } from ".
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { deploy, network, startEvmNode, type EvmTestNode } from "../evm/support.ts"
 
+// Fabric and hybrid records are refused on a node no Fabric network serves (CHAIN_NOT_CONFIGURED);
+// naming one here, served by no node of this test, keeps them accepted and QUEUED, as this file needs.
+process.env.FABRIC_TEST_NETWORK_ID = "fabric-unserved"
+process.env.FABRIC_LIVE_NETWORK_ID = "fabric-unserved"
+
 const ENC_KEY = "0123456789abcdef0123456789abcdef"
 
 /** The AnchordError a call fails with (or a test failure if it succeeds or throws something else). */

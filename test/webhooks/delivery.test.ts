@@ -12,6 +12,11 @@ import {
   verifySignature, waitFor, type WebhookNode
 } from "./support.ts"
 
+// Fabric and hybrid records are refused on a node no Fabric network serves (CHAIN_NOT_CONFIGURED);
+// naming one here, served by no node of this test, keeps them accepted and QUEUED, as this file needs.
+process.env.FABRIC_TEST_NETWORK_ID = "fabric-unserved"
+process.env.FABRIC_LIVE_NETWORK_ID = "fabric-unserved"
+
 const POLL_MS = 60_000
 
 describe("webhook delivery", () => {

@@ -1,0 +1,355 @@
+/**
+ * `anchord doctor`'s checks (docs/doctor.md): each looks at one part of a production configuration
+ * and says what is wrong and what to do about it. Every check is bounded in time (a dependency that
+ * never answers is a failed check, not a hung command) and never prints a secret (URLs with
+ * credentials, keys): only what the operator set, named.
+ */
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Cause, Duration, Effect, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { createPublicClient, http, keccak256, toHex, type PublicClient } from "viem"
+import { privateKeyToAccount } from "viem/accounts"
+import type { AppConfigShape } from "../config.ts"
+import { pgClientLayer } from "../db/Database.ts"
+import { migrations } from "../db/migrations/index.ts"
+import { embeddedDataDirProblem } from "../dev/EmbeddedPostgres.ts"
+import { anchorRegistryAbi } from "../evm/AnchorRegistry.abi.ts"
+import artifact from "../evm/AnchorRegistry.artifact.json" with { type: "json" }
+import type { EvmNetworkConfig } from "../evm/config.ts"
+import { makeFabricClient } from "../fabric/client.ts"
+import type { FabricNetworkConfig } from "../fabric/config.ts"
+import { publicUrlRefusal } from "../http/publicUrl.ts"
+import { checkWebhookUrl, describeAllowlist, parseAllowlist } from "../webhooks/urlPolicy.ts"
+
+export type CheckStatus = "ok" | "warn" | "fatal"
+
+/** One line of the report (`--json`: one element of the array). */
+export interface CheckResult {
+  readonly check: string
+  readonly status: CheckStatus
+  readonly message: string
+  /** What to do; empty when there is nothing to do. */
+  readonly fix: string
+}
+
+export const ok = (check: string, message: string): CheckResult => ({ check, status: "ok", message, fix: "" })
+export const warn = (check: string, message: string, fix: string): CheckResult => ({ check, status: "warn", message, fix })
+export const fatal = (check: string, message: string, fix: string): CheckResult => ({ check, status: "fatal", message, fix })
+
+/** The first line of an error's message, bounded: enough to act on, never a dump. */
+const reason = (e: unknown) => {
+  const messageOf = (x: unknown) => x instanceof Error ? x.message : typeof x === "object" && x !== null && "message" in x ? String(x.message) : String(x)
+  // The innermost cause says what happened ("connect ECONNREFUSED 127.0.0.1:5432", "password authentication failed").
+  let inner: unknown = e
+  for (let i = 0; i < 5 && typeof inner === "object" && inner !== null && "cause" in inner && inner.cause !== undefined; i++) inner = inner.cause
+  const text = inner === e || messageOf(inner) === messageOf(e) ? messageOf(e) : `${messageOf(e)} (${messageOf(inner)})`
+  const line = text.split("\n").find((l) => l.trim() !== "") ?? text
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line
+}
+
+/** Runs a check within `millis`; a check that throws or overruns is reported as `onFailure` says. */
+export const bounded = (
+  millis: number,
+  effect: Effect.Effect<CheckResult | ReadonlyArray<CheckResult>, unknown>,
+  onFailure: (message: string) => CheckResult
+): Effect.Effect<ReadonlyArray<CheckResult>> =>
+  effect.pipe(
+    Effect.map((r) => (Array.isArray(r) ? r : [r as CheckResult])),
+    Effect.timeoutOrElse({
+      duration: Duration.millis(millis),
+      orElse: () => Effect.succeed([onFailure(`no answer within ${millis} ms`)])
+    }),
+    Effect.catchCause((cause) => Effect.succeed([onFailure(reason(Cause.squash(cause)))]))
+  )
+
+// ---- configuration alone (no network) ------------------------------------------------------------
+
+/** PUBLIC_URL: required off loopback (the rule `anchord start` enforces, src/http/publicUrl.ts). */
+export const publicUrlCheck = (config: Pick<AppConfigShape, "host" | "baseUrl">): CheckResult => {
+  const refusal = publicUrlRefusal(config)
+  if (refusal !== undefined) return fatal("public-url", refusal, "set PUBLIC_URL=https://<the address clients use>")
+  return ok("public-url", Option.match(config.baseUrl, {
+    onNone: () => `HOST ${config.host} is loopback: links use http://HOST:PORT`,
+    onSome: (u) => `links use ${u}`
+  }))
+}
+
+/** WEBHOOK_ALLOW_PRIVATE parses; what it opens to webhooks besides public addresses. */
+export const webhookPolicyCheck = (raw: string | undefined): CheckResult => {
+  const parsed = parseAllowlist(raw ?? "")
+  if (!parsed.ok) {
+    return fatal("webhook-egress", `WEBHOOK_ALLOW_PRIVATE: ${parsed.message}`, "fix WEBHOOK_ALLOW_PRIVATE (docs/security.md) or unset it")
+  }
+  if (parsed.allowlist.entries.length === 0) return ok("webhook-egress", "webhooks go to public addresses only")
+  return warn(
+    "webhook-egress",
+    `webhooks may also reach non-public targets: ${describeAllowlist(parsed.allowlist)}`,
+    "intended? Every API key of every account can then aim webhooks there (docs/security.md)"
+  )
+}
+
+/** A webhook test target: passes the policy, and answers a POST without a secret. */
+export const webhookTargetCheck = (url: string, allowPrivate: string | undefined, timeoutMillis: number) =>
+  Effect.gen(function*() {
+    const parsed = parseAllowlist(allowPrivate ?? "")
+    const verdict = yield* Effect.promise(() => checkWebhookUrl(url, "live", parsed.ok ? { allowlist: parsed.allowlist } : {}))
+    if (!verdict.ok) {
+      return fatal("webhook-target", `the policy refuses it: ${verdict.reason}`, "use a public HTTPS receiver, or open its range with WEBHOOK_ALLOW_PRIVATE")
+    }
+    const response = yield* Effect.tryPromise(() =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", "user-agent": "anchord-doctor" },
+        body: JSON.stringify({ type: "doctor.test" }),
+        redirect: "manual",
+        signal: AbortSignal.timeout(timeoutMillis)
+      })
+    )
+    yield* Effect.promise(() => response.arrayBuffer().catch(() => undefined))
+    return response.status < 500
+      ? ok("webhook-target", `answered ${response.status} to an unsigned test POST`)
+      : warn("webhook-target", `answered ${response.status} to an unsigned test POST`, "check the receiver's logs")
+  })
+
+/** TLS_CERT_FILE / TLS_KEY_FILE: both or neither; readable; the key is the certificate's; in date. */
+export const tlsFilesCheck = (certFile: string | undefined, keyFile: string | undefined, now: Date): CheckResult => {
+  const name = "tls"
+  if (certFile === undefined && keyFile === undefined) return ok(name, "plain HTTP (TLS_CERT_FILE unset): put a TLS proxy in front, or set TLS_CERT_FILE and TLS_KEY_FILE")
+  if (certFile === undefined || keyFile === undefined) {
+    return fatal(name, `${certFile === undefined ? "TLS_KEY_FILE" : "TLS_CERT_FILE"} is set without ${certFile === undefined ? "TLS_CERT_FILE" : "TLS_KEY_FILE"}`, "set both (PEM files), or neither")
+  }
+  let cert: Crypto.X509Certificate
+  try {
+    cert = new Crypto.X509Certificate(Fs.readFileSync(certFile))
+  } catch (e) {
+    return fatal(name, `TLS_CERT_FILE ${certFile}: ${reason(e)}`, "point TLS_CERT_FILE at a readable PEM certificate (the server's first, then its chain)")
+  }
+  let key: Crypto.KeyObject
+  try {
+    key = Crypto.createPrivateKey(Fs.readFileSync(keyFile))
+  } catch (e) {
+    // Never the file's contents: only that it is not a key.
+    return fatal(name, `TLS_KEY_FILE ${keyFile}: not a readable private key (${(e as NodeJS.ErrnoException).code ?? "unparsable PEM"})`, "point TLS_KEY_FILE at the certificate's PEM private key, readable by the node's user")
+  }
+  if (!cert.checkPrivateKey(key)) {
+    return fatal(name, `TLS_KEY_FILE is not the key of the certificate in TLS_CERT_FILE (${cert.subject.replace(/\n/g, ", ")})`, "use the key the certificate was issued for")
+  }
+  const notAfter = new Date(cert.validTo)
+  const notBefore = new Date(cert.validFrom)
+  if (notAfter.getTime() <= now.getTime()) {
+    return fatal(name, `the certificate expired on ${notAfter.toISOString()}`, "renew it and replace TLS_CERT_FILE and TLS_KEY_FILE")
+  }
+  if (notBefore.getTime() > now.getTime()) {
+    return fatal(name, `the certificate is not valid before ${notBefore.toISOString()}`, "check the node's clock, or use a certificate valid now")
+  }
+  const days = Math.floor((notAfter.getTime() - now.getTime()) / 86_400_000)
+  if (days < 14) return warn(name, `the certificate expires in ${days} day(s), on ${notAfter.toISOString()}`, "renew it (the node reloads the files without a restart)")
+  return ok(name, `certificate valid until ${notAfter.toISOString()}, the key matches`)
+}
+
+/** Embedded PostgreSQL only: the data directory is one the server's user can reach. */
+export const dataDirCheck = (config: Pick<AppConfigShape, "databaseUrl" | "dataDir">): CheckResult => {
+  if (Option.isSome(config.databaseUrl)) return ok("data-dir", "DATABASE_URL is set: no embedded PostgreSQL")
+  const problem = embeddedDataDirProblem(config.dataDir)
+  if (problem !== undefined) return fatal("data-dir", problem.message, problem.fix)
+  return ok("data-dir", `embedded PostgreSQL under ${Path.resolve(config.dataDir)} (set DATABASE_URL for production)`)
+}
+
+/** Which chains a record may ask for, per environment (a chain without a network is refused at ingest). */
+export const anchorableCheck = (
+  evm: ReadonlyArray<{ readonly environment: string }>,
+  fabric: ReadonlyArray<{ readonly environment: string }>
+): CheckResult => {
+  const envs = (list: ReadonlyArray<{ readonly environment: string }>) => [...new Set(list.map((n) => n.environment))].sort()
+  const e = envs(evm), f = envs(fabric)
+  const say = `evm: ${e.join(", ") || "none"}; fabric and hybrid: ${f.join(", ") || "none"}`
+  if (evm.length === 0) {
+    return warn("anchorable", `no EVM network (EVM_NETWORKS): EVM records are accepted and wait in QUEUED; ${say}`, "set EVM_NETWORKS (docs/configuration-evm.md)")
+  }
+  return ok("anchorable", `anchorable chains by environment: ${say} (records for the others are refused with CHAIN_NOT_CONFIGURED)`)
+}
+
+// ---- the database -------------------------------------------------------------------------------
+
+/** Reachable; migrated; durable (fsync, full_page_writes, synchronous_commit); autovacuum and statistics. */
+export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMillis: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const out: Array<CheckResult> = []
+    const version = yield* sql<{ v: string }>`SELECT current_setting('server_version') AS v`
+    out.push(ok("database", `reachable, PostgreSQL ${version[0]?.v ?? "?"}`))
+    const table = yield* sql<{ t: string | null }>`SELECT to_regclass('effect_sql_migrations')::text AS t`
+    const applied = new Set(table[0]?.t == null ? [] : (yield* sql<{ id: number }>`SELECT migration_id AS id FROM effect_sql_migrations`).map((r) => Number(r.id)))
+    const pending = Object.keys(migrations).filter((name) => !applied.has(Number(name.split("_")[0])))
+    out.push(pending.length === 0
+      ? ok("migrations", `all ${Object.keys(migrations).length} applied`)
+      : warn("migrations", `pending: ${pending.join(", ")}`, "`anchord migrate` (or `anchord start`, which applies them)"))
+    const settings = new Map((yield* sql<{ name: string; setting: string }>`
+      SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'full_page_writes', 'synchronous_commit', 'autovacuum')`)
+      .map((r) => [r.name, r.setting]))
+    const off = ["fsync", "full_page_writes"].filter((n) => settings.get(n) === "off")
+    const sync = settings.get("synchronous_commit")
+    if (off.length > 0) {
+      out.push(fatal("durability", `${off.join(" and ")} off: a crash of the server's machine can corrupt the database and lose committed (202) records`, `set ${off.map((n) => `${n} = on`).join(", ")} in postgresql.conf`))
+    } else if (sync === "off" || sync === "local") {
+      out.push(warn("durability", `synchronous_commit = ${sync}: a crash can lose the last transactions after their 202`, "set synchronous_commit = on (or remote_write with a replica)"))
+    } else {
+      out.push(ok("durability", `fsync on, full_page_writes on, synchronous_commit ${sync ?? "?"}`))
+    }
+    if (settings.get("autovacuum") === "off") {
+      out.push(warn("autovacuum", "autovacuum is off: tables bloat and the planner's statistics go stale", "set autovacuum = on"))
+    } else {
+      // Tables of some size never analyzed: the planner guesses (issue 25).
+      const stale = yield* sql<{ relname: string }>`
+        SELECT relname FROM pg_stat_user_tables
+        WHERE n_live_tup + n_dead_tup > 1000 AND last_analyze IS NULL AND last_autoanalyze IS NULL
+        ORDER BY relname LIMIT 10`
+      out.push(stale.length === 0
+        ? ok("autovacuum", "on; every table of size has statistics")
+        : warn("autovacuum", `no statistics yet for ${stale.map((r) => r.relname).join(", ")}`, "run ANALYZE (autovacuum will too, given time)"))
+    }
+    return out as ReadonlyArray<CheckResult>
+  }).pipe(Effect.scoped, Effect.provide(pgClientLayer(url, { connectTimeoutMillis, statementTimeoutMillis: connectTimeoutMillis })))
+
+// ---- EVM networks -------------------------------------------------------------------------------
+
+const ANCHORER_ROLE = keccak256(toHex("ANCHORER_ROLE"))
+
+/** Gas one `anchor(root, leafCount)` costs when the estimate cannot be made (measured ~50k; rounded up). */
+const ANCHOR_GAS_FALLBACK = 80_000n
+
+export interface EvmCheckOptions {
+  /** Batches the signer's balance should pay for at the current fee. */
+  readonly batches: number
+  /** Clock skew beyond which the clocks check warns (ms). */
+  readonly maxSkewMillis: number
+  readonly now: () => number
+  /** Balance and clock (false for `anchord start`: warnings only). */
+  readonly full: boolean
+}
+
+/** RPC reachable, chain id, contract code, anchorer role; with `full`: balance for N batches, clock skew. */
+export const evmChecks = (network: EvmNetworkConfig, options: EvmCheckOptions) =>
+  Effect.gen(function*() {
+    const name = `evm:${network.networkId}`
+    const client = createPublicClient({ transport: http(network.rpcUrl, { retryCount: 0, timeout: network.rpcTimeoutMs }) }) as PublicClient
+    const call = <A>(f: () => Promise<A>) => Effect.tryPromise(f)
+    const chainId = yield* call(() => client.getChainId()).pipe(Effect.mapError((e) => ({ unreachable: reason(e) })))
+    if (chainId !== network.chainId) {
+      return [fatal(name, `the RPC endpoint serves chain ${chainId}, not ${network.chainId} as configured`, `fix rpcUrl or chainId of ${network.networkId} in EVM_NETWORKS`)]
+    }
+    const out: Array<CheckResult> = []
+    const code = yield* call(() => client.getCode({ address: network.contractAddress }))
+    if (code === undefined || code === "0x") {
+      return [fatal(name, `no contract at ${network.contractAddress} on chain ${chainId}`, "deploy AnchorRegistry (docs/configuration-evm.md) and set contractAddress")]
+    }
+    // AnchorRegistry has no immutables: its runtime code is the artifact's, byte for byte.
+    if (code.toLowerCase() !== artifact.deployedBytecode.toLowerCase()) {
+      return [fatal(name, `the code at ${network.contractAddress} is not this version's AnchorRegistry`, "set contractAddress to an AnchorRegistry deployed from src/evm/AnchorRegistry.artifact.json")]
+    }
+    const signer = privateKeyToAccount(Redacted.value(network.privateKey)).address
+    const hasRole = yield* call(() =>
+      client.readContract({ address: network.contractAddress, abi: anchorRegistryAbi, functionName: "hasRole", args: [ANCHORER_ROLE, signer] }) as Promise<boolean>
+    )
+    if (!hasRole) {
+      return [fatal(name, `the signer ${signer} does not hold ANCHORER_ROLE on ${network.contractAddress}`, "grant it: grantRole(ANCHORER_ROLE, signer) from the contract's admin (docs/configuration-evm.md)")]
+    }
+    out.push(ok(name, `chain ${chainId}, AnchorRegistry at ${network.contractAddress}, signer ${signer} holds ANCHORER_ROLE`))
+    if (!options.full) return out
+    const [balance, gasPrice, gas] = yield* Effect.all([
+      call(() => client.getBalance({ address: signer })),
+      call(() => client.getGasPrice()),
+      call(() =>
+        client.estimateContractGas({
+          address: network.contractAddress, abi: anchorRegistryAbi, functionName: "anchor",
+          args: [keccak256(toHex(`anchord doctor ${options.now()}`)), 1], account: signer
+        })
+      ).pipe(Effect.orElseSucceed(() => ANCHOR_GAS_FALLBACK))
+    ], { concurrency: "unbounded" })
+    const perBatch = gas * gasPrice
+    const need = perBatch * BigInt(options.batches)
+    const eth = (wei: bigint) => `${(Number(wei) / 1e18).toPrecision(4)} ETH`
+    if (balance < perBatch) {
+      out.push(fatal(`${name}:balance`, `the signer holds ${eth(balance)}: not enough for one batch (${gas} gas at ${gasPrice} wei)`, `fund ${signer}`))
+    } else if (balance < need) {
+      out.push(warn(`${name}:balance`, `the signer's ${eth(balance)} pays for ${balance / perBatch} batches at the current fee, fewer than ${options.batches}`, `fund ${signer} (about ${eth(need)} for ${options.batches} batches)`))
+    } else {
+      out.push(ok(`${name}:balance`, `${eth(balance)}: ${balance / perBatch} batches at the current fee (${gas} gas × ${gasPrice} wei)`))
+    }
+    const block = yield* call(() => client.getBlock({ blockTag: "latest" }))
+    const skew = options.now() - Number(block.timestamp) * 1000
+    out.push(Math.abs(skew) > options.maxSkewMillis
+      ? warn(`${name}:clock`, `the latest block is ${Math.round(skew / 1000)} s ${skew > 0 ? "behind" : "ahead of"} this machine's clock`, "check NTP on this machine, or whether the chain still produces blocks")
+      : ok(`${name}:clock`, `within ${Math.round(Math.abs(skew) / 1000)} s of the latest block`))
+    return out
+  }).pipe(
+    Effect.catch((e: unknown) => {
+      const unreachable = typeof e === "object" && e !== null && "unreachable" in e
+      return Effect.succeed([
+        warn(`evm:${network.networkId}`, `RPC ${unreachable ? "unreachable" : "call failed"}: ${unreachable ? (e as { unreachable: string }).unreachable : reason(e)}`,
+          `check rpcUrl of ${network.networkId} (the node starts anyway and retries; records wait in QUEUED)`)
+      ])
+    })
+  )
+
+// ---- Fabric networks ----------------------------------------------------------------------------
+
+/** Identity files (certificate, key, and that they pair), TLS root; then one evaluate call on the chaincode. */
+export const fabricChecks = (network: FabricNetworkConfig, options: { readonly now: Date; readonly reach: boolean }) =>
+  Effect.gen(function*() {
+    const name = `fabric:${network.networkId}`
+    let cert: Crypto.X509Certificate
+    try {
+      cert = new Crypto.X509Certificate(Fs.readFileSync(network.certPath))
+    } catch (e) {
+      return [fatal(name, `certPath ${network.certPath}: ${reason(e)}`, "point certPath at the client's PEM certificate")]
+    }
+    let key: Crypto.KeyObject
+    try {
+      key = Crypto.createPrivateKey(Fs.readFileSync(network.keyPath))
+    } catch (e) {
+      return [fatal(name, `keyPath ${network.keyPath}: not a readable private key (${(e as NodeJS.ErrnoException).code ?? "unparsable PEM"})`, "point keyPath at the client's PEM private key")]
+    }
+    if (!cert.checkPrivateKey(key)) return [fatal(name, "keyPath is not the key of the certificate in certPath", "use the key the certificate was issued for")]
+    if (new Date(cert.validTo).getTime() <= options.now.getTime()) {
+      return [fatal(name, `the client certificate expired on ${new Date(cert.validTo).toISOString()}`, "enroll the identity again")]
+    }
+    if (network.tlsRootCertPath === undefined) {
+      if (!/^(localhost|127\.|\[::1\])/.test(network.peerEndpoint)) {
+        return [fatal(name, `no tlsRootCertPath: plaintext gRPC to ${network.peerEndpoint}`, "set tlsRootCertPath (the peer's TLS CA); plaintext is for the dev peer only")]
+      }
+    } else {
+      try {
+        new Crypto.X509Certificate(Fs.readFileSync(network.tlsRootCertPath))
+      } catch (e) {
+        return [fatal(name, `tlsRootCertPath ${network.tlsRootCertPath}: ${reason(e)}`, "point tlsRootCertPath at the peer's TLS CA certificate (PEM)")]
+      }
+    }
+    const identity = `identity ${network.mspId} valid until ${new Date(cert.validTo).toISOString()}`
+    if (!options.reach) return [ok(name, identity)]
+    const reached = yield* Effect.scoped(Effect.gen(function*() {
+      const client = yield* makeFabricClient(network)
+      return yield* client.lookup(`0x${"00".repeat(32)}`)
+    })).pipe(Effect.as(undefined), Effect.catch((e) => Effect.succeed(reason(e))))
+    return [reached === undefined
+      ? ok(name, `${identity}; chaincode ${network.chaincode} on ${network.channel} answers`)
+      : warn(name, `${identity}; chaincode ${network.chaincode} on ${network.channel} did not answer: ${reached}`, `check peerEndpoint ${network.peerEndpoint}, channel and chaincode (the node starts anyway and retries)`)]
+  })
+
+// ---- Redis --------------------------------------------------------------------------------------
+
+export const redisCheck = (url: Redacted.Redacted<string>, timeoutMillis: number) =>
+  Effect.tryPromise(async () => {
+    const { createClient } = await import("redis")
+    const client = createClient({ url: Redacted.value(url), socket: { connectTimeout: timeoutMillis, reconnectStrategy: false } })
+    client.on("error", () => {})
+    try {
+      await client.connect()
+      const answer = await client.ping()
+      return ok("redis", `PING answered ${answer}`)
+    } finally {
+      await client.destroy?.()
+    }
+  })

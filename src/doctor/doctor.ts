@@ -1,0 +1,110 @@
+/**
+ * `anchord doctor` (docs/doctor.md): every check of a production configuration, run concurrently,
+ * each bounded; and the subset `anchord start` runs before it starts (`mode: "start"`).
+ */
+import { Config, Effect, Option } from "effect"
+import { AppConfig } from "../config.ts"
+import { embeddedPostgres } from "../dev/EmbeddedPostgres.ts"
+import { EvmNetworks } from "../evm/config.ts"
+import { FabricNetworks } from "../fabric/config.ts"
+import {
+  anchorableCheck,
+  bounded,
+  type CheckResult,
+  databaseChecks,
+  dataDirCheck,
+  evmChecks,
+  fabricChecks,
+  fatal,
+  publicUrlCheck,
+  redisCheck,
+  tlsFilesCheck,
+  warn,
+  webhookPolicyCheck,
+  webhookTargetCheck
+} from "./checks.ts"
+
+export interface DoctorOptions {
+  /**
+   * doctor: everything. start: what can be fatal, without what start does itself anyway (an
+   * embedded database is started and migrated by the node) and without the warnings-only checks
+   * (balance, clocks, Redis, a test webhook): start stays quick.
+   */
+  readonly mode: "doctor" | "start"
+  readonly webhookTestUrl?: string | undefined
+  /** Batches the EVM signer's balance should pay for (warn below). */
+  readonly batches?: number
+}
+
+const optionalString = (name: string) => Config.option(Config.String(name)).pipe(Effect.map(Option.getOrUndefined))
+
+/** The checks' results in a fixed order (configuration, database, networks, dependencies). */
+export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOptions) {
+  const full = options.mode === "doctor"
+  const config = yield* AppConfig
+  const allowPrivate = yield* optionalString("WEBHOOK_ALLOW_PRIVATE")
+  const certFile = yield* optionalString("TLS_CERT_FILE")
+  const keyFile = yield* optionalString("TLS_KEY_FILE")
+  const now = Date.now()
+  const results: Array<ReadonlyArray<CheckResult>> = []
+
+  // Configuration alone.
+  results.push([publicUrlCheck(config), webhookPolicyCheck(allowPrivate), tlsFilesCheck(certFile, keyFile, new Date(now)), dataDirCheck(config)])
+
+  // The networks' configuration: a parse error is the one fatal line (the node would refuse it too).
+  const evmParsed = yield* Effect.result(Effect.gen(function*() { return yield* EvmNetworks }).pipe(Effect.provide(EvmNetworks.layer)))
+  const fabricParsed = yield* Effect.result(Effect.gen(function*() { return yield* FabricNetworks }).pipe(Effect.provide(FabricNetworks.layer)))
+  if (evmParsed._tag === "Failure") results.push([fatal("evm", messageOf(evmParsed.failure), "fix EVM_NETWORKS (docs/configuration-evm.md)")])
+  if (fabricParsed._tag === "Failure") results.push([fatal("fabric", messageOf(fabricParsed.failure), "fix FABRIC_NETWORKS (docs/configuration-fabric.md)")])
+  const evmList = evmParsed._tag === "Success" ? evmParsed.success.networks : []
+  const fabricList = fabricParsed._tag === "Success" ? fabricParsed.success.networks : []
+  results.push([anchorableCheck(evmList, fabricList)])
+
+  const timeout = (ms: number) => Math.max(ms, 1_000) + 2_000
+  const work: Array<Effect.Effect<ReadonlyArray<CheckResult>>> = []
+
+  // The database: DATABASE_URL, or (doctor only) the embedded server, started or shared.
+  if (Option.isSome(config.databaseUrl) || (full && results[0]![3]!.status === "ok")) {
+    const url = config.databaseUrl
+    work.push(bounded(
+      Option.isSome(url) ? timeout(config.dbConnectTimeoutMillis) * 2 : 60_000,
+      Effect.scoped(Effect.gen(function*() {
+        const target = Option.isSome(url) ? url.value : (yield* embeddedPostgres({ dataDir: config.dataDir })).url
+        return yield* databaseChecks(target, config.dbConnectTimeoutMillis)
+      })),
+      (m) => fatal("database", `unreachable: ${m}`, "check DATABASE_URL (host, port, credentials, database) and that PostgreSQL runs")
+    ))
+  }
+
+  for (const network of evmList) {
+    work.push(bounded(network.rpcTimeoutMs * 4 + 2_000,
+      evmChecks(network, { batches: options.batches ?? 100, maxSkewMillis: 60_000, now: () => Date.now(), full }),
+      (m) => warn(`evm:${network.networkId}`, `RPC did not answer: ${m}`, `check rpcUrl of ${network.networkId}`)))
+  }
+  for (const network of fabricList) {
+    work.push(bounded(network.evaluateTimeoutMs + 2_000,
+      fabricChecks(network, { now: new Date(now), reach: full }),
+      (m) => warn(`fabric:${network.networkId}`, `the chaincode did not answer: ${m}`, `check peerEndpoint ${network.peerEndpoint}`)))
+  }
+  if (full && Option.isSome(config.redisUrl)) {
+    work.push(bounded(5_000, redisCheck(config.redisUrl.value, 3_000),
+      (m) => fatal("redis", `PING failed: ${m}`, "check REDIS_URL and that Redis runs (the nodes share rate limits through it)")))
+  }
+  if (full && options.webhookTestUrl !== undefined) {
+    work.push(bounded(10_000, webhookTargetCheck(options.webhookTestUrl, allowPrivate, 8_000),
+      (m) => warn("webhook-target", `no answer: ${m}`, "check the receiver is up and reachable from this machine")))
+  }
+  results.push(...yield* Effect.all(work, { concurrency: "unbounded" }))
+  return results.flat()
+})
+
+const messageOf = (e: unknown) => (typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e))
+
+/** One line per check: `ok   name  message` (and `→ fix`). */
+export const formatResults = (results: ReadonlyArray<CheckResult>): string =>
+  results.map((r) => {
+    const mark = r.status === "ok" ? "ok   " : r.status === "warn" ? "WARN " : "FATAL"
+    return `${mark} ${r.check.padEnd(22)} ${r.message}${r.fix === "" ? "" : `\n      ${"".padEnd(22)} fix: ${r.fix}`}`
+  }).join("\n")
+
+export const isFatal = (results: ReadonlyArray<CheckResult>) => results.some((r) => r.status === "fatal")
