@@ -15,6 +15,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { append } from "../outbox/Outbox.ts"
+import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTree, type Hex } from "./merkle.ts"
 import {
   AnchorChainType,
@@ -301,6 +302,7 @@ export class BatchStore extends Context.Service<BatchStore, {
             yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
             yield* completeRecords(sql, batchId)
           }
+          yield* annotateSampled(() => ({ "anchord.batch_id": batchId, "anchord.network_id": networkId, "anchord.record_count": claimed.length }))
           return { batchId, root: tree.root, leafCount: claimed.length, joined: existing !== undefined } satisfies CutBatch
         }))
       })
@@ -336,6 +338,7 @@ export class BatchStore extends Context.Service<BatchStore, {
       })
 
       const confirm = Effect.fn("BatchStore.confirm")(function*(batchId: string) {
+        yield* annotateSampled(() => ({ "anchord.batch_id": batchId }))
         return yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql`
             UPDATE anchor_batches SET state = 'CONFIRMED', updated_at = now() WHERE id = ${batchId} AND state = 'MINED' RETURNING id`
