@@ -302,9 +302,11 @@ export class BatchStore extends Context.Service<BatchStore, {
             yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
             yield* completeRecords(sql, batchId)
           }
-          yield* annotateSampled(() => ({ "anchord.batch_id": batchId, "anchord.network_id": networkId, "anchord.record_count": claimed.length }))
           return { batchId, root: tree.root, leafCount: claimed.length, joined: existing !== undefined } satisfies CutBatch
-        }))
+        })).pipe(Effect.tap((cut) =>
+          cut === undefined ? Effect.void
+            : annotateSampled(() => ({ "anchord.batch_id": cut.batchId, "anchord.network_id": networkId, "anchord.record_count": cut.leafCount }))
+        ))
       })
 
       const openBatches = Effect.fn("BatchStore.openBatches")(function*(networkId: string) {
