@@ -162,7 +162,7 @@ describe("traces over OTLP/HTTP", () => {
   })
 
   /** A node with these OTEL_* variables; one record posted with a webhook, anchored and delivered; then the node stopped (its exporter flushed). */
-  const oneRecord = async (env: Record<string, string>) => {
+  const oneRecord = async (env: Record<string, string>, headers: Record<string, string> = {}) => {
     for (const v of OTEL_VARS) delete process.env[v]
     Object.assign(process.env, env)
     const networkId = `traces-${++n}`
@@ -175,7 +175,7 @@ describe("traces over OTLP/HTTP", () => {
     try {
       const key = await node.createKey(await node.createAccount())
       const path = `/hook-${n}`
-      const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { n }, webhookUrl: `${receiver.url}${path}` } })
+      const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, headers, body: { data: { n }, webhookUrl: `${receiver.url}${path}` } })
       expect(r.status).toBe(202)
       const recordId: string = r.json.data.recordId
       await waitFor("record ANCHORED", allAnchored(node.databaseUrl, [recordId]), 30_000)
@@ -239,6 +239,26 @@ describe("traces over OTLP/HTTP", () => {
         OTEL_BSP_SCHEDULE_DELAY: "200"
       })
       expect(collector.spans).toEqual([])
+    } finally {
+      await collector.close()
+    }
+  }, 90_000)
+
+  it("a caller's sampled traceparent is obeyed by the parent-based sampler, even at ratio 0", async () => {
+    const collector = await startCollector()
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736", parentId = "00f067aa0ba902b7"
+    try {
+      const recordId = await oneRecord({
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+        OTEL_TRACES_SAMPLER_ARG: "0",
+        OTEL_BSP_SCHEDULE_DELAY: "200"
+      }, { traceparent: `00-${traceId}-${parentId}-01` })
+      const ingest = collector.spans.find((s) => s.attributes["anchord.record_id"] === recordId && s.kind === 2)
+      expect(ingest, "ingest span").toBeDefined()
+      expect([ingest!.traceId, ingest!.parentSpanId]).toEqual([traceId, parentId])
+      // Only the caller's trace: the node's own work at ratio 0 stays unsampled.
+      expect(new Set(collector.spans.map((s) => s.traceId))).toEqual(new Set([traceId]))
     } finally {
       await collector.close()
     }
