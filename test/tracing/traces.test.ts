@@ -8,9 +8,9 @@
  *   npx vitest run test/tracing/traces.test.ts
  */
 import * as Http from "node:http"
-import { ConfigProvider, Effect, Tracer } from "effect"
+import { ConfigProvider, Effect, Option, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { TracingLayer } from "../../src/tracing/Tracing.ts"
+import { decide, type SamplerName, TracingLayer } from "../../src/tracing/Tracing.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { allAnchored, call, deploy, network, startEvmNode, waitFor } from "../evm/support.ts"
 import { type Receiver, startReceiver } from "../webhooks/support.ts"
@@ -280,3 +280,29 @@ describe("traces over OTLP/HTTP", () => {
   })
 })
 
+
+describe("the sampler's decisions", () => {
+  const remote = (traceId: string, sampled: boolean) => Option.some(Tracer.externalSpan({ traceId, spanId: "00f067aa0ba902b7", sampled }))
+  const s = (name: SamplerName, ratio = 1) => ({ name, ratio })
+
+  it("new traces: always_* constant, ratio samplers keep about that share", () => {
+    expect(decide(s("always_on"), Option.none())).toBe(true)
+    expect(decide(s("always_off"), Option.none())).toBe(false)
+    expect(decide(s("parentbased_always_off"), Option.none())).toBe(false)
+    expect(decide(s("traceidratio", 0), Option.none())).toBe(false)
+    expect(decide(s("parentbased_traceidratio", 1), Option.none())).toBe(true)
+    let kept = 0
+    for (let i = 0; i < 20_000; i++) if (decide(s("parentbased_traceidratio", 0.1), Option.none())) kept++
+    expect(kept).toBeGreaterThan(1_600)
+    expect(kept).toBeLessThan(2_400)
+  })
+
+  it("a remote parent: obeyed by parentbased_*, its trace id decides traceidratio (the same answer every time)", () => {
+    expect(decide(s("parentbased_always_on"), remote("4bf92f3577b34da6a3ce929d0e0e4736", false))).toBe(false)
+    expect(decide(s("parentbased_always_off"), remote("4bf92f3577b34da6a3ce929d0e0e4736", true))).toBe(true)
+    expect(decide(s("always_on"), remote("4bf92f3577b34da6a3ce929d0e0e4736", false))).toBe(true)
+    // The trace id's last 13 hex digits as a fraction: ...0000000000001 is ~0, ...fffffffffffff ~1.
+    expect(decide(s("traceidratio", 0.5), remote("ffffffffffffffffff0000000000001", false))).toBe(true)
+    expect(decide(s("traceidratio", 0.5), remote("00000000000000000fffffffffffff", true))).toBe(false)
+  })
+})
