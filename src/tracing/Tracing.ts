@@ -149,9 +149,6 @@ const parseHeaders = (text: string | undefined): Record<string, string> | undefi
   return out
 }
 
-const samplerName = Config.Literals(SAMPLERS, "OTEL_TRACES_SAMPLER").pipe(
-  Config.withDefault<SamplerName>("parentbased_always_on")
-)
 
 export const tracingConfig = Effect.gen(function*() {
   const disabled = yield* Config.Boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false))
@@ -171,7 +168,10 @@ export const tracingConfig = Effect.gen(function*() {
   if (protocol !== "http/protobuf" && protocol !== "http/json") {
     return yield* Effect.fail(new Error(`OTEL_EXPORTER_OTLP_PROTOCOL: "${protocol}" is not supported (http/protobuf or http/json; no grpc)`))
   }
-  const name = yield* samplerName
+  const name = ((yield* optionalString("OTEL_TRACES_SAMPLER"))?.trim() || "parentbased_always_on") as SamplerName
+  if (!SAMPLERS.includes(name)) {
+    return yield* Effect.fail(new Error(`OTEL_TRACES_SAMPLER: "${name}" is not one of ${SAMPLERS.join(", ")}`))
+  }
   const arg = yield* optionalString("OTEL_TRACES_SAMPLER_ARG")
   const ratio = arg === undefined || arg.trim() === "" ? 1 : Number(arg)
   if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {

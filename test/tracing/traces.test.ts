@@ -274,9 +274,13 @@ describe("traces over OTLP/HTTP", () => {
     expect(await tracerWith({ OTEL_SERVICE_NAME: "x", OTEL_TRACES_SAMPLER: "always_on" })).toBe(Tracer.nativeTracer)
     expect(await tracerWith({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" })).not.toBe(Tracer.nativeTracer)
     expect(await tracerWith({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_SDK_DISABLED: "true" })).toBe(Tracer.nativeTracer)
-    // A sampler the node does not know stops the start, naming the variable.
+    // A sampler, ratio or protocol the node does not know stops the start, naming the variable.
     await expect(tracerWith({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_TRACES_SAMPLER_ARG: "2" }))
       .rejects.toThrow(/OTEL_TRACES_SAMPLER_ARG/)
+    await expect(tracerWith({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_TRACES_SAMPLER: "ratio" }))
+      .rejects.toThrow(/OTEL_TRACES_SAMPLER: "ratio" is not one of/)
+    await expect(tracerWith({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }))
+      .rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/)
   })
 })
 
