@@ -17,7 +17,7 @@ import type { NewRecord } from "./IngestWriter.ts"
 import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
 import { BatchAnchorBody, MAX_BATCH_RECORDS } from "../api/recordSchemas.ts"
-import { annotateSampled, MAX_IDS } from "../tracing/attributes.ts"
+import { annotateFiber, MAX_IDS } from "../tracing/attributes.ts"
 
 export type CreateEndpoint = "anchor" | "anchorEncrypted" | "anchorHash" | "anchorBatch"
 export const CREATE_ENDPOINTS: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])
@@ -101,16 +101,16 @@ export class RecordCreation extends Context.Service<RecordCreation, {
 
       /** Commits and answers `status` with `text`, or reports that another request took the Idempotency-Key. */
       const commit = (principal: Principal, rows: ReadonlyArray<NewRecord>, text: string, idem: Idempotency | undefined, status = 202) =>
-        Effect.andThen(
+        Effect.withFiber((fiber) => {
           // The ingest span (the POST's server span) names its records, which later spans join on.
-          annotateSampled(() => rows.length === 1
+          annotateFiber(fiber, () => rows.length === 1
             ? { "anchord.record_id": rows[0]!.id }
-            : { "anchord.record_ids": rows.slice(0, MAX_IDS).map((r) => r.id), "anchord.record_count": rows.length }),
-          Effect.map(
+            : { "anchord.record_ids": rows.slice(0, MAX_IDS).map((r) => r.id), "anchord.record_count": rows.length })
+          return Effect.map(
             ingest.commit(principal, rows, idem && { ...idem, status, body: text }),
             (outcome) => outcome === "idempotency-key-taken" ? outcome : { status, body: text, replayed: false }
           )
-        )
+        })
 
       const single = (kind: SubmissionKind, principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) => {
         const decoded = decodeSubmission(kind, body, "", plain)

@@ -8,11 +8,14 @@
  *   npx vitest run test/tracing/traces.test.ts
  */
 import * as Http from "node:http"
-import { ConfigProvider, Effect, Option, Tracer } from "effect"
+import { ConfigProvider, Effect, Layer, Option, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { decide, type SamplerName, TracingLayer } from "../../src/tracing/Tracing.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
-import { allAnchored, call, deploy, network, startEvmNode, waitFor } from "../evm/support.ts"
+import { makeNodeLayer } from "../../src/app/layers.ts"
+import { EvmNetworks } from "../../src/evm/config.ts"
+import { allAnchored, call, deploy, network, waitFor } from "../evm/support.ts"
+import { startNode } from "../support/node.ts"
 import { type Receiver, startReceiver } from "../webhooks/support.ts"
 
 // ---- A minimal protobuf reader for the OTLP trace messages (wire format: varints and length-delimited fields).
@@ -137,11 +140,6 @@ const startCollector = async () => {
   }
 }
 
-const OTEL_VARS = [
-  "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
-  "OTEL_BSP_SCHEDULE_DELAY", "OTEL_EXPORTER_OTLP_PROTOCOL"
-]
-
 describe("traces over OTLP/HTTP", () => {
   let anvil: Anvil
   let receiver: Receiver
@@ -156,30 +154,34 @@ describe("traces over OTLP/HTTP", () => {
     chain = { rpcUrl: anvil.rpcUrl, privateKey, chainId: d.chainId, address: d.address }
   }, 60_000)
   afterAll(async () => {
-    for (const v of OTEL_VARS) delete process.env[v]
     await anvil?.stop()
     await receiver?.close()
   })
 
   /** A node with these OTEL_* variables; one record posted with a webhook, anchored and delivered; then the node stopped (its exporter flushed). */
-  const oneRecord = async (env: Record<string, string>, headers: Record<string, string> = {}) => {
-    for (const v of OTEL_VARS) delete process.env[v]
-    Object.assign(process.env, env)
+  const oneRecord = async (env: Record<string, string>, headers: Record<string, string> = {}, exported?: (recordId: string) => boolean) => {
     const networkId = `traces-${++n}`
-    const node = await startEvmNode({
-      networks: [network({
-        networkId, rpcUrl: chain.rpcUrl, chainId: chain.chainId, contractAddress: chain.address, confirmations: 1, environment: "test",
-        batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 200
-      }, chain.privateKey)]
+    const networks = [network({
+      networkId, rpcUrl: chain.rpcUrl, chainId: chain.chainId, contractAddress: chain.address, confirmations: 1, environment: "test",
+      batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 200
+    }, chain.privateKey)]
+    // The node reads OTEL_* from its ConfigProvider: Effect's default one is a snapshot of process.env taken
+    // once per process, so each node here gets its own.
+    const node = await startNode({
+      layer: makeNodeLayer(EvmNetworks.layerWith(networks)).pipe(
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { ...process.env as Record<string, string>, ...env } })))
+      )
     })
     try {
-      const key = await node.createKey(await node.createAccount())
+      const key = (await node.createKey(await node.createAccount())).key
       const path = `/hook-${n}`
       const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, headers, body: { data: { n }, webhookUrl: `${receiver.url}${path}` } })
       expect(r.status).toBe(202)
       const recordId: string = r.json.data.recordId
       await waitFor("record ANCHORED", allAnchored(node.databaseUrl, [recordId]), 30_000)
       await receiver.waitFor(1, 15_000, (x) => x.path === path && JSON.parse(x.body).type === "ANCHORED")
+      // The spans expected, from the node's periodic export (not only from the flush at its stop, bounded to 3 s).
+      if (exported !== undefined) await waitFor("spans exported", async () => exported(recordId), 15_000)
       return recordId
     } finally {
       await node.stop()
@@ -194,7 +196,10 @@ describe("traces over OTLP/HTTP", () => {
         OTEL_SERVICE_NAME: "anchord-traces-test",
         OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=ci,team=ops%20one",
         OTEL_BSP_SCHEDULE_DELAY: "200"
-      })
+      }, {}, (id) =>
+        collector.spans.some((s) => s.name === "WebhookDispatcher.send" && s.attributes["anchord.record_id"] === id) &&
+        collector.spans.some((s) => s.attributes["anchord.record_id"] === id && s.kind === 2) &&
+        collector.spans.some((s) => s.name === "BatchStore.confirm"))
       const spans = collector.spans
       expect(collector.requests.every((r) => r.path === "/v1/traces" && r.contentType === "application/x-protobuf")).toBe(true)
       // Ingest: the POST's server span names the record.
@@ -253,7 +258,7 @@ describe("traces over OTLP/HTTP", () => {
         OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
         OTEL_TRACES_SAMPLER_ARG: "0",
         OTEL_BSP_SCHEDULE_DELAY: "200"
-      }, { traceparent: `00-${traceId}-${parentId}-01` })
+      }, { traceparent: `00-${traceId}-${parentId}-01` }, (id) => collector.spans.some((s) => s.attributes["anchord.record_id"] === id))
       const ingest = collector.spans.find((s) => s.attributes["anchord.record_id"] === recordId && s.kind === 2)
       expect(ingest, "ingest span").toBeDefined()
       expect([ingest!.traceId, ingest!.parentSpanId]).toEqual([traceId, parentId])
