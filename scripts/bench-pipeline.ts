@@ -14,6 +14,11 @@
  * BENCH_RATES (records/s, default "500,1000,2000"), BENCH_SECONDS (per rate, default 300),
  * BENCH_CHAINS (default "evm"; "evm,fabric,hybrid" for all three), DATABASE_URL, BENCH_NODE_ARGS (extra
  * Node flags for the node's process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+ *
+ * BENCH_TRACE_RATIO (e.g. 0.01): the node exports traces over OTLP/HTTP (docs/observability.md) to a sink in
+ * this process that counts and discards them, sampled by parentbased_traceidratio at that ratio: run once
+ * without and once with it for tracing's overhead. Unset: the OTEL_* variables of the environment pass
+ * through to the node as they are (none set: no tracing).
  */
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
@@ -33,6 +38,8 @@ import { runCli, startAnvil } from "./bench/anvil.ts"
 const RATES = (process.env.BENCH_RATES ?? "500,1000,2000").split(",").map(Number)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 300)
 const CHAINS = (process.env.BENCH_CHAINS ?? "evm").split(",").map((c) => c.trim()) as Array<"evm" | "fabric" | "hybrid">
+const TRACE_RATIO = process.env.BENCH_TRACE_RATIO === undefined || process.env.BENCH_TRACE_RATIO === "" ? undefined : Number(process.env.BENCH_TRACE_RATIO)
+if (TRACE_RATIO !== undefined && !(TRACE_RATIO >= 0 && TRACE_RATIO <= 1)) throw new Error("BENCH_TRACE_RATIO: a ratio between 0 and 1")
 const BATCH = 50
 const WINDOW_MS = 1000
 const TARGET_P99_MS = 3000
@@ -146,6 +153,28 @@ const main = async () => {
     cleanups.push(() => receiver.close())
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`
 
+    // BENCH_TRACE_RATIO: an OTLP/HTTP sink that reads and discards what the node exports (counted for the report).
+    const traced = { requests: 0, bytes: 0 }
+    const tracing: Record<string, string> = {}
+    if (TRACE_RATIO !== undefined) {
+      const sink = Http.createServer((req, res) => {
+        req.on("data", (c: Buffer) => { traced.bytes += c.length })
+        req.on("end", () => {
+          traced.requests++
+          res.writeHead(200, { "content-type": String(req.headers["content-type"] ?? "application/x-protobuf") }).end()
+        })
+      })
+      await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r))
+      cleanups.push(() => sink.close())
+      Object.assign(tracing, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as { port: number }).port}`,
+        OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+        OTEL_TRACES_SAMPLER_ARG: String(TRACE_RATIO),
+        OTEL_SERVICE_NAME: "anchord-bench"
+      })
+      log(`tracing on: parentbased_traceidratio ${TRACE_RATIO}, to a discarding OTLP sink`)
+    }
+
     const env: Record<string, string> = {
       DATABASE_URL: db.url,
       ANCHORD_DATA_DIR: tmp,
@@ -170,7 +199,7 @@ const main = async () => {
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
     const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "start"], {
       // The receiver is on loopback, which the egress policy opens only when told.
-      cwd: root, env: { ...process.env, ...env, PORT: String(port), WEBHOOK_ALLOW_PRIVATE: "loopback" }, stdio: ["ignore", "ignore", "inherit"]
+      cwd: root, env: { ...process.env, ...env, ...tracing, PORT: String(port), WEBHOOK_ALLOW_PRIVATE: "loopback" }, stdio: ["ignore", "ignore", "inherit"]
     })
     cleanups.unshift(() => node.kill("SIGTERM"))
     const base = `http://127.0.0.1:${port}`
@@ -322,7 +351,8 @@ const main = async () => {
       "",
       `Machine: ${machine}. \`anchord start\` (own process), PostgreSQL ${db.embedded ? "embedded" : "external"}, anvil (automine, confirmations 1), window ${WINDOW_MS} ms; ` +
         `open-loop client in the bench process: batches of ${BATCH} unique records to POST /v1/anchor/batch at a steady rate for ${SECONDS} s per rate; ` +
-        `the account's global webhook (anchor.confirmed) to a receiver in the bench process. Backlog: accepted and not yet delivered (max over each half of the run).`,
+        `the account's global webhook (anchor.confirmed) to a receiver in the bench process. Backlog: accepted and not yet delivered (max over each half of the run). ` +
+        (TRACE_RATIO === undefined ? "Tracing: off (BENCH_TRACE_RATIO unset)." : `Tracing: OTLP/HTTP, parentbased_traceidratio ${TRACE_RATIO}, to a discarding sink (${traced.requests} export requests, ${(traced.bytes / 1024).toFixed(0)} KiB).`),
       "",
       "| chain | rate | accepted/s | POST → ANCHORED p50 / p99 | POST → webhook p50 / p99 | backlog (1st half → 2nd) | at end | undelivered 60 s later | CPU/record node / PostgreSQL | machine busy | WAL/record (full pages) | checkpoints | held |",
       "|---|---:|---:|---|---|---|---:|---:|---|---:|---|---:|---|",

@@ -17,6 +17,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { append } from "../outbox/Outbox.ts"
 import { fence } from "./Leadership.ts"
 import { observeAnchored } from "../metrics/metrics.ts"
+import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTree, type Hex } from "./merkle.ts"
 import {
   AnchorChainType,
@@ -314,7 +315,10 @@ export class BatchStore extends Context.Service<BatchStore, {
             yield* completeRecords(sql, batchId)
           }
           return { batchId, root: tree.root, leafCount: claimed.length, joined: existing !== undefined } satisfies CutBatch
-        }))
+        })).pipe(Effect.tap((cut) =>
+          cut === undefined ? Effect.void
+            : annotateSampled(() => ({ "anchord.batch_id": cut.batchId, "anchord.network_id": networkId, "anchord.record_count": cut.leafCount }))
+        ))
       })
 
       const openBatches = Effect.fn("BatchStore.openBatches")(function*(networkId: string) {
@@ -348,6 +352,7 @@ export class BatchStore extends Context.Service<BatchStore, {
       })
 
       const confirm = Effect.fn("BatchStore.confirm")(function*(batchId: string) {
+        yield* annotateSampled(() => ({ "anchord.batch_id": batchId }))
         return yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql`
             UPDATE anchor_batches SET state = 'CONFIRMED', updated_at = now() WHERE id = ${batchId} AND state = 'MINED' RETURNING id`

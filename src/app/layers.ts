@@ -24,6 +24,7 @@ import { WebhookStoresLayer } from "../webhooks/stores.ts"
 import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { ConsoleServicesLayer } from "../console/layer.ts"
 import { MetricRegistryLayer, MetricsLayer } from "./metrics.ts"
+import { TracingLayer } from "../tracing/Tracing.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
@@ -79,7 +80,9 @@ export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer
     Layer.provideMerge(Layer.merge(evmNetworks, fabricNetworks)),
     Layer.provideMerge(CoreLayer),
     // This node's metrics registry, under everything that counts.
-    Layer.provideMerge(MetricRegistryLayer)
+    Layer.provideMerge(MetricRegistryLayer),
+    // Spans over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing/Tracing.ts); nothing otherwise.
+    Layer.provide(TracingLayer)
   )
 
 /** The node with EVM networks from EVM_NETWORKS and Fabric networks from FABRIC_NETWORKS. */

@@ -17,6 +17,7 @@ import { BatchStore } from "../anchoring/BatchStore.ts"
 import type { Chain } from "./chain.ts"
 import { EvmError, Reverted } from "./errors.ts"
 import { type EvmBatchRow, EvmStore } from "./EvmStore.ts"
+import { annotateSampled } from "../tracing/attributes.ts"
 
 const bumped = (value: bigint, percent: number) => value * BigInt(100 + percent) / 100n + 1n
 const maxBig = (a: bigint, b: bigint) => a > b ? a : b
@@ -69,6 +70,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
     })
 
   const send = Effect.fn("EvmWriter.send")(function*(b: EvmBatchRow) {
+      yield* annotateSampled(() => ({ "anchord.batch_id": b.id, "anchord.record_count": b.leafCount }))
       const root = b.merkleRoot
       const existing = yield* chain.getAnchor(root)
       if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
@@ -101,6 +103,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
       nextNonce = nonce + 1
       unacknowledged.add(b.id)
+      yield* annotateSampled(() => ({ "anchord.tx_hash": signed.hash, "anchord.nonce": nonce }))
       yield* broadcast(b, signed.raw)
       yield* log("batch sent", {
         batchId: b.id, root, leafCount: b.leafCount, txHash: signed.hash, nonce, maxFeePerGas: tx.maxFeePerGas.toString()
@@ -128,6 +131,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
 
   /** A SENT batch: still pending, mined by another route, lost, or stuck (fee bump / replacement). */
   const check = Effect.fn("EvmWriter.check")(function*(b: EvmBatchRow) {
+      yield* annotateSampled(() => ({ "anchord.batch_id": b.id, "anchord.tx_hash": b.txHash ?? "" }))
       const existing = yield* chain.getAnchor(b.merkleRoot)
       if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
       if (b.txHash === null || b.rawTx === null || b.nonce === null) {

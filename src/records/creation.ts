@@ -18,6 +18,7 @@ import type { NewRecord } from "./IngestWriter.ts"
 import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
 import { BatchAnchorBody, MAX_BATCH_RECORDS } from "../api/recordSchemas.ts"
+import { annotateFiber, MAX_IDS } from "../tracing/attributes.ts"
 
 export type CreateEndpoint = "anchor" | "anchorEncrypted" | "anchorHash" | "anchorBatch"
 export const CREATE_ENDPOINTS: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])
@@ -103,14 +104,20 @@ export class RecordCreation extends Context.Service<RecordCreation, {
 
       /** Commits and answers `status` with `text`, or reports that another request took the Idempotency-Key. */
       const commit = (principal: Principal, rows: ReadonlyArray<NewRecord>, text: string, idem: Idempotency | undefined, status = 202) =>
-        Effect.map(
-          ingest.commit(principal, rows, idem && { ...idem, status, body: text }),
-          (outcome) => {
-            if (outcome === "idempotency-key-taken") return outcome
-            countRows(rows)
-            return { status, body: text, replayed: false }
-          }
-        )
+        Effect.withFiber((fiber) => {
+          // The ingest span (the POST's server span) names its records, which later spans join on.
+          annotateFiber(fiber, () => rows.length === 1
+            ? { "anchord.record_id": rows[0]!.id }
+            : { "anchord.record_ids": rows.slice(0, MAX_IDS).map((r) => r.id), "anchord.record_count": rows.length })
+          return Effect.map(
+            ingest.commit(principal, rows, idem && { ...idem, status, body: text }),
+            (outcome) => {
+              if (outcome === "idempotency-key-taken") return outcome
+              countRows(rows)
+              return { status, body: text, replayed: false }
+            }
+          )
+        })
 
       /** anchord_records_accepted_total: one update per request (a batch's rows grouped by chain type). */
       const countRows = (rows: ReadonlyArray<NewRecord>) => {

@@ -30,6 +30,7 @@ import { retryDelayMillis } from "./schedule.ts"
 import { attempt, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
 import { standardSignature } from "./standard.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
+import { annotateSampled } from "../tracing/attributes.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
 const RETENTION_BATCH = 5_000
@@ -55,6 +56,23 @@ const logHostOf = (url: string) => {
   } catch {
     return "(invalid url)"
   }
+}
+
+/** A delivery's span attributes: its ids, and the record and batch of its event (read from the body only when sampled). */
+const deliveryAttributes = (row: Ready): Record<string, unknown> => {
+  const out: Record<string, unknown> = {
+    "anchord.delivery_id": row.id, "anchord.event_id": row.headers.eventId, "anchord.event": row.headers.event, "anchord.attempt": row.attempts
+  }
+  try {
+    const body = JSON.parse(row.body) as { recordId?: unknown; batchId?: unknown; data?: { recordId?: unknown; batchId?: unknown } }
+    const recordId = body.recordId ?? body.data?.recordId
+    const batchId = body.batchId ?? body.data?.batchId
+    if (typeof recordId === "string") out["anchord.record_id"] = recordId
+    if (typeof batchId === "string" || typeof batchId === "number") out["anchord.batch_id"] = String(batchId)
+  } catch {
+    // Not JSON: the ids above are enough.
+  }
+  return out
 }
 
 export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
@@ -92,8 +110,9 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   }
   const userAgent = `anchord/${VERSION}`
 
-  const send = Effect.fnUntraced(function*(row: Ready, token: string) {
+  const send = Effect.fn("WebhookDispatcher.send")(function*(row: Ready, token: string) {
     const h = row.headers
+    yield* annotateSampled(() => deliveryAttributes(row))
     const startedMillis = yield* Clock.currentTimeMillis
     const seconds = Math.floor(startedMillis / 1000)
     const headers: Record<string, string> = {
