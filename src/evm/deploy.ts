@@ -38,9 +38,10 @@ export interface AnchorRegistryDeployment {
   readonly deployer: Hex
 }
 
-export async function deployAnchorRegistry(options: DeployAnchorRegistryOptions): Promise<AnchorRegistryDeployment> {
-  const account = privateKeyToAccount(options.privateKey)
-  const transport = http(options.rpcUrl, { retryCount: 2 })
+/** Read and write clients for an RPC endpoint, on whatever chain it serves (the deploy tools run against any chain). */
+const clientsFor = async (rpcUrl: string, privateKey: Hex) => {
+  const account = privateKeyToAccount(privateKey)
+  const transport = http(rpcUrl, { retryCount: 2 })
   const publicClient = createPublicClient({ transport })
   const chainId = await publicClient.getChainId()
   const walletClient = createWalletClient({
@@ -50,9 +51,14 @@ export async function deployAnchorRegistry(options: DeployAnchorRegistryOptions)
       id: chainId,
       name: `chain-${chainId}`,
       nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [options.rpcUrl] } }
+      rpcUrls: { default: { http: [rpcUrl] } }
     }
   })
+  return { account, publicClient, walletClient, chainId }
+}
+
+export async function deployAnchorRegistry(options: DeployAnchorRegistryOptions): Promise<AnchorRegistryDeployment> {
+  const { account, publicClient, walletClient, chainId } = await clientsFor(options.rpcUrl, options.privateKey)
   const txHash = await walletClient.deployContract({ abi: anchorRegistryAbi, bytecode: anchorRegistryBytecode })
   const receipt = await publicClient.waitForTransactionReceipt({
     hash: txHash,
@@ -97,24 +103,11 @@ export async function grantRole(options: {
   readonly account: Hex
   readonly timeoutMs?: number
 }): Promise<boolean> {
-  const signer = privateKeyToAccount(options.privateKey)
-  const transport = http(options.rpcUrl, { retryCount: 2 })
-  const publicClient = createPublicClient({ transport })
+  const { publicClient, walletClient } = await clientsFor(options.rpcUrl, options.privateKey)
   const has = await publicClient.readContract({
     address: options.address, abi: anchorRegistryAbi, functionName: "hasRole", args: [options.role, options.account]
   })
   if (has) return false
-  const chainId = await publicClient.getChainId()
-  const walletClient = createWalletClient({
-    account: signer,
-    transport,
-    chain: {
-      id: chainId,
-      name: `chain-${chainId}`,
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [options.rpcUrl] } }
-    }
-  })
   const hash = await walletClient.writeContract({
     address: options.address, abi: anchorRegistryAbi, functionName: "grantRole", args: [options.role, options.account]
   })
