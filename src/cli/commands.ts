@@ -73,7 +73,8 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
 const runNode = (dev: boolean) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const refusal = (dev ? undefined : publicUrlRefusal(config)) ?? tlsStartRefusal(Option.getOrUndefined(config.tls), new Date())
+    // `anchord start`'s TLS files are among doctor's fatal checks below (one message for both); dev checks them here.
+    const refusal = dev ? tlsStartRefusal(Option.getOrUndefined(config.tls), new Date()) : publicUrlRefusal(config)
     if (refusal !== undefined) {
       return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => { process.exitCode = 1 }))
     }

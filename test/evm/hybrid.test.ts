@@ -11,6 +11,10 @@ import { fabricNetwork, startFabricNode, startTestPeer, type FabricTestNode } fr
 import { startAnvil, type Anvil } from "./anvil.ts"
 import { allAnchored, call, deploy, network, query, waitFor } from "./support.ts"
 
+// A hybrid record is refused on a node no Fabric network serves (CHAIN_NOT_CONFIGURED). The EVM-only node
+// below must accept one and leave its Fabric side waiting: the Fabric network it will get is named here.
+process.env.FABRIC_TEST_NETWORK_ID = "fabric-hybrid"
+
 describe("hybrid records", () => {
   let anvil: Anvil
   let peer: DevPeer

@@ -38,7 +38,8 @@ const serverOfVersion = (bin: string) => {
     start: async () => {
       const port = await freePort()
       as("initdb", ["-D", Path.join(dir, "data"), "-U", "postgres", "-A", "trust", "--no-sync"])
-      as("pg_ctl", ["-D", Path.join(dir, "data"), "-w", "-l", Path.join(dir, "log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, "start"])
+      // fsync stays on: the node (doctor's fatal checks) refuses to start on a server without it.
+      as("pg_ctl", ["-D", Path.join(dir, "data"), "-w", "-l", Path.join(dir, "log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, "start"])
       return `postgres://postgres@127.0.0.1:${port}/postgres`
     },
     stop: () => {
