@@ -112,18 +112,16 @@ export class RecordStore extends Context.Service<RecordStore, {
               hosts = ARRAY(SELECT u.h FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${row.id} ORDER BY u.o)
             WHERE ${row.id} = ANY (f.record_ids)`
           yield* sql`DELETE FROM webhook_fanouts WHERE cardinality(record_ids) = 0`
-          // Bodies go; pending deliveries but the hard delete's own are cancelled (a body rendered before now
-          // holds the metadata); per-record URLs of finished ones are cut to their origin (migration 0015's trigger).
+          // Pending deliveries but the hard delete's own are cancelled (a body rendered before now holds the
+          // metadata); then every delivery of the record loses its body, and per-record URLs of finished ones are
+          // cut to their origin (migration 0015's trigger, on the second statement).
           yield* sql`
-            UPDATE webhook_deliveries SET erased = true, body = NULL, signature = NULL, signature_next = NULL,
-              state = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN 'FAILED' ELSE state END,
-              last_error = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint
-                THEN ${CANCELLED} ELSE last_error END,
-              next_attempt_at = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE next_attempt_at END,
-              locked_until = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE locked_until END,
-              locked_by = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE locked_by END,
-              claim_token = CASE WHEN state = 'PENDING' AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint THEN NULL ELSE claim_token END,
-              updated_at = ${at}
+            UPDATE webhook_deliveries SET state = 'FAILED', last_error = ${CANCELLED}, next_attempt_at = NULL,
+              locked_until = NULL, locked_by = NULL, claim_token = NULL, updated_at = ${at}
+            WHERE record_id = ${row.id} AND account_id = ${owner.accountId} AND state = 'PENDING'
+              AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint`
+          yield* sql`
+            UPDATE webhook_deliveries SET erased = true, body = NULL, signature = NULL, signature_next = NULL, updated_at = ${at}
             WHERE record_id = ${row.id} AND account_id = ${owner.accountId}`
           // Idempotency-Key answers holding the record's view (stored at its createdAt by ingest; a margin for
           // answers stored before that, at the database's time).
