@@ -6,26 +6,21 @@
  *   npx vitest run test/anchoring/batch-events-upgrade.test.ts
  */
 import { assert, describe, it } from "@effect/vitest"
-import { PgMigrator } from "@effect/sql-pg"
-import { NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Redacted } from "effect"
-import { Migrator, SqlClient } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { beforeAll } from "vitest"
 import { pgClientLayer } from "../../src/db/Database.ts"
 import { migrations } from "../../src/db/migrations/index.ts"
 import { DeliveryClaims } from "../../src/webhooks/DeliveryClaims.ts"
 import { render } from "../../src/webhooks/payload.ts"
 import { freshDatabase } from "../support/db.ts"
+import { migrateTo } from "../support/migrations.ts"
 
 let url = ""
 beforeAll(async () => {
   url = await freshDatabase()
 })
 
-const migrateTo = (names: ReadonlyArray<string>) =>
-  Effect.scoped(Layer.build(PgMigrator.layer({
-    loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([name]) => names.includes(name))))
-  }).pipe(Layer.provide(NodeServices.layer), Layer.provide(pgClientLayer(Redacted.make(url))))))
 
 const id = (n: number) => n.toString(16).padStart(24, "0")
 
@@ -33,7 +28,7 @@ describe("migration 0012 over events written the old way", () => {
   it.effect("pending fan-outs become deliveries that render; stored events stay listed; re-queued records are marked announced", () =>
     Effect.gen(function*() {
       const before = Object.keys(migrations).filter((name) => name < "0012")
-      yield* migrateTo(before)
+      yield* migrateTo(url, before)
       const sql = yield* SqlClient.SqlClient
       yield* sql`INSERT INTO accounts (id, name, plan) VALUES ('acc_up', 'up', 'ENTERPRISE')`
       yield* sql`UPDATE webhook_settings SET url = 'http://127.0.0.1:9/hook', enabled = true WHERE account_id = 'acc_up'`
@@ -56,7 +51,7 @@ describe("migration 0012 over events written the old way", () => {
       assert.strictEqual((yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_fanouts`)[0]!.n, 1)
       assert.strictEqual((yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries`)[0]!.n, 0)
 
-      yield* migrateTo(Object.keys(migrations))
+      yield* migrateTo(url, Object.keys(migrations))
       assert.strictEqual((yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_fanouts`)[0]!.n, 0)
       const deliveries = yield* sql<{ seq: string; eventId: string; state: string }>`
         SELECT seq::text AS seq, event_id, state FROM webhook_deliveries ORDER BY seq`

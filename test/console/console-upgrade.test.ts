@@ -5,19 +5,14 @@
  *   npx vitest run test/console/console-upgrade.test.ts
  */
 import { assert, describe, it } from "@effect/vitest"
-import { PgMigrator } from "@effect/sql-pg"
-import { NodeServices } from "@effect/platform-node"
-import { Effect, Exit, Layer, Redacted } from "effect"
-import { Migrator, SqlClient } from "effect/sql"
+import { Effect, Exit, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { pgClientLayer } from "../../src/db/Database.ts"
 import { migrations } from "../../src/db/migrations/index.ts"
 import { normalizeEmail } from "../../src/console/Users.ts"
 import { freshDatabase } from "../support/db.ts"
+import { migrateTo } from "../support/migrations.ts"
 
-const migrateTo = (url: string, names: ReadonlyArray<string>) =>
-  Effect.scoped(Layer.build(PgMigrator.layer({
-    loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([name]) => names.includes(name))))
-  }).pipe(Layer.provide(NodeServices.layer), Layer.provide(pgClientLayer(Redacted.make(url))))))
 
 const before = Object.keys(migrations).filter((name) => name < "0014")
 const all = Object.keys(migrations)

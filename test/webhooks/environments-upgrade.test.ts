@@ -7,16 +7,15 @@
  *   npx vitest run test/webhooks/environments-upgrade.test.ts
  */
 import { assert, describe, it } from "@effect/vitest"
-import { PgMigrator } from "@effect/sql-pg"
-import { NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Redacted } from "effect"
-import { Migrator, SqlClient } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { beforeAll } from "vitest"
 import { pgClientLayer } from "../../src/db/Database.ts"
 import { migrations } from "../../src/db/migrations/index.ts"
 import { DeliveryClaims } from "../../src/webhooks/DeliveryClaims.ts"
 import { render } from "../../src/webhooks/payload.ts"
 import { freshDatabase } from "../support/db.ts"
+import { migrateTo } from "../support/migrations.ts"
 import { hmacHex } from "./support.ts"
 
 let url = ""
@@ -24,10 +23,6 @@ beforeAll(async () => {
   url = await freshDatabase()
 })
 
-const migrateTo = (names: ReadonlyArray<string>) =>
-  Effect.scoped(Layer.build(PgMigrator.layer({
-    loader: Migrator.fromRecord(Object.fromEntries(Object.entries(migrations).filter(([name]) => names.includes(name))))
-  }).pipe(Layer.provide(NodeServices.layer), Layer.provide(pgClientLayer(Redacted.make(url))))))
 
 const id = (n: number) => n.toString(16).padStart(24, "0")
 const OLD = "whsec_oldoldoldoldoldoldoldoldoldoldoldoldold"
@@ -47,7 +42,7 @@ interface SettingsRow {
 describe("migration 0013 over settings and deliveries written the old way", () => {
   it.live("one row becomes test and live, equal; pending deliveries render and are signed; each environment signs with its own row after", () =>
     Effect.gen(function*() {
-      yield* migrateTo(Object.keys(migrations).filter((name) => name < "0013"))
+      yield* migrateTo(url, Object.keys(migrations).filter((name) => name < "0013"))
       const sql = yield* SqlClient.SqlClient
       yield* sql`INSERT INTO accounts (id, name, plan) VALUES ('acc_up', 'up', 'ENTERPRISE')`
       // The global webhook, and a rotation under way (an hour old: the old secret still signs).
@@ -67,7 +62,7 @@ describe("migration 0013 over settings and deliveries written the old way", () =
         SELECT seq::text AS seq, environment FROM webhook_deliveries WHERE state = 'PENDING' ORDER BY seq`
       assert.deepStrictEqual(pending.map((d) => d.environment), ["test", "live"])
 
-      yield* migrateTo(Object.keys(migrations))
+      yield* migrateTo(url, Object.keys(migrations))
       const rows = yield* sql<SettingsRow>`
         SELECT environment, url, events, payload_format, enabled, secret, previous_secret, rotated_at
         FROM webhook_settings WHERE account_id = 'acc_up' ORDER BY environment`
