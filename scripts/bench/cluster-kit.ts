@@ -212,6 +212,8 @@ export interface Accepted {
   readonly recordId: string
   readonly chain: RecordChain
   readonly node: string
+  /** The API key it was posted with (its proof is read with it). */
+  readonly key: string
   /** When it was posted (ms epoch). */
   readonly at: number
 }
@@ -254,7 +256,7 @@ export const openLoopClient = (options: {
           const text = Buffer.concat(chunks).toString("utf8")
           if (status === 202) {
             try {
-              accepted.push({ recordId: JSON.parse(text).data.recordId, chain, node: node.name, at })
+              accepted.push({ recordId: JSON.parse(text).data.recordId, chain, node: node.name, key: options.key, at })
             } catch {
               fiveXx.push({ node: node.name, status, body: `202 without a record id: ${text.slice(0, 200)}`, at })
             }
@@ -423,9 +425,8 @@ export const finalChecks = async (options: {
   readonly accepted: ReadonlyArray<Accepted>
   readonly chains: ChainsForChecks
   readonly receiver: Receiver
-  /** A node to read proofs from, and the key. */
+  /** A node to read proofs from (with each record's key). */
   readonly base: string
-  readonly key: string
   readonly verifyConcurrency?: number
   readonly log?: (line: string) => void
 }): Promise<FinalChecks> => {
@@ -468,13 +469,14 @@ export const finalChecks = async (options: {
   const rpc = rpcClient(options.chains.evm.rpcUrl, 10_000)
   let proofsChecked = 0
   let proofsFailing = 0
+  const keyOf = new Map(options.accepted.map((a) => [a.recordId, a.key]))
   const anchoredIds = ids.filter((id) => status.get(id) === "ANCHORED")
   let next = 0
   const worker = async () => {
     while (next < anchoredIds.length) {
       const id = anchoredIds[next++]!
       try {
-        const r = await fetch(`${options.base}/v1/records/${id}/proof`, { headers: { authorization: `Bearer ${options.key}` } })
+        const r = await fetch(`${options.base}/v1/records/${id}/proof`, { headers: { authorization: `Bearer ${keyOf.get(id)}` } })
         const report = await Effect.runPromise(verifyInput(readInput(await r.json()), { rpcFor: () => rpc, fabric: options.chains.fabric }))
         proofsChecked++
         if (report.exitCode !== 0) {
