@@ -18,6 +18,7 @@ import { SqlClient } from "effect/sql"
 import { createPublicClient, http, type Hex } from "viem"
 import { anchoredEvent } from "../../src/evm/chain.ts"
 import { rpcClient } from "../../src/verify/evm.ts"
+import type { FabricOptions } from "../../src/verify/fabric.ts"
 import { readInput } from "../../src/verify/input.ts"
 import { verifyInput } from "../../src/verify/verify.ts"
 
@@ -234,7 +235,7 @@ export const openLoopClient = (options: {
 }) => {
   const accepted: Array<Accepted> = []
   const statuses = new Map<number, number>()
-  const fiveXx: Array<{ node: string; status: number; body: string; at: number }> = []
+  const fiveXx: Array<{ node: string; status: number; body: string; retryAfter: string | undefined; at: number }> = []
   let noAnswer = 0
   let running = true
   const agent = new Http.Agent({ keepAlive: true, maxSockets: 32 })
@@ -258,9 +259,12 @@ export const openLoopClient = (options: {
             try {
               accepted.push({ recordId: JSON.parse(text).data.recordId, chain, node: node.name, key: options.key, at })
             } catch {
-              fiveXx.push({ node: node.name, status, body: `202 without a record id: ${text.slice(0, 200)}`, at })
+              fiveXx.push({ node: node.name, status, body: `202 without a record id: ${text.slice(0, 200)}`, retryAfter: undefined, at })
             }
-          } else if (status >= 500) fiveXx.push({ node: node.name, status, body: text.slice(0, 300), at })
+          } else if (status >= 500) {
+            const retryAfter = res.headers["retry-after"]
+            fiveXx.push({ node: node.name, status, body: text.slice(0, 300), retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, at })
+          }
           resolve()
         })
         res.on("error", () => { noAnswer++; resolve() })
@@ -388,15 +392,8 @@ export const startTcpProxy = async (targetPort: number, targetHost = "127.0.0.1"
 
 export interface ChainsForChecks {
   readonly evm: { readonly networkId: string; readonly rpcUrl: string; readonly contract: Hex }
-  readonly fabric?: {
-    readonly networkId: string
-    readonly endpoint: string
-    readonly mspId: string
-    readonly certPath: string
-    readonly keyPath: string
-    readonly channel: string
-    readonly chaincode: string
-  }
+  /** The Fabric network's id and how `anchord verify` reaches it. */
+  readonly fabric?: FabricOptions & { readonly networkId: string }
 }
 
 export interface FinalChecks {
