@@ -35,7 +35,7 @@ import { deployAnchorRegistry } from "../src/evm/deploy.ts"
 import { startAnvil } from "./bench/anvil.ts"
 import {
   type Accepted, anchordJson, type ClusterNode, failedChecks, finalChecks, freshDatabase, leaderOf, openLoopClient, pct, pollFor,
-  query, type RecordChain, sleep, startNode, startReceiver, startRpcProxy, startTcpProxy
+  query, type RecordChain, sleep, startNode, startReceiver, startRpcProxy, tcpProxy
 } from "./bench/cluster-kit.ts"
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300)
@@ -103,7 +103,7 @@ const main = async () => {
     const d = await deployAnchorRegistry({ rpcUrl: anvil.rpcUrl, privateKey: ANVIL_KEY })
     const rpc = await startRpcProxy(anvil.rpcUrl)
     cleanups.push(() => rpc.close())
-    const redis = REAL_REDIS ? undefined : await startTcpProxy(6379)
+    const redis = REAL_REDIS ? undefined : await tcpProxy({ host: "127.0.0.1", port: 6379 })
     if (redis !== undefined) cleanups.push(() => redis.close())
     const receiver = await startReceiver()
     cleanups.push(() => receiver.close())
@@ -258,14 +258,14 @@ const main = async () => {
       // Redis gone for 30 s.
       {
         const at = Date.now()
-        if (redis !== undefined) await redis.cut()
+        if (redis !== undefined) await redis.down()
         else redisServer.stop()
         log(`Redis ${redis === undefined ? "stopped" : "cut off"} for ${REDIS_DOWN_MS / 1000} s`)
         await sleep(5_000)
         limitsAlone = await probeLimit(10)
         log(`limited key at ${4 * LIMIT}/s, Redis gone: ${(limitsAlone.accepted / limitsAlone.seconds).toFixed(1)}/s accepted`)
         await sleep(Math.max(0, at + REDIS_DOWN_MS - Date.now()))
-        if (redis !== undefined) await redis.restore()
+        if (redis !== undefined) await redis.up()
         else redisServer.start()
         const back = await pollFor(() => nodes.every((n) => n.lines.some((l) => l.includes("answers again"))) ? true : undefined, 30_000, 200)
         faults.push({ name: "Redis gone 30 s", at, end: Date.now(), handovers: [], bound: 0,

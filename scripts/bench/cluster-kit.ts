@@ -355,39 +355,81 @@ export const startRpcProxy = async (upstream: string) => {
 }
 
 /**
- * A TCP proxy (e.g. in front of Redis) the soak can cut: `cut()` drops every connection and refuses
- * new ones, as a stopped server would; `restore()` listens again on the same port.
+ * A TCP proxy (in front of an RPC endpoint, Redis, …) a test or soak controls: `down()` closes the
+ * listener and cuts connections, as a stopped server would, `up()` reopens it on the same port; `freeze()` keeps accepting connections and reading requests but answers nothing (a hung
+ * endpoint: no error, no reset), `thaw()` ends the frozen connections and forwards again.
  */
-export const startTcpProxy = async (targetPort: number, targetHost = "127.0.0.1") => {
-  const port = await freePort()
+export const tcpProxy = async (target: { host: string; port: number }) => {
   const sockets = new Set<Net.Socket>()
+  const held = new Set<Net.Socket>()
+  let frozen = false
   let server: Net.Server | undefined
-  const listen = () => new Promise<void>((resolve, reject) => {
-    server = Net.createServer((client) => {
-      const upstream = Net.connect(targetPort, targetHost)
-      sockets.add(client).add(upstream)
-      const drop = () => {
-        client.destroy()
-        upstream.destroy()
-        sockets.delete(client)
-        sockets.delete(upstream)
-      }
-      client.on("error", drop).on("close", drop)
-      upstream.on("error", drop).on("close", drop)
-      client.pipe(upstream).pipe(client)
+  let port = 0
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      server = Net.createServer((client) => {
+        if (frozen) {
+          held.add(client)
+          client.on("data", () => {}).on("error", () => {}).on("close", () => held.delete(client))
+          return
+        }
+        const upstream = Net.connect(target.port, target.host)
+        sockets.add(client)
+        sockets.add(upstream)
+        client.pipe(upstream)
+        upstream.pipe(client)
+        const close = () => {
+          client.destroy()
+          upstream.destroy()
+          sockets.delete(client)
+          sockets.delete(upstream)
+        }
+        client.on("error", close).on("close", close)
+        upstream.on("error", close).on("close", close)
+      })
+      server.on("error", reject)
+      server.listen(port, "127.0.0.1", () => {
+        const a = server!.address()
+        if (typeof a === "object" && a !== null) port = a.port
+        resolve()
+      })
     })
-    server.once("error", reject)
-    server.listen(port, "127.0.0.1", () => resolve())
-  })
   await listen()
-  const cut = () => new Promise<void>((r) => {
-    for (const s of sockets) s.destroy()
-    sockets.clear()
-    if (server === undefined) return r()
-    server.close(() => r())
-    server = undefined
-  })
-  return { port, cut, restore: listen, close: cut }
+  return {
+    get port() {
+      return port
+    },
+    get url() {
+      return `http://127.0.0.1:${port}`
+    },
+    down: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        sockets.clear()
+        server?.close(() => resolve())
+      }),
+    up: () => listen(),
+    freeze: () => {
+      frozen = true
+      // Connections already open stop forwarding too: their requests go unanswered.
+      for (const s of sockets) {
+        s.unpipe()
+        s.removeAllListeners("data")
+        s.on("data", () => {})
+        held.add(s)
+      }
+    },
+    thaw: () => {
+      frozen = false
+      for (const s of held) s.destroy()
+      held.clear()
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server?.close(() => resolve())
+      })
+  }
 }
 
 export interface ChainsForChecks {

@@ -6,7 +6,7 @@
  */
 import { Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startTcpProxy } from "../../scripts/bench/cluster-kit.ts"
+import { tcpProxy } from "../../scripts/bench/cluster-kit.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
 import { probeRedis } from "../support/services.ts"
 import { waitFor } from "../support/wait.ts"
@@ -22,12 +22,12 @@ const freshWindow = () => {
 }
 
 describe.skipIf(redis.skip)(`Redis lost while the nodes run${redis.nameSuffix}`, () => {
-  let proxy: Awaited<ReturnType<typeof startTcpProxy>>
+  let proxy: Awaited<ReturnType<typeof tcpProxy>>
   let a: TestNode
   let b: TestNode
   beforeAll(async () => {
     await redis.require()
-    proxy = await startTcpProxy(Number(new URL(redis.url).port || 6379), new URL(redis.url).hostname)
+    proxy = await tcpProxy({ host: new URL(redis.url).hostname, port: Number(new URL(redis.url).port || 6379) })
     const redisUrl = Option.some(Redacted.make(`redis://127.0.0.1:${proxy.port}`))
     a = await startNode({ config: { redisUrl } })
     b = await startNode({ databaseUrl: a.databaseUrl, config: { redisUrl } })
@@ -54,7 +54,7 @@ describe.skipIf(redis.skip)(`Redis lost while the nodes run${redis.nameSuffix}`,
     // Shared: 10 in total across the two nodes.
     await waitFor("a shared window", async () => ok(await burst(14)) === 10, 20_000, 0)
 
-    await proxy.cut()
+    await proxy.down()
     // Each node counts alone: up to 10 each (a burst straddling a second may give a node a few more).
     const lost = await burst(24)
     console.log(`Redis lost: ${JSON.stringify(lost.map((r) => `${r.status} ${r.ms.toFixed(0)}ms`))}`)
@@ -68,7 +68,7 @@ describe.skipIf(redis.skip)(`Redis lost while the nodes run${redis.nameSuffix}`,
     const alone = await Promise.all(Array.from({ length: 14 }, () => call(a.baseUrl, "GET", "/v1/usage", { key })))
     expect(alone.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(1)
 
-    await proxy.restore()
+    await proxy.up()
     await waitFor("the window shared again", async () => ok(await burst(14)) === 10, 20_000, 0)
   }, 90_000)
 })

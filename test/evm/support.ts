@@ -3,7 +3,6 @@
  * plus the network list), chains (anvil, Hardhat EDR), and a TCP proxy that can take an RPC
  * endpoint "down" and back without touching the chain.
  */
-import { createServer, type Server, type Socket, connect } from "node:net"
 import { Effect, Redacted } from "effect"
 import { createPublicClient, http, type Hex } from "viem"
 import { NetworkHealth } from "../../src/anchoring/NetworkHealth.ts"
@@ -60,77 +59,5 @@ export const allAnchored = (databaseUrl: string, ids: ReadonlyArray<string>) => 
   return ids.every((id) => s.get(id) === "ANCHORED")
 }
 
-/**
- * A TCP proxy in front of an RPC endpoint: `down()` closes the listener and cuts connections, `up()`
- * reopens it; `freeze()` keeps accepting connections and reading requests but answers nothing (a hung
- * endpoint: no error, no reset), `thaw()` ends the frozen connections and forwards again.
- */
-export const rpcProxy = async (target: { host: string; port: number }) => {
-  const sockets = new Set<Socket>()
-  const held = new Set<Socket>()
-  let frozen = false
-  let server: Server | undefined
-  let port = 0
-  const listen = () =>
-    new Promise<void>((resolve, reject) => {
-      server = createServer((client) => {
-        if (frozen) {
-          held.add(client)
-          client.on("data", () => {}).on("error", () => {}).on("close", () => held.delete(client))
-          return
-        }
-        const upstream = connect(target.port, target.host)
-        sockets.add(client)
-        sockets.add(upstream)
-        client.pipe(upstream)
-        upstream.pipe(client)
-        const close = () => {
-          client.destroy()
-          upstream.destroy()
-          sockets.delete(client)
-          sockets.delete(upstream)
-        }
-        client.on("error", close).on("close", close)
-        upstream.on("error", close).on("close", close)
-      })
-      server.on("error", reject)
-      server.listen(port, "127.0.0.1", () => {
-        const a = server!.address()
-        if (typeof a === "object" && a !== null) port = a.port
-        resolve()
-      })
-    })
-  await listen()
-  return {
-    get url() {
-      return `http://127.0.0.1:${port}`
-    },
-    down: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy()
-        sockets.clear()
-        server?.close(() => resolve())
-      }),
-    up: () => listen(),
-    freeze: () => {
-      frozen = true
-      // Connections already open stop forwarding too: their requests go unanswered.
-      for (const s of sockets) {
-        s.unpipe()
-        s.removeAllListeners("data")
-        s.on("data", () => {})
-        held.add(s)
-      }
-    },
-    thaw: () => {
-      frozen = false
-      for (const s of held) s.destroy()
-      held.clear()
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy()
-        server?.close(() => resolve())
-      })
-  }
-}
+/** A TCP proxy in front of an RPC endpoint that can take it "down" or freeze it (scripts/bench/cluster-kit.ts). */
+export { tcpProxy as rpcProxy } from "../../scripts/bench/cluster-kit.ts"
