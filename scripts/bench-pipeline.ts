@@ -55,12 +55,21 @@ import { deployAnchorRegistry } from "../src/evm/deploy.ts"
 import { benchDatabase } from "./bench/database.ts"
 import { runCli, startAnvil } from "./bench/anvil.ts"
 
+/** `anchord <args> --json` of the checkout `nodeRoot` (its own migrations) against env; its parsed output. */
+const runCliAt = (nodeRoot: string, args: Array<string>, env: Record<string, string>) =>
+  JSON.parse(ChildProcess.execFileSync(process.execPath, [Path.join(nodeRoot, "src/cli/main.ts"), ...args], {
+    cwd: nodeRoot, env: { ...process.env, ...env }, encoding: "utf8"
+  }))
+
 const list = (v: string | undefined) => v === undefined || v.trim() === "" ? undefined : v.split(",").map(Number)
 const RATES = list(process.env.BENCH_RATES)
 const LADDER = list(process.env.BENCH_LADDER) ?? [0.3, 0.45, 0.6, 0.8]
 const LADDER_ALL = process.env.BENCH_LADDER_ALL === "1"
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60)
-const INGEST_SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? 20)
+/** BENCH_NODE_ROOTS: checkouts (git worktrees) of the commits to compare, run alternately; unset: this checkout. */
+const ROOTS = process.env.BENCH_NODE_ROOTS?.split(",").map((r) => r.trim()).filter((r) => r !== "").map((r) => Path.resolve(r))
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const INGEST_SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? (ROOTS === undefined ? 20 : 0))
 const INGEST_CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 16)
 type Config = "production" | "dev"
 const CONFIGS: ReadonlyArray<Config> = process.argv.includes("--dev") || process.env.BENCH_DEV === "1" ? ["production", "dev"] : ["production"]
@@ -74,6 +83,12 @@ const WINDOW_MS = 1000
 const TARGET_P99_MS = 3000
 const DRAIN_MS = 60_000
 const ANVIL_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80" // anvil/hardhat dev account #0
+/** Dev accounts #1-#3: each compared build anchors with a key and a contract of its own (nonces are the node's). */
+const BUILD_KEYS: ReadonlyArray<Hex> = [
+  "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+  "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+  "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6"
+]
 const root = Path.resolve(import.meta.dirname, "..")
 const log = (line: string) => console.log(`[bench:pipeline] ${line}`)
 const pct = (sorted: ReadonlyArray<number>, p: number) =>
@@ -117,7 +132,8 @@ const machineCpu = () => {
 }
 
 interface RateResult {
-  readonly config: Config
+  /** "production", "dev", or a build's label (BENCH_NODE_ROOTS). */
+  readonly config: string
   readonly chain: string
   readonly rate: number
   readonly accepted: number
@@ -159,7 +175,7 @@ const walStats = async (sql: <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<
 
 /** A node under load: where it listens, its key, its process and PostgreSQL's, and how to stop it. */
 interface Target {
-  readonly config: Config
+  readonly config: string
   readonly base: string
   readonly headers: Record<string, string>
   readonly nodePid: number
@@ -357,14 +373,15 @@ const main = async () => {
       log(`tracing on: parentbased_traceidratio ${TRACE_RATIO}, to a discarding OTLP sink`)
     }
 
+    const evmNetworks = (contractAddress: string) => JSON.stringify([{
+      networkId: "bench-anvil", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress, confirmations: 1,
+      environment: "test", batchMaxSize: 10_000, batchWindowMs: WINDOW_MS, pollIntervalMs: 200
+    }])
     // The production configuration: `anchord start` with everything from the environment.
     const env: Record<string, string> = {
       DATABASE_URL: db.url,
       ANCHORD_DATA_DIR: tmp,
-      EVM_NETWORKS: JSON.stringify([{
-        networkId: "bench-anvil", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-        environment: "test", batchMaxSize: 10_000, batchWindowMs: WINDOW_MS, pollIntervalMs: 200
-      }]),
+      EVM_NETWORKS: evmNetworks(d.address),
       EVM_PRIVATE_KEY_BENCH_ANVIL: ANVIL_KEY,
       ...(peer === undefined ? {} : {
         FABRIC_NETWORKS: JSON.stringify([{
@@ -389,29 +406,34 @@ const main = async () => {
       log(`ingest alone: ${ingestAlone.rate.toFixed(0)} records/s (${ingestAlone.refused} refused), request p50/p99 ${ingestAlone.p50.toFixed(0)} / ${ingestAlone.p99.toFixed(0)} ms, ` +
         `CPU per record node ${ingestAlone.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${ingestAlone.pgCpuUsPerRecord.toFixed(0)} µs`)
     }
-    const rates = RATES ?? LADDER.map((f) => Math.max(BATCH, Math.round((f * (ingestAlone?.rate ?? NaN)) / BATCH) * BATCH))
+    const rates = ROOTS !== undefined ? RATES ?? [2000] : RATES ?? LADDER.map((f) => Math.max(BATCH, Math.round((f * (ingestAlone?.rate ?? NaN)) / BATCH) * BATCH))
     if (rates.some((r) => !Number.isFinite(r))) throw new Error("BENCH_RATES unset needs the ingest-alone rate (BENCH_INGEST_SECONDS > 0)")
     log(`rates: ${rates.join(", ")} records/s${RATES === undefined ? ` (${LADDER.join(", ")} × the ingest-alone rate)` : ""}`)
 
-    const startProduction = async (): Promise<Target> => {
-      const account = runCli(["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], env)
-      const key = runCli(["keys", "create", account.id, "--json"], env).key as string
+    /** `anchord start` of the checkout `nodeRoot` with `nodeEnv`, the account of `apiKey` announcing anchor.confirmed to the receiver. */
+    const startNode = async (config: string, nodeRoot: string, nodeEnv: Record<string, string>, apiKey: string): Promise<Target> => {
       const port = await freePort()
-      const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "start"], {
-        cwd: root, env: { ...process.env, ...env, ...tracing, PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"]
+      const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(nodeRoot, "src/cli/main.ts"), "start"], {
+        cwd: nodeRoot, env: { ...process.env, ...nodeEnv, ...tracing, PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"]
       })
       const base = `http://127.0.0.1:${port}`
-      await waitHealthy(base, node, 30)
-      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
-      const put = await fetch(`${base}/v1/webhooks`, { method: "PUT", headers, body: JSON.stringify({ url: receiverUrl, enabled: true, events: ["anchor.confirmed"] }) })
-      if (put.status !== 200) throw new Error(`PUT /v1/webhooks ${put.status}`)
-      if (db.embedded) await sqlAt(db.url)((s) => s`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
-      return {
-        config: "production", base, headers, nodePid: node.pid!, dbUrl: db.url, statements: db.embedded,
-        pgPid,
-        stop: () => stopProcess(node)
+      try {
+        await waitHealthy(base, node, 60)
+        const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }
+        const put = await fetch(`${base}/v1/webhooks`, { method: "PUT", headers, body: JSON.stringify({ url: receiverUrl, enabled: true, events: ["anchor.confirmed"] }) })
+        if (put.status !== 200) throw new Error(`PUT /v1/webhooks ${put.status}`)
+        if (db.embedded) await sqlAt(nodeEnv.DATABASE_URL!)((s) => s`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
+        return { config, base, headers, nodePid: node.pid!, dbUrl: nodeEnv.DATABASE_URL!, statements: db.embedded, pgPid, stop: () => stopProcess(node) }
+      } catch (e) {
+        await stopProcess(node)
+        throw e
       }
     }
+    const accountKey = (nodeRoot: string, nodeEnv: Record<string, string>) => {
+      const account = runCliAt(nodeRoot, ["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], nodeEnv)
+      return runCliAt(nodeRoot, ["keys", "create", account.id, "--json"], nodeEnv).key as string
+    }
+    const startProduction = () => startNode("production", root, env, accountKey(root, env))
 
     // npm start's configuration: `anchord dev` as `npm start` runs it — its own embedded PostgreSQL, dev
     // chain (anvil, state dumped every second) and dev peer under its data directory, default log level,
@@ -556,6 +578,75 @@ const main = async () => {
       return result
     }
 
+    const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`
+    if (ROOTS !== undefined) {
+      // Builds side by side: each checkout's `anchord start` with a database of its own (its own
+      // migrations) on the same server and a contract and key of its own on the same anvil, run one at a
+      // time in alternating rounds (A B, B A, ...) so a drift of the machine's speed weighs on both alike.
+      if (ROOTS.length > BUILD_KEYS.length) throw new Error(`BENCH_NODE_ROOTS: at most ${BUILD_KEYS.length} checkouts`)
+      const builds: Array<{ label: string; nodeRoot: string; nodeEnv: Record<string, string>; apiKey: string }> = []
+      for (const [i, nodeRoot] of ROOTS.entries()) {
+        let commit: string | undefined
+        try {
+          commit = ChildProcess.execFileSync("git", ["-C", nodeRoot, "rev-parse", "--short", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim()
+        } catch {} // not a git checkout (e.g. a `git archive` of a commit): its folder's name says which
+        const name = `bench_build_${i}`
+        await sqlAt(db.url)((s) => s.unsafe(`CREATE DATABASE ${name}`))
+        const contract = await deployAnchorRegistry({ rpcUrl: anvil.rpcUrl, privateKey: BUILD_KEYS[i]! })
+        const nodeEnv = { ...env, DATABASE_URL: withDatabase(db.url, name), EVM_NETWORKS: evmNetworks(contract.address), EVM_PRIVATE_KEY_BENCH_ANVIL: BUILD_KEYS[i]! }
+        builds.push({ label: commit === undefined ? Path.basename(nodeRoot) : `${commit} (${Path.basename(nodeRoot)})`, nodeRoot, nodeEnv, apiKey: accountKey(nodeRoot, nodeEnv) })
+        log(`build ${i + 1}: ${builds.at(-1)!.label}`)
+      }
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const build of round % 2 === 1 ? builds : [...builds].reverse()) {
+          log(`round ${round} of ${ROUNDS}: ${build.label}`)
+          const target = await startNode(build.label, build.nodeRoot, build.nodeEnv, build.apiKey)
+          try {
+            for (const chain of CHAINS) for (const rate of rates) await runRate(target, chain, rate)
+          } finally {
+            await target.stop()
+          }
+        }
+      }
+      agent.destroy()
+      const median = (xs: Array<number>) => {
+        const v = [...xs].sort((a, b) => a - b)
+        const m = Math.floor(v.length / 2)
+        return v.length === 0 ? NaN : v.length % 2 === 1 ? v[m]! : (v[m - 1]! + v[m]!) / 2
+      }
+      const summary = CHAINS.flatMap((chain) => rates.flatMap((rate) => {
+        const per = builds.map((b) => {
+          const rs = results.filter((r) => r.config === b.label && r.chain === chain && r.rate === rate)
+          return { label: b.label, node: median(rs.map((r) => r.nodeCpuUsPerRecord)), pg: median(rs.map((r) => r.pgCpuUsPerRecord)), p99: median(rs.map((r) => r.webhookP99)), held: rs.filter((r) => r.held).length, n: rs.length }
+        })
+        return per.map((p) => `| ${p.label} | ${chain} | ${rate} | ${p.node.toFixed(0)} / ${p.pg.toFixed(0)} µs | **${(p.node + p.pg).toFixed(0)} µs** | ${((p.node + p.pg) / (per[0]!.node + per[0]!.pg)).toFixed(2)} | ${secs(p.p99)} | ${p.held} of ${p.n} |`)
+      }))
+      const lines = [
+        "",
+        `## bench:pipeline, builds side by side — ${new Date().toISOString()}${loadBefore >= LOADED_PERCENT ? " (LOADED machine: figures not comparable)" : ""}`,
+        "",
+        `Machine: ${machine}; ${loadBefore.toFixed(0)}% busy in the 5 s before the run. Production configuration (\`anchord start\`, LOG_LEVEL=warn, EVM on anvil, window ${WINDOW_MS} ms, ` +
+          `the account's global webhook for anchor.confirmed), each build on a database of its own on one ${db.embedded ? "embedded" : "external"} PostgreSQL, ${ROUNDS} alternating rounds of ${SECONDS} s per rate.`,
+        "",
+        "| build | chain | rate | CPU/record node / PostgreSQL (median of rounds) | node + PostgreSQL | ÷ first build | webhook p99 (median) | held |",
+        "|---|---|---:|---|---:|---:|---|---|",
+        ...summary,
+        "",
+        "Every round:",
+        "",
+        "| build | rate | POST → webhook p50 / p99 | CPU/record node / PostgreSQL | machine busy | held |",
+        "|---|---:|---|---|---:|---|",
+        ...results.map((r) => `| ${r.config} | ${r.rate} | ${secs(r.webhookP50)} / ${secs(r.webhookP99)} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${r.pgCpuUsPerRecord.toFixed(0)} µs | ${r.machineBusyPercent.toFixed(0)}% | ${r.held ? "yes" : "no"} |`),
+        ""
+      ]
+      console.log(lines.join("\n"))
+      if (process.env.BENCH_NO_APPEND !== "1") {
+        Fs.appendFileSync(Path.join(root, "docs/benchmarks.md"), lines.join("\n"))
+        log("appended to docs/benchmarks.md")
+      }
+      return
+    }
+
     for (const config of CONFIGS) {
       const target = config === "production" ? await startProduction() : await startDev()
       try {
@@ -578,7 +669,6 @@ const main = async () => {
     agent.destroy()
 
     // Report
-    const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`
     const heldBy = (config: Config, chain: string) => Math.max(0, ...results.filter((r) => r.config === config && r.chain === chain && r.held).map((r) => r.rate))
     const configLabel = (c: Config) => c === "production" ? "production (`anchord start`)" : "npm start (`anchord dev`)"
     const headline = (c: Config, chain: string) => {
