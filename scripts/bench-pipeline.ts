@@ -504,6 +504,8 @@ const main = async () => {
       log(`${config}: ${chain} at ${rate} records/s for ${SECONDS} s (batches of ${BATCH})`)
       const postedAt = new Map<string, number>()
       let refused = 0
+      /** Refused records by the status of their request (0: no answer), and the first refusal's body: why. */
+      const refusedBy = new Map<number, number>()
       const interval = (BATCH / rate) * 1000
       if (target.statements) await sql((s) => s`SELECT pg_stat_statements_reset()`)
       const wal0 = await walStats(sql)
@@ -530,6 +532,7 @@ const main = async () => {
         const p = postBatch(target.base, target.headers, agent, records).then((r) => {
           for (const id of r.ok) postedAt.set(id, sent)
           refused += r.refused
+          if (r.refused > 0) refusedBy.set(r.status, (refusedBy.get(r.status) ?? 0) + r.refused)
         }).finally(() => inFlight.delete(p))
         inFlight.add(p)
       }
@@ -585,7 +588,8 @@ const main = async () => {
         held: pct(tail, 99) <= TARGET_P99_MS && halves[1] <= halves[0] + rate * 2 && undelivered === 0 && refused === 0
       }
       results.push(result)
-      log(`${label}: accepted ${result.acceptedPerSecond.toFixed(0)}/s (${refused} refused), ANCHORED p50/p99 ${secs(result.anchoredP50)} / ${secs(result.anchoredP99)}, ` +
+      const why = refused === 0 ? "" : `: ${[...refusedBy].map(([status, n]) => `${n} by ${status === 0 ? "no answer" : `HTTP ${status}`}`).join(", ")}`
+      log(`${label}: accepted ${result.acceptedPerSecond.toFixed(0)}/s (${refused} refused${why}), ANCHORED p50/p99 ${secs(result.anchoredP50)} / ${secs(result.anchoredP99)}, ` +
         `webhook p50/p99 ${secs(result.webhookP50)} / ${secs(result.webhookP99)}, backlog ${halves[0]} → ${halves[1]} (end ${backlogAtEnd}, undelivered after 60 s ${undelivered}), ` +
         `CPU per record node ${result.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${result.pgCpuUsPerRecord.toFixed(0)} µs, load generator ${result.benchCpuUsPerRecord.toFixed(0)} µs, machine ${result.machineBusyPercent.toFixed(0)}% busy, ` +
         `WAL ${(result.walBytesPerRecord / 1024).toFixed(1)} KiB per record (${(100 * result.walFpiShare).toFixed(0)}% full-page images), ${result.checkpoints} checkpoints — ${result.held ? "held" : "not held"}`)
