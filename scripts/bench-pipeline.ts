@@ -188,6 +188,24 @@ interface Target {
   readonly stop: () => Promise<void>
 }
 
+/** An embedded PostgreSQL's postmaster, while it runs (its postmaster.pid); 0 when stopped. */
+const embeddedPid = (pgDir: string) => {
+  try {
+    return Number(Fs.readFileSync(Path.join(pgDir, "postmaster.pid"), "utf8").split("\n")[0])
+  } catch {
+    return 0
+  }
+}
+
+/** The dev chain's Anvil, while it runs (its pid file under the data directory, src/dev/evmChain.ts). */
+const devChainPid = (dataDir: string) => {
+  try {
+    return Number(JSON.parse(Fs.readFileSync(Path.join(dataDir, "dev-chain", "anvil.pid"), "utf8")).pid)
+  } catch {
+    return 0
+  }
+}
+
 /** A SqlClient on `url` for one call, its pool closed after. */
 const sqlAt = (url: string) => <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
   Effect.runPromise(Effect.scoped(Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })))))
@@ -339,7 +357,8 @@ const main = async () => {
     ...(process.env.BENCH_PG_FLAGS ?? "").split(" ").filter((f) => f !== "")])
   const anvil = await startAnvil()
   const peer = CHAINS.some((c) => c !== "evm") ? await startDevPeer({ dataDir: Path.join(tmp, "fabric-devpeer") }) : undefined
-  const cleanups: Array<() => unknown> = [() => anvil.stop(), () => peer?.close(), () => db.stop()]
+  // Last: the temporary directory (the dev node's data directory is there: PostgreSQL, chain state).
+  const cleanups: Array<() => unknown> = [() => anvil.stop(), () => peer?.close(), () => db.stop(), () => Fs.rmSync(tmp, { recursive: true, force: true })]
   try {
     const d = await deployAnchorRegistry({ rpcUrl: anvil.rpcUrl, privateKey: ANVIL_KEY })
 
@@ -410,7 +429,7 @@ const main = async () => {
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
 
     // The bench server's processes (embedded: the postmaster and its backends).
-    const pgPid = db.embedded ? Number(Fs.readFileSync(Path.join(tmp, "pg", "postmaster.pid"), "utf8").split("\n")[0]) : undefined
+    const pgPid = db.embedded ? embeddedPid(Path.join(tmp, "pg")) : undefined
     let ingestAlone: Awaited<ReturnType<typeof measureIngestAlone>> | undefined
     if (INGEST_SECONDS > 0) {
       log(`ingest alone: POST /v1/anchor/batch, ${INGEST_CONNECTIONS} then ${2 * INGEST_CONNECTIONS} requests of ${BATCH} in flight, ${INGEST_SECONDS} s each, the node's pipeline held off (the bench holds its networks' leadership)`)
@@ -484,8 +503,18 @@ const main = async () => {
         if (dbUrl === undefined) throw new Error("anchord dev: no pg.port in its data directory")
         return {
           config: "dev", base, headers, nodePid: node.pid!, dbUrl, statements: false,
-          pgPid: Number(Fs.readFileSync(Path.join(dataDir, "pg", "postmaster.pid"), "utf8").split("\n")[0]),
-          stop: () => stopProcess(node)
+          pgPid: embeddedPid(Path.join(dataDir, "pg")),
+          stop: async () => {
+            await stopProcess(node)
+            // A node killed after 60 s leaves its PostgreSQL and Anvil running: they are this run's, stop them.
+            // Only while their pid files are there (a clean stop removes them), so no other process is signalled.
+            const pids = [embeddedPid(Path.join(dataDir, "pg")), devChainPid(dataDir)]
+            for (const pid of pids) {
+              try {
+                if (pid > 0) process.kill(pid, "SIGINT")
+              } catch {} // gone already: the clean stop
+            }
+          }
         }
       } catch (e) {
         await stopProcess(node)
