@@ -10,7 +10,7 @@
  * compared with): the production node with its pipeline held off — the bench holds the networks'
  * leadership (the advisory lock a leader holds) in a database of its own on the same server before the
  * node starts, so the node accepts and commits but cuts, anchors and announces nothing — under a closed
- * loop of BENCH_INGEST_CONNECTIONS (default 16) requests of 50, then twice as many, for
+ * loop of BENCH_INGEST_CONNECTIONS (default 32) requests of 50, then twice as many, for
  * BENCH_INGEST_SECONDS each (default 20; 0: skip): the higher rate is the ceiling, and a rise of more
  * than 10% from the first to the second is flagged as not a plateau. Then the rates: BENCH_RATES (records/s) when set, else a ladder of BENCH_LADDER × the
  * ingest-alone rate (default "0.3,0.45,0.6,0.8"), climbing until a rate is not held (BENCH_LADDER_ALL=1:
@@ -71,7 +71,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 60)
 const ROOTS = process.env.BENCH_NODE_ROOTS?.split(",").map((r) => r.trim()).filter((r) => r !== "").map((r) => Path.resolve(r))
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const INGEST_SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? (ROOTS === undefined ? 20 : 0))
-const INGEST_CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 16)
+const INGEST_CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 32)
 type Config = "production" | "dev"
 const CONFIGS: ReadonlyArray<Config> = process.argv.includes("--dev") || process.env.BENCH_DEV === "1" ? ["production", "dev"] : ["production"]
 /** The machine's busy share before the run from which the run is labelled as on a loaded machine. */
