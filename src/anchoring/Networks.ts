@@ -3,8 +3,8 @@
  *
  * EVM: the configured network of the key's environment (EVM_NETWORKS; when several share an
  * environment, EVM_TEST_NETWORK_ID / EVM_LIVE_NETWORK_ID pick one, else the first listed).
- * Without a configured network the old default ids stay (records then wait in QUEUED until a
- * network with that id is configured). Fabric: likewise from FABRIC_NETWORKS (FABRIC_TEST_NETWORK_ID /
+ * Without a configured network of the environment (nor an EVM_<ENV>_NETWORK_ID naming one, which another
+ * node of the same database may serve) EVM records are refused at ingest (`anchorable`). Fabric: likewise from FABRIC_NETWORKS (FABRIC_TEST_NETWORK_ID /
  * FABRIC_LIVE_NETWORK_ID pick one), defaults `fabric-dev` / `fabric-byo`. A hybrid record's
  * `networkId` is its EVM network; the Fabric network of its environment anchors it too.
  */
@@ -47,10 +47,10 @@ export interface NetworkChoice {
 export class Networks extends Context.Service<Networks, {
   readonly choose: (environment: Environment, chain: ChainType) => NetworkChoice
   /**
-   * Whether a configured network anchors this chain in this environment: Fabric and hybrid records
-   * need a Fabric network of the environment (or FABRIC_<ENV>_NETWORK_ID naming one), else they are
-   * refused at ingest (CHAIN_NOT_CONFIGURED) rather than left in QUEUED. EVM records are always
-   * accepted (without EVM_NETWORKS they wait in QUEUED; `anchord doctor` warns): docs/doctor.md.
+   * Whether a configured network anchors this chain in this environment, else the record is refused
+   * at ingest (CHAIN_NOT_CONFIGURED) rather than left in QUEUED forever: EVM records need an EVM
+   * network of the environment (or EVM_<ENV>_NETWORK_ID naming one, which another node of the same
+   * database may anchor), Fabric records a Fabric one (likewise), hybrid records both: docs/doctor.md.
    */
   readonly anchorable: (environment: Environment, chain: ChainType) => boolean
 }>()("anchord/anchoring/Networks") {
@@ -74,12 +74,19 @@ export class Networks extends Context.Service<Networks, {
       const evmLive = evmFor("live", ids.evmLive, "evm-live")
       const fabricTest = { networkId: chooseFabricNetwork(fabricNetworks, "test", ids.fabric.test) }
       const fabricLive = { networkId: chooseFabricNetwork(fabricNetworks, "live", ids.fabric.live) }
-      const fabricServes = {
-        test: Option.isSome(ids.fabric.test) || fabricNetworks.some((n) => n.environment === "test"),
-        live: Option.isSome(ids.fabric.live) || fabricNetworks.some((n) => n.environment === "live")
-      }
+      const serves = (list: ReadonlyArray<NetworkSummary>, override: Record<Environment, Option.Option<string>>) => ({
+        test: Option.isSome(override.test) || list.some((n) => n.environment === "test"),
+        live: Option.isSome(override.live) || list.some((n) => n.environment === "live")
+      })
+      const evmServes = serves(networks, { test: ids.evmTest, live: ids.evmLive })
+      const fabricServes = serves(fabricNetworks, ids.fabric)
       return Networks.of({
-        anchorable: (environment, chain) => chain === "evm" || fabricServes[environment],
+        anchorable: (environment, chain) =>
+          chain === "evm"
+            ? evmServes[environment]
+            : chain === "fabric"
+            ? fabricServes[environment]
+            : evmServes[environment] && fabricServes[environment],
         choose: (environment, chain) =>
           chain === "fabric"
             ? (environment === "test" ? fabricTest : fabricLive)

@@ -157,16 +157,23 @@ export const dataDirCheck = (config: Pick<AppConfigShape, "databaseUrl" | "dataD
   return ok("data-dir", `embedded PostgreSQL under ${Path.resolve(config.dataDir)} (set DATABASE_URL for production)`)
 }
 
-/** Which chains a record may ask for, per environment (a chain without a network is refused at ingest). */
+/**
+ * Which chains a record may ask for, per environment: a chain without a network of the key's
+ * environment (EVM_NETWORKS / FABRIC_NETWORKS, or an EVM_<ENV>_NETWORK_ID / FABRIC_<ENV>_NETWORK_ID
+ * naming one another node serves) is refused at ingest with CHAIN_NOT_CONFIGURED; hybrid needs both.
+ */
 export const anchorableCheck = (
   evm: ReadonlyArray<{ readonly environment: string }>,
-  fabric: ReadonlyArray<{ readonly environment: string }>
+  fabric: ReadonlyArray<{ readonly environment: string }>,
+  overrides: { readonly evm?: ReadonlyArray<string>; readonly fabric?: ReadonlyArray<string> } = {}
 ): CheckResult => {
-  const envs = (list: ReadonlyArray<{ readonly environment: string }>) => [...new Set(list.map((n) => n.environment))].sort()
-  const e = envs(evm), f = envs(fabric)
-  const say = `evm: ${e.join(", ") || "none"}; fabric and hybrid: ${f.join(", ") || "none"}`
-  if (evm.length === 0) {
-    return warn("anchorable", `no EVM network (EVM_NETWORKS): EVM records are accepted and wait in QUEUED; ${say}`, "set EVM_NETWORKS (docs/configuration-evm.md)")
+  const envs = (list: ReadonlyArray<{ readonly environment: string }>, named: ReadonlyArray<string> = []) =>
+    [...new Set([...list.map((n) => n.environment), ...named])].sort()
+  const e = envs(evm, overrides.evm), f = envs(fabric, overrides.fabric)
+  const h = e.filter((env) => f.includes(env))
+  const say = `evm: ${e.join(", ") || "none"}; fabric: ${f.join(", ") || "none"}; hybrid: ${h.join(", ") || "none"}`
+  if (e.length === 0) {
+    return warn("anchorable", `no EVM network (EVM_NETWORKS): EVM and hybrid records are refused with CHAIN_NOT_CONFIGURED; ${say}`, "set EVM_NETWORKS (docs/configuration-evm.md)")
   }
   return ok("anchorable", `anchorable chains by environment: ${say} (records for the others are refused with CHAIN_NOT_CONFIGURED)`)
 }

@@ -58,7 +58,12 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
   if (fabricParsed._tag === "Failure") results.push([fatal("fabric", messageOf(fabricParsed.failure), "fix FABRIC_NETWORKS (docs/configuration-fabric.md)")])
   const evmList = evmParsed._tag === "Success" ? evmParsed.success.networks : []
   const fabricList = fabricParsed._tag === "Success" ? fabricParsed.success.networks : []
-  results.push([anchorableCheck(evmList, fabricList)])
+  const named = (test: string | undefined, live: string | undefined) =>
+    [test === undefined ? [] : ["test"], live === undefined ? [] : ["live"]].flat()
+  results.push([anchorableCheck(evmList, fabricList, {
+    evm: named(yield* optionalString("EVM_TEST_NETWORK_ID"), yield* optionalString("EVM_LIVE_NETWORK_ID")),
+    fabric: named(yield* optionalString("FABRIC_TEST_NETWORK_ID"), yield* optionalString("FABRIC_LIVE_NETWORK_ID"))
+  })])
 
   const timeout = (ms: number) => Math.max(ms, 1_000) + 2_000
   const work: Array<Effect.Effect<ReadonlyArray<CheckResult>>> = []

@@ -111,7 +111,9 @@ export class Ingest extends Context.Service<Ingest, {
         const body = kind.body
         const chain = body.chain ?? principal.defaultChain
         if (!networks.anchorable(principal.environment, chain)) {
-          return Effect.fail(new ChainNotConfigured({ chain, environment: principal.environment }))
+          const needs = chain === "hybrid" ? (["evm", "fabric"] as const) : [chain]
+          const missing = needs.filter((c) => !networks.anchorable(principal.environment, c))
+          return Effect.fail(new ChainNotConfigured({ chain, environment: principal.environment, missing }))
         }
         const now = new Date(clock.currentTimeMillisUnsafe())
         const base = {

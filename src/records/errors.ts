@@ -67,14 +67,18 @@ export class InvalidRecord extends Schema.TaggedError<InvalidRecord>()("InvalidR
 /** A record for a chain no configured network anchors in the key's environment (it would wait in QUEUED forever). */
 export class ChainNotConfigured extends Schema.TaggedError<ChainNotConfigured>()("ChainNotConfigured", {
   chain: Schema.String,
-  environment: Schema.String
+  environment: Schema.String,
+  /** The kinds of network the environment lacks (a hybrid record needs both). */
+  missing: Schema.Array(Schema.Literals(["evm", "fabric"]))
 }) {
   get errorCode() {
     return "CHAIN_NOT_CONFIGURED" as const
   }
   override get message() {
-    return `chain ${this.chain} is not anchored by this node for ${this.environment} keys: no Fabric network serves the ` +
-      `${this.environment} environment (FABRIC_NETWORKS); submit with chain evm, or ask the operator to configure one`
+    const what = this.missing.map((m) => m === "evm" ? "EVM network (EVM_NETWORKS)" : "Fabric network (FABRIC_NETWORKS)").join(" and no ")
+    const other = this.missing.includes("evm") ? "" : "submit with chain evm, or "
+    return `chain ${this.chain} is not anchored by this node for ${this.environment} keys: no ${what} serves the ` +
+      `${this.environment} environment; ${other}ask the operator to configure one`
   }
 }
 

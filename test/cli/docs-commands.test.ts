@@ -7,6 +7,12 @@
  * becomes the test chain's URL and `<contract-address>` the address the previous command printed.
  * Each block starts without ignition/deployments/chain-31337/ (as on a new chain); whatever was
  * there before the test is put back afterwards.
+ *
+ * Independent commands run at once, each group on a chain of its own (the same account deploys on
+ * each, so one chain per group keeps the nonces apart): Ignition's deploys and the grant that takes
+ * their address on `hardhat node` (Ignition keeps one deployment folder per chain id, so they stay in
+ * order), `anchord deploy` / `scripts/deploy.ts` (they write the same deployments/chain-31337.json) on
+ * an anvil, `hardhat run` on another.
  *   npx vitest run test/cli/docs-commands.test.ts
  */
 import * as ChildProcess from "node:child_process"
@@ -17,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 import { forwardOutput, killAndWait, track } from "../support/process.ts"
 import { waitFor } from "../support/wait.ts"
+import { type Anvil, startAnvil } from "../evm/anvil.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 const DOCS = ["README.md", "docs/configuration-evm.md", "docs/dev-chain.md", "docs/contract.md"]
@@ -54,17 +61,19 @@ const saved = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-docs-comm
 const scratch = [Path.join(root, "deployments/chain-31337.json"), Path.join(root, "deployments/localhost.json")]
   .map((file) => ({ file, before: Fs.existsSync(file) ? Fs.readFileSync(file) : undefined }))
 let chain: ChildProcess.ChildProcess | undefined
-let rpcUrl = ""
+let hardhatUrl = ""
+const anvils: Array<Anvil> = []
 
 beforeAll(async () => {
   if (Fs.existsSync(ignitionLocal)) Fs.renameSync(ignitionLocal, saved)
   const port = await freePort()
-  rpcUrl = `http://127.0.0.1:${port}`
+  hardhatUrl = `http://127.0.0.1:${port}`
   chain = track(ChildProcess.spawn(process.execPath, [Path.join(root, "node_modules/hardhat/dist/src/cli.js"), "node", "--port", String(port)], {
     cwd: root, stdio: ["ignore", "pipe", "pipe"]
   }))
   forwardOutput(chain, "hardhat node")
-  await waitFor("hardhat node answering", async () => (await fetch(rpcUrl, {
+  anvils.push(...await Promise.all([startAnvil(), startAnvil()]))
+  await waitFor("hardhat node answering", async () => (await fetch(hardhatUrl, {
     method: "POST", headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] })
   })).ok, 60_000, 200)
@@ -72,6 +81,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (chain !== undefined) await killAndWait(chain, "SIGTERM")
+  await Promise.all(anvils.map((a) => a.stop()))
   Fs.rmSync(ignitionLocal, { recursive: true, force: true })
   if (Fs.existsSync(saved)) Fs.renameSync(saved, ignitionLocal)
   for (const { file, before } of scratch) {
@@ -101,30 +111,45 @@ describe("the docs' deploy commands", () => {
   it("each runs as written with Node 20 as node against a chain on a random port", async () => {
     const version = await sh("node --version")
     console.log(`node on the users' PATH: ${version.out.trim()}`)
-    let address = ""
-    let ran = 0
-    // The same command in two docs runs once (each Hardhat start costs seconds on a busy 2-core machine).
-    const done = new Set<string>()
+    // The commands in the docs' order, each once (the same command in two docs runs once: each
+    // Hardhat start costs seconds on a busy 2-core machine), with the block it starts.
+    const seen = new Set<string>()
+    const commands: Array<{ doc: string; line: string; firstOfBlock: boolean }> = []
     for (const doc of DOCS) {
       for (const block of markedBlocks(Fs.readFileSync(Path.join(root, doc), "utf8"))) {
-        Fs.rmSync(ignitionLocal, { recursive: true, force: true })
-        for (const line of block) {
-          if (line.includes("<contract-address>") && address === "") throw new Error(`${doc}: no address printed before: ${line}`)
-          const command = line.replace(/http:\/\/127\.0\.0\.1:\d+/g, rpcUrl).replace(/<contract-address>/g, address)
-          if (/<[a-z-]+>/.test(command)) throw new Error(`${doc}: undocumented placeholder in: ${line}`)
-          if (done.has(command)) continue
-          done.add(command)
-          const started = Date.now()
-          const r = await sh(command)
-          console.log(`$ ${command}  (${doc}; exit ${r.code}, ${Date.now() - started} ms)\n${r.out}`)
-          expect(r.code, `${doc}: ${line}\n${r.out}`).toBe(0)
-          ran++
-          const printed = /AnchorRegistryModule#AnchorRegistry - (0x[0-9a-fA-F]{40})|deployed at (0x[0-9a-fA-F]{40})/.exec(r.out)
-          if (printed) address = printed[1] ?? printed[2]!
-        }
+        block.forEach((line, i) => {
+          const key = line.replace(/http:\/\/127\.0\.0\.1:\d+/g, "<rpc>")
+          if (/<(?!rpc>|contract-address>)[a-z-]+>/.test(key)) throw new Error(`${doc}: undocumented placeholder in: ${line}`)
+          if (seen.has(key)) return
+          seen.add(key)
+          commands.push({ doc, line, firstOfBlock: i === 0 })
+        })
       }
     }
-    expect(ran).toBeGreaterThanOrEqual(7)
-    // Seven Hardhat/anchord starts: ~60 s on an idle 2-core machine, 2-3 min while other work runs.
+    const group = (line: string) =>
+      /hardhat ignition|<contract-address>/.test(line) ? "ignition" : /hardhat run/.test(line) ? "hardhat-run" : "deploy"
+    const urls: Record<string, string> = { ignition: hardhatUrl, deploy: anvils[0]!.rpcUrl, "hardhat-run": anvils[1]!.rpcUrl }
+    const runGroup = async (name: string) => {
+      let address = ""
+      let ran = 0
+      for (const { doc, line, firstOfBlock } of commands.filter((c) => group(c.line) === name)) {
+        if (name === "ignition" && firstOfBlock) Fs.rmSync(ignitionLocal, { recursive: true, force: true })
+        if (line.includes("<contract-address>") && address === "") throw new Error(`${doc}: no address printed before: ${line}`)
+        const command = line.replace(/http:\/\/127\.0\.0\.1:\d+/g, urls[name]!).replace(/<contract-address>/g, address)
+        const started = Date.now()
+        const r = await sh(command)
+        console.log(`$ ${command}  (${doc}; ${name}; exit ${r.code}, ${Date.now() - started} ms)\n${r.out}`)
+        expect(r.code, `${doc}: ${line}\n${r.out}`).toBe(0)
+        ran++
+        const printed = /AnchorRegistryModule#AnchorRegistry - (0x[0-9a-fA-F]{40})|deployed at (0x[0-9a-fA-F]{40})/.exec(r.out)
+        if (printed) address = printed[1] ?? printed[2]!
+      }
+      return ran
+    }
+    const ran = await Promise.all(Object.keys(urls).map(runGroup))
+    console.log(`commands run per group: ${Object.keys(urls).map((g, i) => `${g} ${ran[i]}`).join(", ")}`)
+    expect(ran.every((n) => n > 0)).toBe(true)
+    expect(ran.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(7)
+    // Seven Hardhat/anchord starts, three at a time.
   }, 300_000)
 })

@@ -87,7 +87,7 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
     for (const name of ["database", "migrations", "durability", "evm:anvil-doctor", "evm:anvil-doctor:balance", "evm:anvil-doctor:clock", "tls", "webhook-egress", "public-url", "anchorable"]) {
       expect(byCheck.get(name)?.status, name).toBe("ok")
     }
-    expect(byCheck.get("anchorable")!.message).toMatch(/evm: test; fabric and hybrid: none/)
+    expect(byCheck.get("anchorable")!.message).toMatch(/evm: test; fabric: none; hybrid: none/)
     // The text form: one line per check (and its fix), same exit code.
     const text = await run(["doctor"], { DATABASE_URL: databaseUrl, EVM_NETWORKS: network() })
     expect(text.status).toBe(0)

@@ -69,7 +69,8 @@ describe("a frozen database (SIGSTOP) under load", () => {
       databaseUrl: url,
       // Keys are looked up again every 500 ms: the stall finds a key whose cache entry has expired.
       config: { authCacheMillis: 500 },
-      layer: NodeLayer.pipe(Layer.provide(Logger.layer([capture, Logger.consolePretty()])))
+      layer: NodeLayer.pipe(Layer.provide(Logger.layer([capture, Logger.consolePretty()]))),
+      evmUnserved: true
     })
     key = (await node.createKey(await node.createAccount({ plan: "ENTERPRISE", ratePerSecond: 1000 }))).key
   }, 120_000)

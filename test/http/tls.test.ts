@@ -114,7 +114,8 @@ describe("HTTPS", () => {
         tlsPlainPort: Option.some(plainPort),
         tlsWatchIntervalMillis: 100
       },
-      layer: NodeLayer.pipe(Layer.provide(Logger.layer([capture, Logger.consolePretty()])))
+      layer: NodeLayer.pipe(Layer.provide(Logger.layer([capture, Logger.consolePretty()]))),
+      evmUnserved: true
     })
     base = node.baseUrl.replace(/^http:/, "https:")
   }, 120_000)

@@ -2,13 +2,14 @@
  * Starts a whole node in this process on a real socket (port 0) against a database, and gives
  * tests a base URL, API keys and a way to stop it.
  */
-import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { Accounts } from "../../src/auth/Accounts.ts"
 import type { PlanName } from "../../src/auth/plans.ts"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
 import { NodeLayer } from "../../src/app/layers.ts"
 import { freshDatabase } from "./db.ts"
+import { EVM_UNSERVED_IDS } from "./process.ts"
 
 export interface TestNode {
   readonly baseUrl: string
@@ -25,6 +26,13 @@ export const startNode = async (options: {
   readonly config?: Partial<AppConfigShape>
   /** The node to run (default: NodeLayer, networks from the environment). */
   readonly layer?: Layer.Layer<any, any, AppConfig>
+  /**
+   * EVM records accepted into QUEUED without a chain (the default with the default layer when the
+   * environment has no EVM_NETWORKS): EVM_TEST_NETWORK_ID / EVM_LIVE_NETWORK_ID name the default ids,
+   * as for a network another node of the database serves; without either the node refuses EVM records
+   * (CHAIN_NOT_CONFIGURED). Fabric tests do the same with FABRIC_TEST_NETWORK_ID.
+   */
+  readonly evmUnserved?: boolean
 } = {}): Promise<TestNode> => {
   const databaseUrl = options.databaseUrl ?? await freshDatabase()
   const config = AppConfig.layerWith({
@@ -35,7 +43,12 @@ export const startNode = async (options: {
     authCacheMillis: 0,
     ...options.config
   })
-  const runtime = ManagedRuntime.make((options.layer ?? NodeLayer).pipe(Layer.provideMerge(config)))
+  const evmUnserved = options.evmUnserved ??
+    (options.layer === undefined && process.env.EVM_NETWORKS === undefined && process.env.EVM_NETWORKS_FILE === undefined)
+  const unserved = evmUnserved
+    ? ConfigProvider.layerAdd(ConfigProvider.fromUnknown(EVM_UNSERVED_IDS))
+    : Layer.empty
+  const runtime = ManagedRuntime.make((options.layer ?? NodeLayer).pipe(Layer.provideMerge(config), Layer.provide(unserved)))
   const server = await runtime.runPromise(HttpServer.HttpServer)
   const address = server.address
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")

@@ -60,10 +60,22 @@ export const track = <C extends ChildProcess.ChildProcess>(child: C): C => {
   return child
 }
 
+/**
+ * Without EVM_NETWORKS a node refuses EVM records (CHAIN_NOT_CONFIGURED) unless EVM_<ENV>_NETWORK_ID
+ * names a network (one another node could serve): tests that only need EVM records to wait in QUEUED
+ * name the default ids, as test/support/node.ts does.
+ */
+export const EVM_UNSERVED_IDS = { EVM_TEST_NETWORK_ID: "hardhat-local", EVM_LIVE_NETWORK_ID: "evm-live" } as const
+
+export const evmUnservedEnv = (env: Record<string, string | undefined>): Record<string, string> =>
+  env.EVM_NETWORKS === undefined && env.EVM_NETWORKS_FILE === undefined && process.env.EVM_NETWORKS === undefined
+    ? { ...EVM_UNSERVED_IDS }
+    : {}
+
 /** Starts `anchord start` with env (PORT required) and resolves once /v1/health answers. */
 export const spawnAnchord = async (env: Record<string, string>) => {
   const child = track(ChildProcess.spawn(process.execPath, [entry, "start"], {
-    cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"]
+    cwd: root, env: { ...process.env, ...evmUnservedEnv(env), ...env }, stdio: ["ignore", "pipe", "pipe"]
   }))
   forwardOutput(child, "anchord start")
   const until = Date.now() + 30_000

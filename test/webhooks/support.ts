@@ -11,6 +11,7 @@ import { NodeLayer } from "../../src/app/layers.ts"
 import { type Resolve, WebhookResolver } from "../../src/webhooks/urlPolicy.ts"
 import { query } from "../support/db.ts"
 import { startNode, type TestNode } from "../support/node.ts"
+import { evmUnservedEnv } from "../support/process.ts"
 import { waitFor } from "../support/wait.ts"
 
 export interface Received {
@@ -169,7 +170,9 @@ export const startWebhookNode = async (options: { env?: Record<string, string>; 
   const nodeLayer = options.resolve === undefined ? NodeLayer : NodeLayer.pipe(Layer.provide(Layer.succeed(WebhookResolver, options.resolve)))
   // The environment as of this start: Effect's default provider reads process.env once per process,
   // so without this a second node of the same file would see the first one's WEBHOOK_* settings.
-  const layer = nodeLayer.pipe(Layer.provide(Layer.succeed(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv())))
+  // EVM records wait in QUEUED without a chain: EVM_<ENV>_NETWORK_ID name the default ids (test/support/process.ts).
+  const env = ConfigProvider.fromEnv({ env: { ...evmUnservedEnv(process.env), ...process.env } as Record<string, string> })
+  const layer = nodeLayer.pipe(Layer.provide(Layer.succeed(ConfigProvider.ConfigProvider, env)))
   const node = await startNode({ databaseUrl: options.databaseUrl, layer })
   return {
     baseUrl: node.baseUrl,
