@@ -20,7 +20,9 @@
  * every process and directory it made. Exit 1 when the synchronous run breaks a bound.
  *
  * SOAK_MODES ("sync,async"), SOAK_RATE (records/s, 40), SOAK_BEFORE_S (load before the kill, 20),
- * SOAK_AFTER_S (load after it, 40), SOAK_DETECT_MS (kill → promote, 2000).
+ * SOAK_AFTER_S (load after it, 40), SOAK_DETECT_MS (kill → promote, 2000), SOAK_LINK_DELAY_MS (one-way latency of the
+ * standby's replication link, 0: on loopback an asynchronous standby is microseconds behind, which hides what
+ * a standby in another zone loses).
  */
 import * as ChildProcess from "node:child_process"
 import { createHmac, timingSafeEqual } from "node:crypto"
@@ -46,6 +48,10 @@ const RATE = Number(process.env.SOAK_RATE ?? 40)
 const BEFORE_S = Number(process.env.SOAK_BEFORE_S ?? 20)
 const AFTER_S = Number(process.env.SOAK_AFTER_S ?? 40)
 const DETECT_MS = Number(process.env.SOAK_DETECT_MS ?? 2000)
+/** One-way latency of the standby's replication link (0: loopback as it is; 20: a standby in another zone, roughly). */
+const LINK_DELAY_MS = Number(process.env.SOAK_LINK_DELAY_MS ?? 0)
+/** Records a client has outstanding at most (waiting for an answer or for their retry); past it, new ones are not sent (counted). */
+const MAX_OUTSTANDING = 200
 const NODES = 2
 /** No answer may take longer: the request deadline (REQUEST_DEADLINE_MS, 2 s) plus slack for a loaded machine. */
 const HANG_BOUND_MS = 5_000
@@ -83,6 +89,8 @@ interface ModeResult {
   readonly without503RetryAfter: number
   readonly other5xx: number
   readonly dropped: number
+  readonly other4xx: number
+  readonly notSent: number
   readonly slowerThanBound: number
   readonly maxLatencyMs: number
   readonly retriedRecords: number
@@ -110,7 +118,7 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
   let pair: PgPair | undefined
   let orphans: Array<number> = []
   try {
-    pair = await buildPgPair(mode === "sync", log)
+    pair = await buildPgPair(mode === "sync", log, LINK_DELAY_MS)
     const p = pair
     cleanups.unshift(() => {
       // What a killed postmaster's backends did not end themselves (they normally notice at once).
@@ -203,7 +211,7 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
 
     // The load: open loop, round-robin, a 503 retried after its Retry-After with the same Idempotency-Key.
     const accepted = new Map<string, { at: number; node: number }>()
-    const counts = { answered503: 0, without503RetryAfter: 0, other5xx: 0, dropped: 0, slower: 0, maxLatency: 0, retried: 0, gaveUp: 0 }
+    const counts = { other4xx: 0, notSent: 0, answered503: 0, without503RetryAfter: 0, other5xx: 0, dropped: 0, slower: 0, maxLatency: 0, retried: 0, gaveUp: 0 }
     const inFlight = new Set<Promise<void>>()
     /** What the refusals said, for the log. */
     const reasons = new Map<string, number>()
@@ -232,11 +240,12 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
           if (retryAfter === null) counts.without503RetryAfter++
         } else if (status >= 500) counts.other5xx++
         else if (status === 0) counts.dropped++
-        else throw new Error(`POST /v1/anchor answered ${status}: ${JSON.stringify(body)}`)
+        else counts.other4xx++ // e.g. 400 "not received in time" when the machine is too loaded to read a body
         if (attempt === 0) counts.retried++
         // A client retries until well after the load; one still refused then is counted.
-        if (performance.now() > loadEnd + 30_000 || attempt > 60) return void counts.gaveUp++
-        await sleep(Math.max(1, Number(retryAfter ?? 1)) * 1000)
+        if (performance.now() > loadEnd + 30_000 || attempt > 20) return void counts.gaveUp++
+        // Retry-After as told (no answer at all: 5 s), with jitter, so that refused clients do not come back in step.
+        await sleep((Math.max(1, Number(retryAfter ?? 5)) + Math.random()) * 1000)
         return send(i, attempt + 1)
       })
     }
@@ -268,12 +277,20 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
       promotedWall = Date.now()
       log(`${mode}: standby promoted in ${promoteMs.toFixed(0)} ms, the switch points at it (:${p.standby.port})`)
     })()
-    const progress = setInterval(() =>
-      log(`${mode}: ${((performance.now() - t0) / 1000).toFixed(0)} of ${BEFORE_S + AFTER_S} s, ${accepted.size} accepted, ${counts.answered503} × 503, ${counts.dropped} dropped`), 10_000)
+    const health = () => Promise.all(bases.map((b) =>
+      fetch(`${b}/v1/health`, { signal: AbortSignal.timeout(2000) }).then(async (r) => ((await r.json()) as any)?.data?.database?.status ?? r.status, () => "no answer")))
+    const progress = setInterval(() => void health().then((h) =>
+      log(`${mode}: ${((performance.now() - t0) / 1000).toFixed(0)} of ${BEFORE_S + AFTER_S} s, ${accepted.size} accepted, ${counts.answered503} × 503, ` +
+        `${counts.dropped} dropped, ${inFlight.size} in flight; nodes' database: ${h.join(", ")}`)), 10_000)
     const interval = 1000 / RATE
     for (let i = 0; performance.now() < loadEnd; i++) {
       const wait = t0 + i * interval - performance.now()
       if (wait > 1) await sleep(wait)
+      // A client has a bounded number of requests outstanding (its connection pool), retries included.
+      if (inFlight.size >= MAX_OUTSTANDING) {
+        counts.notSent++
+        continue
+      }
       const q = send(i, 0).finally(() => inFlight.delete(q))
       inFlight.add(q)
     }
@@ -348,7 +365,7 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
     return {
       mode, accepted: ids.length, acceptedBeforeKill: [...accepted.values()].filter((a) => a.at < killAt).length,
       lostBeforeKill, lostAfterKill, walLagBytesAtKill,
-      answered503: counts.answered503, without503RetryAfter: counts.without503RetryAfter, other5xx: counts.other5xx, dropped: counts.dropped,
+      answered503: counts.answered503, without503RetryAfter: counts.without503RetryAfter, other5xx: counts.other5xx, dropped: counts.dropped, other4xx: counts.other4xx, notSent: counts.notSent,
       slowerThanBound: counts.slower, maxLatencyMs: counts.maxLatency, retriedRecords: counts.retried, gaveUp: counts.gaveUp,
       promoteMs, resumeMs, firstBatchAfterPromotionMs, notAnchored, batches: confirmed.length,
       duplicateRootsDb, duplicateRootsChain, confirmedNotOnChain, chainRootsWithoutBatch, proofsChecked, proofsFailing,
@@ -378,7 +395,7 @@ const main = async () => {
   const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, Node ${process.version}, PostgreSQL 15 (${Path.basename(Path.dirname(process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin"))})`
   const row = (r: ModeResult) =>
     `| ${r.mode === "sync" ? "synchronous" : "asynchronous"} | ${r.accepted} (${r.acceptedBeforeKill} before the kill) | **${r.lostBeforeKill}** / ${r.lostAfterKill} | ` +
-    `${Number.isFinite(r.walLagBytesAtKill) ? r.walLagBytesAtKill : "—"} | ${r.answered503} (${r.without503RetryAfter} without Retry-After) | ${r.other5xx} / ${r.dropped} | ` +
+    `${Number.isFinite(r.walLagBytesAtKill) ? r.walLagBytesAtKill : "—"} | ${r.answered503} (${r.without503RetryAfter} without Retry-After) | ${r.other5xx} / ${r.dropped} / ${r.other4xx} | ${r.notSent} | ` +
     `${ms(r.maxLatencyMs)} (${r.slowerThanBound} over ${HANG_BOUND_MS / 1000} s) | ${r.gaveUp} | ${ms(r.promoteMs)} | ${r.resumeMs.map(ms).join(", ")} | ${ms(r.firstBatchAfterPromotionMs)} | ` +
     `${r.batches} / ${r.duplicateRootsDb + r.duplicateRootsChain} / ${r.confirmedNotOnChain} / ${r.chainRootsWithoutBatch} | ${r.proofsChecked - r.proofsFailing} of ${r.proofsChecked} | ` +
     `${r.undelivered} / ${r.badSignatures} / ${r.duplicateConfirmations} | ${r.notAnchored} |`
@@ -386,13 +403,13 @@ const main = async () => {
     "",
     `## soak:failover — ${new Date().toISOString()}`,
     "",
-    `Machine: ${machine}; shared with other work (timings noisy, counts not). Per mode: a primary and a streaming standby (initdb, pg_basebackup), ` +
-      `a TCP switch standing in for the VIP / HAProxy / PgBouncer endpoint, anvil, ${NODES} \`anchord start\` nodes; an open-loop client at ${RATE} records/s ` +
-      `round-robin (single POST /v1/anchor, Idempotency-Key each, a 503 retried after its Retry-After) for ${BEFORE_S} s, then kill -9 of the primary's postmaster, ` +
-      `${DETECT_MS} ms of nothing behind the switch (the HA manager's detection, a stand-in), \`pg_ctl promote\`, the switch moved, ${AFTER_S - DETECT_MS / 1000} s more load.`,
+    `Machine: ${machine}; shared with other work (timings noisy, counts not). Per mode: a primary and a streaming standby (initdb, pg_basebackup) ` +
+      `replicating through a link of ${LINK_DELAY_MS} ms each way, a TCP switch standing in for the VIP / HAProxy / PgBouncer endpoint, anvil, ${NODES} \`anchord start\` nodes. ` +
+      `An open-loop client at ${RATE} records/s round-robin (single POST /v1/anchor, Idempotency-Key each, a 503 retried after its Retry-After) for ${BEFORE_S} s; ` +
+      `then kill -9 of the primary's postmaster, ${DETECT_MS} ms of nothing behind the switch (the HA manager's detection, a stand-in), \`pg_ctl promote\`, the switch moved, ${AFTER_S - DETECT_MS / 1000} s more load.`,
     "",
-    "| replication | accepted (202) | lost: answered before the kill / after | WAL the standby lacked at the kill (bytes) | 503 | other 5xx / dropped | slowest answer | refused after retrying | promote | 202 again after promotion (per node) | first batch after promotion | batches confirmed / anchored twice / not on chain / on chain without a batch | proofs verifying | webhooks missing / bad signature / duplicate | not ANCHORED |",
-    "|---|---|---|---:|---|---|---|---:|---:|---|---:|---|---|---|---:|",
+    "| replication | accepted (202) | lost: answered before the kill / after | WAL the standby lacked at the kill (bytes) | 503 | other 5xx / dropped / 4xx | not sent (client at ${MAX_OUTSTANDING} outstanding) | slowest answer | refused after retrying | promote | 202 again after promotion (per node) | first batch after promotion | batches confirmed / anchored twice / not on chain / on chain without a batch | proofs verifying | webhooks missing / bad signature / duplicate | not ANCHORED |",
+    "|---|---|---|---:|---|---|---:|---|---:|---:|---|---:|---|---|---|---:|",
     ...results.map(row),
     "",
     `Bounds (docs/operating.md, "PostgreSQL high availability"): synchronous: 0 lost, every 503 with Retry-After, no other 5xx, no answer slower than ${HANG_BOUND_MS / 1000} s, ` +
@@ -409,7 +426,7 @@ const main = async () => {
   const broken = sync === undefined ? [] : [
     sync.lostBeforeKill + sync.lostAfterKill > 0 && "records lost",
     sync.without503RetryAfter > 0 && "a 503 without Retry-After",
-    sync.other5xx + sync.dropped > 0 && "another 5xx or a dropped connection",
+    sync.other5xx + sync.dropped + sync.other4xx > 0 && "another 5xx, a 4xx or a dropped connection",
     sync.slowerThanBound > 0 && `an answer slower than ${HANG_BOUND_MS} ms`,
     sync.resumeMs.some((t) => !(t <= RESUME_BOUND_MS)) && `a node not answering 202 within ${RESUME_BOUND_MS} ms of the promotion`,
     sync.duplicateRootsDb + sync.duplicateRootsChain + sync.confirmedNotOnChain > 0 && "a root anchored twice or missing on chain",

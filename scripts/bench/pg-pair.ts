@@ -10,6 +10,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
+import { startTcpSwitch, type TcpSwitch } from "./tcp-switch.ts"
 
 export const PG_BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin"
 const asRoot = process.getuid?.() === 0
@@ -61,11 +62,34 @@ const server = (dir: string, port: number): PgServer => ({
 
 const start = (s: PgServer) => pg("pg_ctl", ["-D", s.dir, "-l", `${s.dir}.log`, "-w", "-t", "60", "start"])
 
-export const buildPgPair = async (synchronous: boolean, log: (line: string) => void): Promise<PgPair> => {
+/** `linkDelayMs`: the standby replicates through a link of that one-way latency (a TCP switch in this process). */
+export const buildPgPair = async (synchronous: boolean, log: (line: string) => void, linkDelayMs = 0): Promise<PgPair> => {
   const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-failover-pg-"))
   if (asRoot) ChildProcess.execFileSync("chown", ["postgres:postgres", root])
   const primary = server(Path.join(root, "primary"), await freePort())
   const standby = server(Path.join(root, "standby"), await freePort())
+  let link: TcpSwitch | undefined
+  const destroy = () => {
+    void link?.close()
+    for (const s of [standby, primary]) {
+      try {
+        pg("pg_ctl", ["-D", s.dir, "-m", "immediate", "-t", "30", "stop"])
+      } catch {}
+    }
+    Fs.rmSync(root, { recursive: true, force: true })
+  }
+  try {
+    return await build(synchronous, log, linkDelayMs, root, primary, standby, (l) => void (link = l), destroy)
+  } catch (e) {
+    destroy() // a half-built pair leaves no server running
+    throw e
+  }
+}
+
+const build = async (
+  synchronous: boolean, log: (line: string) => void, linkDelayMs: number, root: string, primary: PgServer, standby: PgServer,
+  setLink: (link: TcpSwitch) => void, destroy: () => void
+): Promise<PgPair> => {
   pg("initdb", ["-D", primary.dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
   // Appended settings win over initdb's. The standby copies them; its own follow in its auto.conf.
   Fs.appendFileSync(Path.join(primary.dir, "postgresql.conf"), [
@@ -79,9 +103,11 @@ export const buildPgPair = async (synchronous: boolean, log: (line: string) => v
   start(primary)
   log(`primary on ${primary.port} (${synchronous ? "synchronous standby required" : "asynchronous replication"})`)
   pg("pg_basebackup", ["-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", standby.dir, "-R", "-X", "stream", "--checkpoint=fast"])
+  const link = linkDelayMs > 0 ? await startTcpSwitch(primary.port, linkDelayMs) : undefined
+  if (link) setLink(link)
   Fs.appendFileSync(Path.join(standby.dir, "postgresql.auto.conf"), [
     "", `port = ${standby.port}`,
-    `primary_conninfo = 'host=127.0.0.1 port=${primary.port} user=postgres application_name=standby1'`,
+    `primary_conninfo = 'host=127.0.0.1 port=${link?.port ?? primary.port} user=postgres application_name=standby1'`,
     // Promoted, it has no standby of its own: requiring one would block every commit (Patroni's
     // non-strict synchronous_mode does the same until a replica is back).
     "synchronous_standby_names = ''", ""
@@ -89,13 +115,14 @@ export const buildPgPair = async (synchronous: boolean, log: (line: string) => v
   start(standby)
   // Streaming, and in the state the mode asks for, before anything is written.
   for (let i = 0; ; i++) {
-    const state = psql(primary.port, "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming'")[0]
+    // Not blocking: the replication link may be a switch in this process.
+    const state = (await psqlAsync(primary.port, "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming'"))[0]
     if (state === (synchronous ? "sync" : "async")) break
     if (i > 300) throw new Error(`standby not streaming (${state ?? "absent"})`)
     await new Promise((r) => setTimeout(r, 100))
   }
-  log(`standby on ${standby.port}, streaming (${synchronous ? "sync" : "async"})`)
-  psql(primary.port, "CREATE DATABASE anchord")
+  log(`standby on ${standby.port}, streaming (${synchronous ? "sync" : "async"}${link ? `, through a link of ${linkDelayMs} ms each way` : ""})`)
+  await psqlAsync(primary.port, "CREATE DATABASE anchord")
   return {
     root, primary, standby, synchronous,
     promote: () =>
@@ -103,14 +130,7 @@ export const buildPgPair = async (synchronous: boolean, log: (line: string) => v
         const [cmd, argv] = pgCommand("pg_ctl", ["-D", standby.dir, "-w", "-t", "60", "promote"])
         ChildProcess.execFile(cmd, argv, { timeout: 90_000 }, (error) => error ? reject(error) : resolve())
       }),
-    destroy: () => {
-      for (const s of [standby, primary]) {
-        try {
-          pg("pg_ctl", ["-D", s.dir, "-m", "immediate", "-t", "30", "stop"])
-        } catch {}
-      }
-      Fs.rmSync(root, { recursive: true, force: true })
-    }
+    destroy
   }
 }
 

@@ -18,7 +18,11 @@ export interface TcpSwitch {
   readonly close: () => Promise<void>
 }
 
-export const startTcpSwitch = async (target: number | undefined): Promise<TcpSwitch> => {
+/**
+ * `delayMs`: every chunk is forwarded that much later, each way (a link's one-way latency: used for the
+ * standby's replication connection, where it stands for the distance to another zone).
+ */
+export const startTcpSwitch = async (target: number | undefined, delayMs = 0): Promise<TcpSwitch> => {
   let current = target
   const open = new Set<Net.Socket>()
   const server = Net.createServer((client) => {
@@ -33,8 +37,15 @@ export const startTcpSwitch = async (target: number | undefined): Promise<TcpSwi
     }
     client.on("error", end).on("close", end)
     upstream.on("error", end).on("close", end)
-    client.pipe(upstream)
-    upstream.pipe(client)
+    if (delayMs === 0) {
+      client.pipe(upstream)
+      upstream.pipe(client)
+    } else {
+      // Timers of one duration fire in the order they were set: the bytes keep their order.
+      const late = (to: Net.Socket) => (chunk: Buffer) => void setTimeout(() => to.destroyed || to.write(chunk), delayMs)
+      client.on("data", late(upstream))
+      upstream.on("data", late(client))
+    }
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   return {
