@@ -408,7 +408,7 @@ const main = async () => {
       `An open-loop client at ${RATE} records/s round-robin (single POST /v1/anchor, Idempotency-Key each, a 503 retried after its Retry-After) for ${BEFORE_S} s; ` +
       `then kill -9 of the primary's postmaster, ${DETECT_MS} ms of nothing behind the switch (the HA manager's detection, a stand-in), \`pg_ctl promote\`, the switch moved, ${AFTER_S - DETECT_MS / 1000} s more load.`,
     "",
-    "| replication | accepted (202) | lost: answered before the kill / after | WAL the standby lacked at the kill (bytes) | 503 | other 5xx / dropped / 4xx | not sent (client at ${MAX_OUTSTANDING} outstanding) | slowest answer | refused after retrying | promote | 202 again after promotion (per node) | first batch after promotion | batches confirmed / anchored twice / not on chain / on chain without a batch | proofs verifying | webhooks missing / bad signature / duplicate | not ANCHORED |",
+    `| replication | accepted (202) | lost: answered before the kill / after | WAL the standby lacked at the kill (bytes) | 503 | other 5xx / dropped / 4xx | not sent (client at ${MAX_OUTSTANDING} outstanding) | slowest answer | refused after retrying | promote | 202 again after promotion (per node) | first batch after promotion | batches confirmed / anchored twice / not on chain / on chain without a batch | proofs verifying | webhooks missing / bad signature / duplicate | not ANCHORED |`,
     "|---|---|---|---:|---|---|---:|---|---:|---:|---|---:|---|---|---|---:|",
     ...results.map(row),
     "",
