@@ -94,6 +94,8 @@ describe("a frozen database (SIGSTOP) under load", () => {
   const load = (stopAt: () => boolean) => {
     const samples: Array<Sample> = []
     const inFlight = new Set<Promise<void>>()
+    // Idempotency keys of their own per load (the two stalls' bodies differ: a reused key would be a 409).
+    const run = Math.random().toString(36).slice(2, 10)
     let n = 0
     const fire = (what: string, run: () => ReturnType<typeof call>) => {
       const started = performance.now()
@@ -115,7 +117,7 @@ describe("a frozen database (SIGSTOP) under load", () => {
         // With an Idempotency-Key the request looks up the key's earlier answer first: that wait is bounded too.
         else if (i % 3 === 1) {
           fire("anchor", () =>
-            call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { n: i, at: Date.now() } }, headers: { "idempotency-key": `stall-${i}` } }))
+            call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { n: i, at: Date.now() } }, headers: { "idempotency-key": `stall-${run}-${i}` } }))
         } else fire("anchor", () => call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { n: i, at: Date.now() } } }))
         await new Promise((res) => setTimeout(res, 10))
       }
