@@ -165,6 +165,11 @@ interface RateResult {
  * The server's WAL written so far (bytes; full-page images estimated as 8 KiB each, before compression)
  * and its checkpoints (pg_stat_checkpointer from PostgreSQL 17, pg_stat_bgwriter before).
  */
+/** Rows written so far in the node's database, per table (inserted + updated + deleted, HOT updates included). */
+const rowWrites = async (sql: <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => Promise<A>) =>
+  new Map((await sql((s) => s<{ relname: string; n: number }>`
+    SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::float8 AS n FROM pg_stat_user_tables`)).map((r) => [r.relname, r.n]))
+
 const walStats = async (sql: <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => Promise<A>) => {
   const [wal] = await sql((s) => s<{ bytes: number; fpi: number; version: number }>`
     SELECT wal_bytes::float8 AS bytes, wal_fpi::float8 AS fpi, current_setting('server_version_num')::int AS version FROM pg_stat_wal`)
@@ -538,6 +543,7 @@ const main = async () => {
       const interval = (BATCH / rate) * 1000
       if (target.statements) await sql((s) => s`SELECT pg_stat_statements_reset()`)
       const wal0 = await walStats(sql)
+      const rows0 = await rowWrites(sql)
       const cpu0 = { node: nodeCpu(target.nodePid), pg: target.pgPid === undefined ? NaN : treeCpu(target.pgPid) }
       const machine0 = machineCpu()
       const self0 = process.cpuUsage()
@@ -581,6 +587,13 @@ const main = async () => {
       // CPU over the load and the drain: the work each accepted record caused, wherever it happened.
       const cpu1 = { node: nodeCpu(target.nodePid), pg: target.pgPid === undefined ? NaN : treeCpu(target.pgPid) }
       const wal1 = await walStats(sql)
+      // Row writes per record by table (pg_stat_user_tables: what one PostgreSQL primary must absorb per
+      // record, docs/scaling.md). The counters reach the view when a backend goes idle, within ~1 s.
+      const rows1 = await rowWrites(sql)
+      const perTable = [...rows1].map(([t, n]) => [t, (n - (rows0.get(t) ?? 0)) / Math.max(1, ids.length)] as const)
+        .filter(([, n]) => n >= 0.001).sort((a, b) => b[1] - a[1])
+      log(`${label}: rows written per record ${perTable.reduce((a, [, n]) => a + n, 0).toFixed(2)} (` +
+        `${perTable.map(([t, n]) => `${t} ${n.toFixed(3)}`).join(", ")})`)
       if (target.statements) {
         const top = await sql((s) => s<{ query: string; calls: number; total: number }>`
           SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::float8 AS calls, total_exec_time::float8 AS total

@@ -9,7 +9,8 @@
  *     (key, limits, headers), the JSON body framing, the strict parser, RecordCreation (the endpoints'
  *     schemas), `toWire`. Their HttpApi handlers (src/records/http.ts) answer the same bytes; with
  *     INGEST_FAST_PATH=false every request takes them (test/records/fastpath.test.ts compares both).
- *  3. Whatever escapes an endpoint unhandled (a defect) is 500 INTERNAL_ERROR, logged, without internals.
+ *  3. Whatever escapes an endpoint unhandled (a defect) is 500 INTERNAL_ERROR, logged, without internals;
+ *     but a lost database connection, however it arrives, is 503 SERVICE_UNAVAILABLE with Retry-After.
  */
 import { Cause, Clock, Context, Effect, Exit } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -72,6 +73,12 @@ export const GatewayLayer = HttpRouter.middleware(
         // A path the route table knows but the router cannot match (a malformed %-escape in it): no
         // middleware ran, so it is counted by address here, like every other unknown route.
         return byAddress(error.request, () => errorResponse("NOT_FOUND", "No such route"))
+      }
+      // A connection lost inside a transaction (the primary dying or failing over under it) reaches here
+      // as a defect: the SQL client raises the ROLLBACK that fails on the closed connection with orDie.
+      // The database was unreachable, not the request wrong: 503 with Retry-After, as for any outage.
+      if (cause.reasons.some((r) => (Cause.isFailReason(r) && isConnectionFailure(r.error)) || (Cause.isDieReason(r) && isConnectionFailure(r.defect)))) {
+        return Effect.as(guard.probeSoon, wireResponse(databaseUnavailable()))
       }
       return Effect.as(Effect.logError("request failed", cause), errorResponse("INTERNAL_ERROR", "Internal error"))
     }

@@ -17,6 +17,7 @@ import type { SubmitError } from "./IngestWriter.ts"
 import type { NewRecord } from "./IngestWriter.ts"
 import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
+import { DatabaseGuard } from "../db/guard.ts"
 import { BatchAnchorBody, MAX_BATCH_RECORDS } from "../api/recordSchemas.ts"
 import { annotateFiber, MAX_IDS } from "../tracing/attributes.ts"
 
@@ -99,6 +100,7 @@ export class RecordCreation extends Context.Service<RecordCreation, {
     Effect.gen(function*() {
       const ingest = yield* Ingest
       const store = yield* RecordStore
+      const guard = yield* DatabaseGuard
       // The node's metrics registry (src/app/metrics.ts), for counting without an effect step.
       const metrics = yield* Effect.context<never>()
 
@@ -182,7 +184,11 @@ export class RecordCreation extends Context.Service<RecordCreation, {
           }
           const requestHash = sha256Hex(`POST ${options.path}\n${options.bodyText}`)
           const replay = Effect.gen(function*() {
-            const stored = yield* store.idempotent(principal.accountId, principal.environment, key)
+            // Like every wait of a request on the database: refused at once while the breaker is open, and
+            // bounded. Unbounded, these lookups queued for the pool behind a failover's retry storm, kept it
+            // full, starved the breaker's probe and held the breaker open (the failover soak).
+            if (!guard.isUp()) return yield* guard.refuse
+            const stored = yield* guard.bounded(store.idempotent(principal.accountId, principal.environment, key))
             if (stored === undefined) return undefined
             if (stored.requestHash !== requestHash) return yield* new IdempotencyConflict()
             return { status: stored.status, body: stored.body, replayed: true } satisfies Accepted

@@ -102,5 +102,37 @@ describe("durability", () => {
         await node.stop()
       }
     })
+
+    it("a connection lost inside a transaction (the primary dying under it) is 503 with Retry-After, not 500", async () => {
+      // What a PostgreSQL failover does to the requests in flight: their statement fails on a closed
+      // connection, and so does the ROLLBACK after it, which the SQL client raises as a defect.
+      // A long deadline: the 503 must come from the lost connection, not from the request deadline.
+      const node = await startNode({ config: { requestDeadlineMillis: 30_000 } })
+      try {
+        const key = (await node.createKey(await node.createAccount())).key
+        expect((await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { before: 1 } } })).status).toBe(202)
+        // The insert waits behind a lock; its backend is then terminated, as a dying server's are.
+        const locker = query(node.databaseUrl, "DO $$ BEGIN LOCK TABLE records IN ACCESS EXCLUSIVE MODE; PERFORM pg_sleep(20); END $$").catch(() => {})
+        await waitFor("the lock held", async () =>
+          (await query(node.databaseUrl, "SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'records' AND l.mode = 'AccessExclusiveLock' AND l.granted")).length === 1, 10_000, 20)
+        const answer = call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { during: 1 } }, headers: { "idempotency-key": "lost-connection" } })
+        const waiting = await waitFor("the insert waiting on the lock", async () => {
+          const rows = await query<{ pid: number }>(node.databaseUrl,
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'anchord' AND wait_event_type = 'Lock' AND datname = current_database()")
+          return rows[0]?.pid
+        }, 10_000, 20)
+        await query(node.databaseUrl, "SELECT pg_terminate_backend($1)", [waiting])
+        const r = await answer
+        expectError(r, 503, "SERVICE_UNAVAILABLE")
+        expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0)
+        await query(node.databaseUrl, "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN LOCK TABLE records%' AND pid <> pg_backend_pid()")
+        await locker
+        // Retried with the same key once the database answers: accepted.
+        await waitFor("the retry accepted", async () =>
+          (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { during: 1 } }, headers: { "idempotency-key": "lost-connection" } })).status === 202, 30_000, 200)
+      } finally {
+        await node.stop()
+      }
+    })
   })
 })
