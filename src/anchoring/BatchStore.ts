@@ -244,6 +244,24 @@ const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId:
   return requeued?.n ?? 0
 })
 
+/**
+ * A network's queue cursor, made if it has none: at its first queued record (one walk of the index,
+ * once in the database's life), never past a transaction in flight. Made at a batcher's first look,
+ * and at every node's start for the networks its ingest assigns (src/records/Ingest.ts): records of a
+ * network no batcher serves then still count as QUEUED (`mayBeQueued`, src/anchoring/recordState.ts).
+ */
+export const ensureQueueCursor = (sql: Sql, networkId: string, hybridEnvironment?: Environment) =>
+  sql`
+    INSERT INTO queue_cursors (network_id, after_xid, after_id)
+    SELECT ${networkId}, q.x, q.id FROM (
+      (SELECT r.insert_xid AS x, r.id FROM records r
+       WHERE r.status = 'QUEUED' AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
+       ORDER BY r.insert_xid, r.id LIMIT 1)
+      UNION ALL SELECT pg_snapshot_xmin(pg_current_snapshot()), ''
+      ORDER BY 1, 2 LIMIT 1) q
+    WHERE NOT EXISTS (SELECT 1 FROM queue_cursors WHERE network_id = ${networkId})
+    ON CONFLICT (network_id) DO NOTHING`.pipe(Effect.asVoid)
+
 export interface CutBatch {
   readonly batchId: string
   readonly root: Hex
@@ -295,15 +313,9 @@ export class BatchStore extends Context.Service<BatchStore, {
        * once), never past a transaction in flight.
        */
       const ensureCursor = (networkId: string, hybridEnvironment: Environment | undefined) =>
-        withCursor.has(networkId) ? Effect.void : sql`
-          INSERT INTO queue_cursors (network_id, after_xid, after_id)
-          SELECT ${networkId}, q.x, q.id FROM (
-            (SELECT r.insert_xid AS x, r.id FROM records r
-             WHERE r.status = 'QUEUED' AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
-             ORDER BY r.insert_xid, r.id LIMIT 1)
-            UNION ALL SELECT pg_snapshot_xmin(pg_current_snapshot()), ''
-            ORDER BY 1, 2 LIMIT 1) q
-          ON CONFLICT (network_id) DO NOTHING`.pipe(Effect.tap(() => Effect.sync(() => withCursor.add(networkId))), Effect.asVoid)
+        withCursor.has(networkId)
+          ? Effect.void
+          : ensureQueueCursor(sql, networkId, hybridEnvironment).pipe(Effect.tap(() => Effect.sync(() => withCursor.add(networkId))))
 
       const readCursor = (networkId: string, lock: boolean) =>
         sql`SELECT after_xid::text AS xid, after_id AS id FROM queue_cursors WHERE network_id = ${networkId}
