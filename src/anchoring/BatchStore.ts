@@ -81,7 +81,7 @@ const decodeCursor = decodeFirst(CursorRow)
 /** The first `max` records of a network's queue, in the order a cut takes them: the look and the claim read the same rows. */
 const queueHead = (sql: Sql, networkId: string, max: number, hybridEnvironment: Environment | undefined, from: Cursor) =>
   sql`FROM records r
-    WHERE r.status = 'QUEUED' AND (r.insert_xid, r.id) >= (${from.xid}::xid8, ${from.id})
+    WHERE r.status = 'QUEUED' AND (r.insert_xid, r.id) >= (${from.xid}::numeric, ${from.id})
       AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
     ORDER BY r.insert_xid, r.id LIMIT ${max}`
 
@@ -257,7 +257,7 @@ export const ensureQueueCursor = (sql: Sql, networkId: string, hybridEnvironment
       (SELECT r.insert_xid AS x, r.id FROM records r
        WHERE r.status = 'QUEUED' AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
        ORDER BY r.insert_xid, r.id LIMIT 1)
-      UNION ALL SELECT pg_snapshot_xmin(pg_current_snapshot()), ''
+      UNION ALL SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric, ''
       ORDER BY 1, 2 LIMIT 1) q
     WHERE NOT EXISTS (SELECT 1 FROM queue_cursors WHERE network_id = ${networkId})
     ON CONFLICT (network_id) DO NOTHING`.pipe(Effect.asVoid)
@@ -353,7 +353,7 @@ export class BatchStore extends Context.Service<BatchStore, {
           if (claimed.length === 0) return undefined
           const next = nextCursor(claimed, max, claimed[0]!.horizon)
           if (next.xid !== from.xid || next.id !== from.id) {
-            yield* sql`UPDATE queue_cursors SET after_xid = ${next.xid}::xid8, after_id = ${next.id} WHERE network_id = ${networkId}`
+            yield* sql`UPDATE queue_cursors SET after_xid = ${next.xid}::numeric, after_id = ${next.id} WHERE network_id = ${networkId}`
           }
           const tree = buildTree(claimed.map((r) => r.hash))
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).

@@ -27,7 +27,7 @@ export const recordColumns = (sql: Sql) =>
  * cursor and is not counted until it does).
  */
 export const mayBeQueued = (sql: Sql) =>
-  sql`r.status = 'QUEUED' AND r.insert_xid >= (SELECT COALESCE(min(after_xid), '0'::xid8) FROM queue_cursors)`
+  sql`r.status = 'QUEUED' AND r.insert_xid >= (SELECT COALESCE(min(after_xid), 0) FROM queue_cursors)`
 
 /** Records that may be BATCHING: those with an anchor in a batch not yet confirmed (index `anchor_batches_open`). */
 export const mayBeBatching = (sql: Sql) =>

@@ -18,7 +18,8 @@ import { SqlClient } from "effect/sql"
  * - `anchor_batches.confirmed_at`: when the batch was confirmed (which of a hybrid record's two batches
  *   completed it). Existing CONFIRMED batches take their `updated_at`.
  * - The batcher's queue no longer needs a record update to cut: `records.insert_xid` (the inserting
- *   transaction, `pg_current_xact_id()`) and one cursor per network in `queue_cursors`. A cut reads
+ *   transaction, `pg_current_xact_id()`, kept as numeric: xid8 and int8 do not decode to plain JSON values in every
+ *   client) and one cursor per network in `queue_cursors`. A cut reads
  *   records from its cursor in (insert_xid, id) order, probes each for its anchor, and moves the cursor
  *   to where it stopped, never past a transaction still in flight at its snapshot (`pg_snapshot_xmin`):
  *   a record committed late is still found. A drop moves the cursor back to its records. Index
@@ -31,13 +32,13 @@ import { SqlClient } from "effect/sql"
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`ALTER TABLE records ADD COLUMN insert_xid xid8 NOT NULL DEFAULT pg_current_xact_id()`
+  yield* sql`ALTER TABLE records ADD COLUMN insert_xid numeric NOT NULL DEFAULT pg_current_xact_id()::text::numeric`
   yield* sql`ALTER TABLE anchor_batches ADD COLUMN confirmed_at timestamptz`
   yield* sql`UPDATE anchor_batches SET confirmed_at = updated_at WHERE state = 'CONFIRMED'`
   yield* sql`
     CREATE TABLE queue_cursors (
       network_id  text PRIMARY KEY,
-      after_xid   xid8 NOT NULL,
+      after_xid   numeric NOT NULL,
       after_id    text NOT NULL
     )`
   // Every network the database knows: its queue starts at the first record queued now (conservatively
@@ -45,7 +46,7 @@ export default Effect.gen(function*() {
   // configuration), or after every existing record ('g' sorts after every hex id).
   yield* sql`
     INSERT INTO queue_cursors (network_id, after_xid, after_id)
-    SELECT n.network_id, pg_current_xact_id(), COALESCE(
+    SELECT n.network_id, pg_current_xact_id()::text::numeric, COALESCE(
       (SELECT min(r.id) FROM records r WHERE r.status = 'QUEUED' AND (r.network_id = n.network_id OR r.chain_type = 'hybrid')), 'g')
     FROM (SELECT network_id FROM records UNION SELECT network_id FROM anchor_batches) n`
   yield* sql`ALTER TABLE records DROP CONSTRAINT records_status_check`
