@@ -146,7 +146,7 @@ const main = async () => {
       const rows = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         for (;;) {
-          const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM records WHERE id IN ${sql.in(ids)} AND status <> 'ANCHORED'`
+          const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM record_states WHERE id IN ${sql.in(ids)} AND status <> 'ANCHORED'`
           if (left[0].n === 0) break
           if (Date.now() - t0 > 180_000) throw new Error(`${chain}: ${left[0].n} records not anchored after 180 s`)
           yield* Effect.sleep("100 millis")
