@@ -173,12 +173,12 @@ export const backupRestoreCheck = async (options: CheckOptions): Promise<CheckRe
       return { pgDump, serverMajor, dumpBytes, restoredDatabase, tables, records: 0, anchoredRecords: 0, proofsVerified: 0, problems }
     }
     const [{ records, anchored }] = await sqlRows<{ records: string; anchored: string }>(restored,
-      "SELECT count(*) AS records, count(*) FILTER (WHERE status = 'ANCHORED') AS anchored FROM records") as [{ records: string; anchored: string }]
+      "SELECT count(*) AS records, count(*) FILTER (WHERE status = 'ANCHORED') AS anchored FROM record_states") as [{ records: string; anchored: string }]
     // Anchored records of the copy, compared with the original: same hash, same status, same anchors.
     const sample = await sqlRows<{ id: string; account_id: string; environment: string; hash: string }>(restored,
-      "SELECT id, account_id, environment, hash FROM records WHERE status = 'ANCHORED' ORDER BY created_at DESC LIMIT $1", [options.proofs ?? 5])
+      "SELECT r.id, r.account_id, r.environment, r.hash FROM records r JOIN record_states s ON s.id = r.id WHERE s.status = 'ANCHORED' ORDER BY r.created_at DESC LIMIT $1", [options.proofs ?? 5])
     for (const r of sample) {
-      const original = await sqlRows<{ hash: string; status: string }>(options.databaseUrl, "SELECT hash, status FROM records WHERE id = $1", [r.id])
+      const original = await sqlRows<{ hash: string; status: string }>(options.databaseUrl, "SELECT r.hash, s.status FROM records r JOIN record_states s ON s.id = r.id WHERE r.id = $1", [r.id])
       if (original[0]?.hash !== r.hash) problems.push(`record ${r.id}: hash differs from the original's`)
     }
 

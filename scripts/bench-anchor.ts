@@ -146,13 +146,15 @@ const main = async () => {
       const rows = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         for (;;) {
-          const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM records WHERE id IN ${sql.in(ids)} AND status <> 'ANCHORED'`
+          const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM record_states WHERE id IN ${sql.in(ids)} AND status <> 'ANCHORED'`
           if (left[0].n === 0) break
           if (Date.now() - t0 > 180_000) throw new Error(`${chain}: ${left[0].n} records not anchored after 180 s`)
           yield* Effect.sleep("100 millis")
         }
         const batches = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM anchor_batches WHERE state = 'CONFIRMED' AND created_at >= ${runStart}`
-        const recs = yield* sql<{ id: string; t: number }>`SELECT id, (extract(epoch from updated_at) * 1000)::float8 AS t FROM records WHERE id IN ${sql.in(ids)}`
+        // When the record became ANCHORED: its completing batch's confirmation (the record row is not updated, migration 0016).
+        const recs = yield* sql<{ id: string; t: number }>`SELECT a.record_id AS id, (extract(epoch from max(b.confirmed_at)) * 1000)::float8 AS t
+          FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE a.record_id IN ${sql.in(ids)} GROUP BY a.record_id`
         return { recs, batches: batches[0].n }
       }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl!) })))))
       const latencies = rows.recs.map((r) => r.t - sentAt.get(r.id)!).sort((a, b) => a - b)

@@ -604,11 +604,13 @@ const main = async () => {
         profiles.push([`PostgreSQL time per record by statement (${label}; pg_stat_statements, execution time):`, "", "| µs/record | calls/record | statement |", "|---:|---:|---|", ...rows, ""].join("\n"))
         log(profiles.at(-1)!)
       }
-      // POST → ANCHORED: the row's updated_at when it reached ANCHORED (the node's clock), against the POST.
+      // POST → ANCHORED: when the batch that completed the record was confirmed (its state is read from its
+      // batches, migration 0016: the record row is not updated), against the POST.
       const wallOffset = Date.now() - performance.now()
       const anchored = await sql((s) => s<{ id: string; t: number }>`
-        SELECT id, (extract(epoch from updated_at) * 1000)::float8 AS t FROM records
-        WHERE status = 'ANCHORED' AND id = ANY(${`{${ids.join(",")}}`}::text[])`)
+        SELECT st.id, (extract(epoch from (SELECT max(b.confirmed_at) FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
+          WHERE a.record_id = st.id)) * 1000)::float8 AS t FROM record_states st
+        WHERE st.status = 'ANCHORED' AND st.id = ANY(${`{${ids.join(",")}}`}::text[])`)
       const anchoredMs = anchored.map((r) => r.t - wallOffset - postedAt.get(r.id)!).sort((a, b) => a - b)
       const webhookMs = ids.filter((id) => deliveredAt.has(id)).map((id) => deliveredAt.get(id)! - postedAt.get(id)!).sort((a, b) => a - b)
       // Undelivered records count as slower than anything delivered (they are in the tail).

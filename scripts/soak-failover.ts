@@ -316,7 +316,7 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
     const drainStart = Date.now()
     let notAnchored = present.size
     for (;;) {
-      const rows = await sql((s) => s<{ n: number }>`SELECT count(*)::int AS n FROM records WHERE id = ANY(${idArray}::text[]) AND status <> 'ANCHORED'`)
+      const rows = await sql((s) => s<{ n: number }>`SELECT count(*)::int AS n FROM record_states WHERE id = ANY(${idArray}::text[]) AND status <> 'ANCHORED'`)
       notAnchored = rows[0]!.n
       const undelivered = [...present].filter((id) => !confirmations.has(id)).length
       if ((notAnchored === 0 && undelivered === 0) || Date.now() - drainStart > DRAIN_MS) break

@@ -474,7 +474,7 @@ export const finalChecks = async (options: {
     if (examples.length < 10) examples.push(s)
   }
   const ids = options.accepted.map((a) => a.recordId)
-  const rows = await query<{ id: string; status: string }>(options.databaseUrl, "SELECT id, status FROM records WHERE id = ANY($1)", [ids])
+  const rows = await query<{ id: string; status: string }>(options.databaseUrl, "SELECT id, status FROM record_states WHERE id = ANY($1)", [ids])
   const status = new Map(rows.map((r) => [r.id, r.status]))
   const missing = ids.filter((id) => !status.has(id))
   missing.slice(0, 3).forEach((id) => note(`202'd record ${id} missing`))

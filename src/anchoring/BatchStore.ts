@@ -19,6 +19,7 @@ import { fence } from "./Leadership.ts"
 import { observeAnchored } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTree, type Hex } from "./merkle.ts"
+import { stateJoin } from "./recordState.ts"
 import {
   AnchorChainType,
   type BatchMeta,
@@ -65,31 +66,38 @@ const notYetInBatchOf = (sql: Sql, networkId: string) =>
   sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
 
 /**
- * The queue's order. For one network, the queue index's own key (network_id, id): the primary key
- * cannot give that order, so no plan walks it from the start through every anchored record (the
- * anti-join plan above did, ordered by id alone).
+ * Where a network's queue starts (`queue_cursors`, migration 0016): records before it, in
+ * (insert_xid, id) order, are in a batch of the network or not in its scope. Records are never updated
+ * when cut, so the queue is read from here, in the order of the index `records_queue`, each record probed
+ * for the network's anchor; the cursor then moves to where the cut stopped (`nextCursor`).
  */
-const queueOrder = (sql: Sql, hybridEnvironment: Environment | undefined) =>
-  hybridEnvironment === undefined ? sql`ORDER BY r.network_id, r.id` : sql`ORDER BY r.id`
+interface Cursor {
+  readonly xid: string
+  readonly id: string
+}
+const CursorRow = Schema.Struct({ xid: Schema.String, id: Schema.String })
+const decodeCursor = decodeFirst(CursorRow)
 
 /** The first `max` records of a network's queue, in the order a cut takes them: the look and the claim read the same rows. */
-const queueHead = (sql: Sql, networkId: string, max: number, hybridEnvironment: Environment | undefined) =>
+const queueHead = (sql: Sql, networkId: string, max: number, hybridEnvironment: Environment | undefined, from: Cursor) =>
   sql`FROM records r
-    WHERE ${claimScope(sql, networkId, hybridEnvironment)} AND r.status = 'QUEUED' AND ${notYetInBatchOf(sql, networkId)}
-    ${queueOrder(sql, hybridEnvironment)} LIMIT ${max}`
+    WHERE r.status = 'QUEUED' AND (r.insert_xid, r.id) >= (${from.xid}::numeric, ${from.id})
+      AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
+    ORDER BY r.insert_xid, r.id LIMIT ${max}`
 
 /**
- * The anchors a record needs (SPEC 4): one EVM anchor; a hybrid record an EVM and a Fabric one.
- * A record stays QUEUED until every required anchor is in a batch (each batcher claims QUEUED records
- * lacking its own anchor), BATCHING until all are confirmed, then ANCHORED.
+ * Where the queue starts after a cut that took `claimed` (in queue order) of at most `max`, its snapshot
+ * having every transaction before `horizon` finished: all it saw before its last record was taken. Never
+ * past `horizon`: a record of a transaction still in flight then commits later, behind the records taken.
  */
-const requiredAnchorsExist = (sql: Sql) =>
-  sql`(r.chain_type <> 'hybrid' OR (
-    EXISTS (SELECT 1 FROM anchors e WHERE e.record_id = r.id AND e.chain_type = 'evm') AND
-    EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric')))`
+const nextCursor = (claimed: ReadonlyArray<{ readonly xid: string; readonly id: string }>, max: number, horizon: string): Cursor => {
+  const last = claimed[claimed.length - 1]
+  if (last === undefined || claimed.length < max || BigInt(last.xid) >= BigInt(horizon)) return { xid: horizon, id: "" }
+  return { xid: last.xid, id: last.id }
+}
 
 const QueueRow = Schema.Struct({ count: Schema.Number, oldest: Schema.NullOr(Schema.Date) })
-const ClaimedRow = Schema.Struct({ id: Schema.String, hash: Schema.String })
+const ClaimedRow = Schema.Struct({ id: Schema.String, hash: Schema.String, xid: Schema.String, horizon: Schema.String })
 const ExistingBatchRow = Schema.Struct({ id: Schema.String, state: BatchState })
 
 /** A record that reached ANCHORED in this transaction; `announced`: soft-deleted and announced before. */
@@ -121,28 +129,23 @@ const decodeBatches = decodeRows(BatchRow)
 const decodeBatch = decodeFirst(BatchRow)
 
 /**
- * Records of the batch reaching ANCHORED now that all their required anchors are confirmed (SPEC 4),
- * announced by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed`
- * is derived from the record, its anchors and this batch (view `anchor_confirmed_events`), and the
- * row's trigger writes the webhook fan-out. One UPDATE … RETURNING, one INSERT. The number of records
- * announced.
+ * Records of the batch that are ANCHORED now that the batch is confirmed (SPEC 4: every required
+ * anchor's batch CONFIRMED; their state is read, migration 0016, nothing is written to them), announced
+ * by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed` is derived
+ * from the record, its anchors and this batch (view `anchor_confirmed_events`), and the row's trigger
+ * writes the webhook fan-out. One SELECT, one INSERT. `only`: the records that joined an already
+ * confirmed batch (the others were announced when it was confirmed). The number of records announced.
  */
-export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: Sql, batchId: string) {
+export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: Sql, batchId: string, only?: ReadonlyArray<string>) {
   const completed = yield* sql`
-    UPDATE records r SET status = 'ANCHORED', anchored_at = b.anchored_at, updated_at = now()
-    FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
-    WHERE a.batch_id = ${batchId} AND a.record_id = r.id AND r.status IN ('QUEUED', 'BATCHING')
-      AND a.confirmed
-      AND NOT EXISTS (SELECT 1 FROM anchors o WHERE o.record_id = r.id AND NOT o.confirmed)
-      AND (r.chain_type <> 'hybrid' OR (
-        EXISTS (SELECT 1 FROM anchors e WHERE e.record_id = r.id AND e.chain_type = 'evm' AND e.confirmed) AND
-        EXISTS (SELECT 1 FROM anchors f WHERE f.record_id = r.id AND f.chain_type = 'fabric' AND f.confirmed)))
+    SELECT r.id, r.account_id, (r.deleted_at IS NOT NULL AND r.announced) AS announced, a.network_id,
+      extract(epoch FROM clock_timestamp() - r.created_at)::float8 AS latency
+    FROM anchors a JOIN records r ON r.id = a.record_id ${stateJoin(sql)}
+    WHERE a.batch_id = ${batchId} AND st.status = 'ANCHORED'
+      ${only === undefined ? sql`` : sql`AND a.record_id = ANY (string_to_array(${only.join(",")}, ','))`}
     -- A soft-deleted record anchored again (its dev chain was reset) was announced already: its owner
     -- deleted it since, so the re-anchoring is silent (docs/dev-chain.md).
-    RETURNING r.id, r.account_id, (r.deleted_at IS NOT NULL AND r.announced) AS announced, b.network_id,
-      extract(epoch FROM clock_timestamp() - r.created_at)::float8 AS latency`.pipe(
-    Effect.flatMap(decodeCompleted)
-  )
+    `.pipe(Effect.flatMap(decodeCompleted))
   // Observed when the statement ran (a transaction that rolls back later counts them anyway: rare, and
   // the records are anchored again by the next confirmation).
   const metrics = yield* Effect.context<never>()
@@ -174,6 +177,8 @@ export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(f
   yield* sql`
     SELECT 1 FROM records r JOIN anchors a ON a.record_id = r.id
     WHERE a.batch_id = ${batchId} AND r.chain_type = 'hybrid' ORDER BY r.id FOR UPDATE OF r`
+  // After the lock: of a hybrid record's two batches, the one confirmed last completed it (its anchoredAt).
+  yield* sql`UPDATE anchor_batches SET confirmed_at = clock_timestamp() WHERE id = ${batchId}`
   yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
   return yield* completeRecords(sql, batchId)
 })
@@ -181,8 +186,9 @@ export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(f
 /**
  * Inside the caller's transaction, for a FAILED batch it has just set MINED (its given-up transaction
  * was mined after all): its anchors come back from failed_anchors for the records that are still FAILED
- * and have not been anchored on this network since, and those records → BATCHING (confirmation then
- * takes them to ANCHORED, with anchor.confirmed events). The number of records revived.
+ * and have not been anchored on this network since, and those records are no longer FAILED (status
+ * QUEUED: with their anchors back they read BATCHING; confirmation then makes them ANCHORED, with
+ * anchor.confirmed events). The number of records revived.
  */
 export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")(function*(sql: Sql, batchId: string) {
   const rows = yield* sql`
@@ -190,7 +196,7 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
       DELETE FROM failed_anchors fa WHERE fa.batch_id = ${batchId}
       RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof
     ), r AS (
-      UPDATE records r SET status = 'BATCHING', updated_at = now()
+      UPDATE records r SET status = 'QUEUED', updated_at = now()
       FROM back WHERE back.record_id = r.id AND r.status = 'FAILED'
         AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = back.network_id)
       RETURNING r.id
@@ -204,20 +210,57 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
   return rows?.n ?? 0
 })
 
-/** Batch DROPPED (unless DROPPED or FAILED already), its anchors deleted, its BATCHING / ANCHORED records → QUEUED. */
+/**
+ * Batch DROPPED (unless DROPPED or FAILED already), its anchors deleted: its records read QUEUED again
+ * (the batch is reset, not the records), and the network's queue cursor moves back to the first of
+ * them, so the next cut takes them. The number of records re-queued (those not FAILED).
+ */
 const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId: string, reason: string) {
-  const rows = yield* sql`
-    UPDATE anchor_batches SET state = 'DROPPED', last_error = ${reason}, updated_at = now()
-    WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED', 'CONFIRMED') RETURNING id`
-  if (rows.length === 0) return 0
+  const batch = yield* sql`
+    SELECT id::text AS id, state FROM anchor_batches
+    WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED', 'CONFIRMED') FOR UPDATE`.pipe(Effect.flatMap(decodeExisting))
+  if (batch === undefined) return 0
+  // An ANCHORED record was announced: a soft-deleted one anchored again stays silent (completeRecords).
+  // Read while the batch is still CONFIRMED.
+  if (batch.state === "CONFIRMED") {
+    yield* sql`
+      UPDATE records SET announced = true WHERE id IN (
+        SELECT r.id FROM anchors a JOIN records r ON r.id = a.record_id ${stateJoin(sql)}
+        WHERE a.batch_id = ${batchId} AND NOT r.announced AND st.status = 'ANCHORED')`
+  }
+  // The cursor first (the lock a cut takes first too): a cut running now moves it after this commits.
+  yield* sql`
+    UPDATE queue_cursors c SET after_xid = f.insert_xid, after_id = f.id
+    FROM (SELECT b.network_id, r.insert_xid, r.id FROM anchors a JOIN records r ON r.id = a.record_id
+          JOIN anchor_batches b ON b.id = a.batch_id
+          WHERE a.batch_id = ${batchId} ORDER BY r.insert_xid, r.id LIMIT 1) f
+    WHERE c.network_id = f.network_id AND (c.after_xid, c.after_id) > (f.insert_xid, f.id)`
+  yield* sql`UPDATE anchor_batches SET state = 'DROPPED', last_error = ${reason}, updated_at = now() WHERE id = ${batchId}`
   const requeued = yield* sql`
     WITH gone AS (DELETE FROM anchors WHERE batch_id = ${batchId} RETURNING record_id)
-    -- an ANCHORED record was announced: a soft-deleted one anchored again stays silent (completeRecords)
-    UPDATE records r SET status = 'QUEUED', anchored_at = NULL, announced = r.announced OR r.status = 'ANCHORED', updated_at = now()
-    FROM gone WHERE gone.record_id = r.id AND r.status IN ('BATCHING', 'ANCHORED')
-    RETURNING r.id`
-  return requeued.length
+    SELECT count(*)::int AS n FROM gone JOIN records r ON r.id = gone.record_id WHERE r.status = 'QUEUED'`.pipe(
+    Effect.flatMap(decodeCount)
+  )
+  return requeued?.n ?? 0
 })
+
+/**
+ * A network's queue cursor, made if it has none: at its first queued record (one walk of the index,
+ * once in the database's life), never past a transaction in flight. Made at a batcher's first look,
+ * and at every node's start for the networks its ingest assigns (src/records/Ingest.ts): records of a
+ * network no batcher serves then still count as QUEUED (`mayBeQueued`, src/anchoring/recordState.ts).
+ */
+export const ensureQueueCursor = (sql: Sql, networkId: string, hybridEnvironment?: Environment) =>
+  sql`
+    INSERT INTO queue_cursors (network_id, after_xid, after_id)
+    SELECT ${networkId}, q.x, q.id FROM (
+      (SELECT r.insert_xid AS x, r.id FROM records r
+       WHERE r.status = 'QUEUED' AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
+       ORDER BY r.insert_xid, r.id LIMIT 1)
+      UNION ALL SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric, ''
+      ORDER BY 1, 2 LIMIT 1) q
+    WHERE NOT EXISTS (SELECT 1 FROM queue_cursors WHERE network_id = ${networkId})
+    ON CONFLICT (network_id) DO NOTHING`.pipe(Effect.asVoid)
 
 export interface CutBatch {
   readonly batchId: string
@@ -236,7 +279,7 @@ export class BatchStore extends Context.Service<BatchStore, {
     { readonly count: number; readonly oldest: Date | null },
     SqlError.SqlError
   >
-  /** Claims up to `max` QUEUED records, builds the tree, persists batch + proofs, records → BATCHING. */
+  /** Claims up to `max` queued records, builds the tree, persists batch + proofs (the records then read BATCHING), moves the cursor. */
   readonly cutBatch: (networkId: string, max: number, meta: BatchMeta, hybridEnvironment?: Environment) => Effect.Effect<
     CutBatch | undefined,
     SqlError.SqlError
@@ -263,10 +306,30 @@ export class BatchStore extends Context.Service<BatchStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
+      // Networks whose cursor row exists (it is never deleted): checked once per process.
+      const withCursor = new Set<string>()
+      /**
+       * The network's cursor, made at its first look: at its first queued record (one walk of the index,
+       * once), never past a transaction in flight.
+       */
+      const ensureCursor = (networkId: string, hybridEnvironment: Environment | undefined) =>
+        withCursor.has(networkId)
+          ? Effect.void
+          : ensureQueueCursor(sql, networkId, hybridEnvironment).pipe(Effect.tap(() => Effect.sync(() => withCursor.add(networkId))))
+
+      const readCursor = (networkId: string, lock: boolean) =>
+        sql`SELECT after_xid::text AS xid, after_id AS id FROM queue_cursors WHERE network_id = ${networkId}
+          ${lock ? sql`FOR UPDATE` : sql``}`.pipe(
+          Effect.flatMap(decodeCursor),
+          Effect.map((c): Cursor => c ?? { xid: "0", id: "" })
+        )
+
       const queueState = Effect.fn("BatchStore.queueState")(function*(networkId: string, max: number, hybridEnvironment?: Environment) {
+        yield* ensureCursor(networkId, hybridEnvironment)
+        const from = yield* readCursor(networkId, false)
         const row = yield* sql`
           SELECT count(*)::int AS count, min(created_at) AS oldest FROM (
-            SELECT r.created_at ${queueHead(sql, networkId, max, hybridEnvironment)}
+            SELECT r.created_at ${queueHead(sql, networkId, max, hybridEnvironment, from)}
           ) q`.pipe(Effect.flatMap(decodeQueue))
         return row ?? { count: 0, oldest: null }
       })
@@ -280,10 +343,18 @@ export class BatchStore extends Context.Service<BatchStore, {
         return yield* sql.withTransaction(Effect.gen(function*() {
           // Fencing: a leader that lost its lock (paused past its lease) cuts nothing (Leadership.ts).
           yield* fence(sql)
+          yield* ensureCursor(networkId, hybridEnvironment)
+          // The cursor locked first: a drop moving it back waits for this cut, or this cut sees the drop.
+          const from = yield* readCursor(networkId, true)
+          // Nothing locked: a record is claimed by its anchor (primary key (record_id, network_id)).
           const claimed = yield* sql`
-            SELECT r.id, r.hash ${queueHead(sql, networkId, max, hybridEnvironment)}
-            FOR UPDATE OF r SKIP LOCKED`.pipe(Effect.flatMap(decodeClaimed))
+            SELECT r.id, r.hash, r.insert_xid::text AS xid, pg_snapshot_xmin(pg_current_snapshot())::text AS horizon
+            ${queueHead(sql, networkId, max, hybridEnvironment, from)}`.pipe(Effect.flatMap(decodeClaimed))
           if (claimed.length === 0) return undefined
+          const next = nextCursor(claimed, max, claimed[0]!.horizon)
+          if (next.xid !== from.xid || next.id !== from.id) {
+            yield* sql`UPDATE queue_cursors SET after_xid = ${next.xid}::numeric, after_id = ${next.id} WHERE network_id = ${networkId}`
+          }
           const tree = buildTree(claimed.map((r) => r.hash))
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).
           const existing = yield* sql`
@@ -306,13 +377,9 @@ export class BatchStore extends Context.Service<BatchStore, {
             SELECT x.r, ${networkId}, ${meta.chainType}, ${batchId}, x.i,
               ARRAY(SELECT jsonb_array_elements_text(x.p)), false
             FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb)`
-          yield* sql`
-            UPDATE records r SET status = 'BATCHING', updated_at = now()
-            FROM anchors a WHERE a.batch_id = ${batchId} AND a.record_id = r.id AND r.status = 'QUEUED'
-              AND ${requiredAnchorsExist(sql)}`
           if (existing?.state === "CONFIRMED") {
             yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
-            yield* completeRecords(sql, batchId)
+            yield* completeRecords(sql, batchId, claimed.map((r) => r.id))
           }
           return { batchId, root: tree.root, leafCount: claimed.length, joined: existing !== undefined } satisfies CutBatch
         })).pipe(Effect.tap((cut) =>
@@ -381,7 +448,7 @@ export class BatchStore extends Context.Service<BatchStore, {
               SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof FROM gone
             )
             UPDATE records r SET status = 'FAILED', updated_at = now()
-            FROM gone WHERE gone.record_id = r.id AND r.status IN ('QUEUED', 'BATCHING')
+            FROM gone WHERE gone.record_id = r.id AND r.status = 'QUEUED'
             RETURNING r.id, r.account_id, r.hash, gone.network_id, gone.chain_type`.pipe(Effect.flatMap(decodeFailed))
           return yield* append(sql, failed.map((f) => ({
             accountId: f.accountId,

@@ -1,7 +1,8 @@
 /**
  * The batcher of one network: cuts a batch when N records are queued or the oldest queued record
- * is older than the window. Cutting (claim with FOR UPDATE SKIP LOCKED, tree, batch + proofs,
- * records → BATCHING) is one transaction in BatchStore.cutBatch; the chain writer sends it after.
+ * is older than the window. Cutting (the queue read from the network's cursor, tree, batch + proofs,
+ * the cursor moved; the records then read BATCHING, migration 0016) is one transaction in
+ * BatchStore.cutBatch; the chain writer sends it after.
  * The same for every chain: an `AnchorChain` (src/anchoring/AnchorChain.ts) gives its `BatchTarget`.
  */
 import { Clock, Effect } from "effect"
@@ -41,7 +42,7 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
     if (!due) return
     const cut = yield* store.cutBatch(network.networkId, network.batchMaxSize, network.meta, network.hybridEnvironment)
     if (cut === undefined) {
-      // Every counted record was row-locked by another batcher: look again shortly.
+      // Every counted record was taken meanwhile (a cut of the same network by a leader that lost its lock): look again shortly.
       if (lockedRetries++ >= 20) return
       yield* Effect.sleep("25 millis")
       continue
@@ -57,8 +58,7 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
     yield* onCut
     // Full, or cut on the window without counting: look at the queue again (what is left may be due too).
     if (cut.leafCount >= network.batchMaxSize || overdue) continue
-    // Fewer than counted: some were row-locked by another batcher (the other network of hybrid records,
-    // claiming or confirming them). Look again shortly instead of a whole period later.
+    // Fewer than counted: some were taken meanwhile. Look again shortly instead of a whole period later.
     if (cut.leafCount < Math.min(q.count, network.batchMaxSize) && lockedRetries++ < 20) {
       yield* Effect.sleep("25 millis")
       continue

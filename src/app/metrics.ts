@@ -20,6 +20,7 @@ import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
 import { NodeHttpServer } from "@effect/platform-node"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
+import { inStatus, stateJoin } from "../anchoring/recordState.ts"
 import { AppConfig } from "../config.ts"
 import { POOL_MAX_CONNECTIONS } from "../db/Database.ts"
 import { DatabaseGuard } from "../db/guard.ts"
@@ -86,12 +87,14 @@ const sampleOnce = Effect.gen(function*() {
 
   for (const n of networks) {
     const labels = () => ({ network: n.networkId, chain: n.chainType })
-    // The partial index records_queued (network_id, id) WHERE status = 'QUEUED': a capped count, and
-    // the first queued record by id (ids order by time to the second: its age is the oldest's, near enough).
+    // The records still QUEUED (src/anchoring/recordState.ts: a range of records_queue from the oldest
+    // queue cursor): a capped count, and the first by id (ids order by time to the second: its age is
+    // the oldest's, near enough).
     const queue = yield* bounded("queue", sql<{ depth: number; oldest: number | null }>`
-      SELECT (SELECT count(*)::int FROM (SELECT 1 FROM records WHERE status = 'QUEUED' AND network_id = ${n.networkId} LIMIT ${CAP}) q) AS depth,
-        (SELECT extract(epoch FROM now() - created_at)::float8 FROM records
-          WHERE status = 'QUEUED' AND network_id = ${n.networkId} ORDER BY id LIMIT 1) AS oldest`)
+      SELECT (SELECT count(*)::int FROM (SELECT 1 FROM records r ${stateJoin(sql)}
+          WHERE r.network_id = ${n.networkId} AND ${inStatus(sql, "QUEUED")} LIMIT ${CAP}) q) AS depth,
+        (SELECT extract(epoch FROM now() - r.created_at)::float8 FROM records r ${stateJoin(sql)}
+          WHERE r.network_id = ${n.networkId} AND ${inStatus(sql, "QUEUED")} ORDER BY r.id LIMIT 1) AS oldest`)
     if (Option.isSome(queue) && queue.value[0] !== undefined) {
       set(sampled.queueDepth(n.networkId, labels), queue.value[0].depth)
       set(sampled.queueOldestAge(n.networkId, labels), Math.max(0, queue.value[0].oldest ?? 0))

@@ -11,6 +11,7 @@ import { privateKeyToAccount } from "viem/accounts"
 import type { Environment } from "../api/recordSchemas.ts"
 import { decodeFirst, decodeRows } from "../db/rows.ts"
 import { EvmNetworks } from "../evm/config.ts"
+import { inStatus, stateJoin } from "../anchoring/recordState.ts"
 
 export interface Backlog {
   readonly queued: number
@@ -30,6 +31,7 @@ const BALANCE_TIMEOUT_MS = 3_000
 
 const Daily = Schema.Struct({ day: Schema.String, count: Schema.Number })
 const ByStatus = Schema.Struct({ status: Schema.String, count: Schema.Number })
+const InFlight = Schema.Struct({ queued: Schema.Number, batching: Schema.Number })
 const BacklogRow = Schema.Struct({
   queued: Schema.Number,
   unconfirmed: Schema.Number,
@@ -56,6 +58,7 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
     const { networks } = yield* EvmNetworks
     const dailyRows = decodeRows(Daily)
     const statusRows = decodeRows(ByStatus)
+    const inFlightRow = decodeFirst(InFlight)
     const backlogRow = decodeFirst(BacklogRow)
 
     // The signer's address is derived once; the key itself stays Redacted and is never shown.
@@ -74,24 +77,34 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
             AND created_at >= ${from}
           GROUP BY 1 ORDER BY 1`.pipe(Effect.flatMap(dailyRows))),
 
-      byStatus: Effect.fn("ConsoleStats.byStatus")((accountId, environment) =>
-        sql`
+      // The stored status splits FAILED and DELETED from the rest; of the rest, the few still QUEUED or
+      // BATCHING are counted from their candidates (src/anchoring/recordState.ts), and the others are ANCHORED.
+      byStatus: Effect.fn("ConsoleStats.byStatus")(function*(accountId, environment) {
+        const rows = yield* sql`
           SELECT CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' ELSE status END AS status, count(*)::int AS count
           FROM records
           WHERE account_id = ${accountId} AND environment = ${environment} AND NOT hard_deleted
-          GROUP BY 1`.pipe(
-          Effect.flatMap(statusRows),
-          Effect.map((rows) => {
-            const out: Record<string, number> = { QUEUED: 0, BATCHING: 0, ANCHORED: 0, FAILED: 0, DELETED: 0 }
-            for (const r of rows) out[r.status] = r.count
-            return out
-          })
-        )),
+          GROUP BY 1`.pipe(Effect.flatMap(statusRows))
+        const live = sql`r.account_id = ${accountId} AND r.environment = ${environment} AND r.deleted_at IS NULL`
+        const inFlight = yield* sql`
+          SELECT (SELECT count(*)::int FROM records r ${stateJoin(sql)} WHERE ${live} AND ${inStatus(sql, "QUEUED")}) AS queued,
+            (SELECT count(*)::int FROM records r ${stateJoin(sql)} WHERE ${live} AND ${inStatus(sql, "BATCHING")}) AS batching`.pipe(
+          Effect.flatMap(inFlightRow)
+        )
+        const out: Record<string, number> = { QUEUED: 0, BATCHING: 0, ANCHORED: 0, FAILED: 0, DELETED: 0 }
+        for (const r of rows) out[r.status] = r.count
+        const queued = inFlight?.queued ?? 0
+        const batching = inFlight?.batching ?? 0
+        out.ANCHORED = Math.max(0, out.QUEUED! - queued - batching)
+        out.QUEUED = queued
+        out.BATCHING = batching
+        return out
+      }),
 
       backlog: Effect.fn("ConsoleStats.backlog")((networkId) =>
         sql`
           SELECT
-            (SELECT count(*)::int FROM records WHERE network_id = ${networkId} AND status = 'QUEUED') AS queued,
+            (SELECT count(*)::int FROM records r ${stateJoin(sql)} WHERE r.network_id = ${networkId} AND ${inStatus(sql, "QUEUED")}) AS queued,
             (SELECT count(*)::int FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS unconfirmed,
             (SELECT min(sent_at) FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS oldest_sent_at,
             (SELECT anchored_at FROM anchor_batches WHERE network_id = ${networkId} AND state = 'CONFIRMED'

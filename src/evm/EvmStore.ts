@@ -56,7 +56,7 @@ export class EvmStore extends Context.Service<EvmStore, {
   readonly markMined: (batchId: string, facts: MinedFacts) => Effect.Effect<void, SqlError.SqlError>
   /**
    * A FAILED batch whose transaction was mined after all: batch → MINED with the facts, its anchors back
-   * from failed_anchors, its records still FAILED → BATCHING (confirmation then takes them to ANCHORED,
+   * from failed_anchors, its records still FAILED read BATCHING again (confirmation then makes them ANCHORED,
    * with anchor.confirmed events). The number of records revived; undefined when the batch was not
    * FAILED any more or a live batch has its root.
    */

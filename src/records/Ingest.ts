@@ -9,6 +9,8 @@ import type { Principal } from "../api/auth.ts"
 import { nextMonthStart } from "../auth/plans.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../anchoring/Networks.ts"
+import { ensureQueueCursor } from "../anchoring/BatchStore.ts"
+import { SqlClient } from "effect/sql"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { ChainNotConfigured, InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
 import { WebhookEgress } from "../webhooks/urlPolicy.ts"
@@ -101,6 +103,15 @@ export class Ingest extends Context.Service<Ingest, {
     Effect.gen(function*() {
       const writer = yield* IngestWriter
       const networks = yield* Networks
+      // Every network this node's ingest assigns has a queue cursor (a record's state reads it, migration
+      // 0016), served by a batcher or not. Best effort: a batcher makes its own at its first look.
+      const sql = yield* SqlClient.SqlClient
+      for (const environment of ["test", "live"] as const) {
+        yield* Effect.ignore(Effect.andThen(
+          ensureQueueCursor(sql, networks.choose(environment, "evm").networkId),
+          ensureQueueCursor(sql, networks.choose(environment, "fabric").networkId, environment)
+        ).pipe(Effect.timeout("10 seconds")))
+      }
       const usage = yield* UsageCache
       const egress = yield* WebhookEgress
       // The record's createdAt (and the batch window counted from it) on the node's Clock, read

@@ -3,6 +3,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import { withAnchors } from "../anchoring/anchorViews.ts"
+import { inStatus, recordColumns, type RecordStatus, stateJoin } from "../anchoring/recordState.ts"
 import { canonicalize } from "../canonical/jcs.ts"
 import { append, appendOne } from "../outbox/Outbox.ts"
 import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
@@ -73,11 +74,15 @@ export class RecordStore extends Context.Service<RecordStore, {
       // By the primary key whatever the statistics (issue 25): behind the fence (OFFSET 0) the key is the
       // only condition, so no plan can walk the owner's index (records_hash, records_list) and filter each of
       // the account's records, as a plan made on a fresh database did for good (430 ms at 18,448 records).
+      // The state is read with the row (src/anchoring/recordState.ts).
       const fetch = (owner: Owner, id: string, lock: boolean) =>
         sql`
-          SELECT * FROM (SELECT * FROM records WHERE id = ${id} OFFSET 0) r
+          SELECT ${recordColumns(sql)} FROM (SELECT * FROM records WHERE id = ${id} OFFSET 0) r ${stateJoin(sql)}
           WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment}
-          ${lock ? sql`FOR UPDATE` : sql``}`.pipe(Effect.flatMap(first))
+          ${lock ? sql`FOR UPDATE OF r` : sql``}`.pipe(Effect.flatMap(first))
+      /** A changed row as the caller returns it, its state read again. */
+      const reread = (id: string) =>
+        sql`SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)} WHERE r.id = ${id}`.pipe(Effect.flatMap(rows))
 
       const classify = (row: RecordRow | undefined, includeDeleted: boolean): Lookup =>
         row === undefined
@@ -148,26 +153,26 @@ export class RecordStore extends Context.Service<RecordStore, {
           )),
         list: Effect.fn("RecordStore.list")((owner, options) =>
           sql`
-            SELECT * FROM records
-            WHERE account_id = ${owner.accountId} AND environment = ${owner.environment}
-              ${options.before !== undefined ? sql`AND id < ${options.before}` : sql``}
-              ${options.collection !== undefined ? sql`AND collection = ${options.collection}` : sql``}
-              ${options.includeDeleted ? sql`AND NOT hard_deleted` : sql`AND deleted_at IS NULL`}
+            SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
+            WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment}
+              ${options.before !== undefined ? sql`AND r.id < ${options.before}` : sql``}
+              ${options.collection !== undefined ? sql`AND r.collection = ${options.collection}` : sql``}
+              ${options.includeDeleted ? sql`AND NOT r.hard_deleted` : sql`AND r.deleted_at IS NULL`}
               ${options.status === "DELETED"
-                ? sql`AND deleted_at IS NOT NULL`
+                ? sql`AND r.deleted_at IS NOT NULL`
                 : options.status !== undefined
-                ? sql`AND status = ${options.status}`
+                ? sql`AND ${inStatus(sql, options.status as RecordStatus)}`
                 : sql``}
-              ${options.chainType !== undefined ? sql`AND chain_type = ${options.chainType}` : sql``}
-              ${options.createdFrom !== undefined ? sql`AND created_at >= ${options.createdFrom}` : sql``}
-              ${options.createdBefore !== undefined ? sql`AND created_at < ${options.createdBefore}` : sql``}
-            ORDER BY id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
+              ${options.chainType !== undefined ? sql`AND r.chain_type = ${options.chainType}` : sql``}
+              ${options.createdFrom !== undefined ? sql`AND r.created_at >= ${options.createdFrom}` : sql``}
+              ${options.createdBefore !== undefined ? sql`AND r.created_at < ${options.createdBefore}` : sql``}
+            ORDER BY r.id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
         byHash: Effect.fn("RecordStore.byHash")((owner, hash) =>
           sql`
-            SELECT * FROM records
-            WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND hash = ${hash}
-              AND deleted_at IS NULL
-            ORDER BY id DESC LIMIT 100`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
+            SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
+            WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment} AND r.hash = ${hash}
+              AND r.deleted_at IS NULL
+            ORDER BY r.id DESC LIMIT 100`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
         update: Effect.fn("RecordStore.update")((owner, id, changes) =>
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
@@ -183,9 +188,10 @@ export class RecordStore extends Context.Service<RecordStore, {
             if (Object.keys(diff).length === 0) return { _tag: "Found", row: (yield* attachAnchors([found.row]))[0] } as Lookup
             const metadata = changes.metadata ?? found.row.metadata
             const webhookUrl = changes.webhookUrl === undefined ? found.row.webhookUrl : changes.webhookUrl
-            const updated = yield* sql`
+            yield* sql`
               UPDATE records SET metadata = ${JSON.stringify(metadata)}, webhook_url = ${webhookUrl}, updated_at = ${yield* now}
-              WHERE id = ${id} RETURNING *`.pipe(Effect.flatMap(rows))
+              WHERE id = ${id}`
+            const updated = yield* reread(id)
             yield* event(owner, { kind: "record.updated", recordId: id, hash: found.row.hash, status: found.row.status, changes: diff })
             return { _tag: "Found", row: (yield* attachAnchors(updated))[0] } as Lookup
           }))),
@@ -198,20 +204,20 @@ export class RecordStore extends Context.Service<RecordStore, {
             const at = yield* now
             const deletedEvent = { kind: "record.deleted", recordId: id, hash: row.hash, status: row.status, mode } as const
             if (mode === "soft") {
-              const deleted = yield* sql`UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id} RETURNING *`.pipe(
-                Effect.flatMap(rows)
-              )
+              yield* sql`UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id}`
+              const deleted = yield* reread(id)
               yield* event(owner, deletedEvent)
               return { _tag: "Found", row: deleted[0] } as Lookup
             }
             // Hard: the event first, so that the events trigger makes its delivery to the record's webhookUrl
             // (read from the row) before the row forgets it.
             const { seq } = yield* appendOne(sql, owner.accountId, deletedEvent)
-            const deleted = yield* sql`
+            yield* sql`
               UPDATE records SET deleted_at = COALESCE(deleted_at, ${at}), updated_at = ${at}, hard_deleted = true,
                 data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb,
                 collection = NULL, webhook_url = NULL
-              WHERE id = ${id} RETURNING *`.pipe(Effect.flatMap(rows))
+              WHERE id = ${id}`
+            const deleted = yield* reread(id)
             yield* eraseCopies(owner, row, seq, at)
             return { _tag: "Found", row: deleted[0] } as Lookup
           }))),

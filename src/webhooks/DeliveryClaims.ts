@@ -317,7 +317,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
                 ${TARGET_URL_SQL} AS url, ${HOST_SQL(TARGET_URL_SQL)} AS host,
                 s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$3", "s.")}) AS overlap,
-                r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
+                -- the state of a record its anchor.confirmed announces (migration 0016: read, not stored)
+                r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, 'ANCHORED' AS status, r.collection,
                 -- anchor.confirmed: no prior anchor to show
                 NULL AS anchor_payload_text
               FROM unnest(string_to_array($1, ',')::bigint[], string_to_array($2, ',')) WITH ORDINALITY AS c(batch_event_id, record_id, ord)
@@ -434,13 +435,15 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               e.record_id, e.batch_event_id::text AS batch_event_id, e.anchored_at,
               s.payload_format AS format, s.secret, s.previous_secret AS previous,
               (${inOverlap("$2", "s.")}) AS overlap,
-              r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, r.status, r.collection,
+              r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, st.status, r.collection,
               prior.payload::text AS anchor_payload_text, prior.id::text AS prior_id,
               prior_be.id::text AS prior_batch_event_id, prior_be.anchored_at AS prior_anchored_at
             FROM e
             -- the delivery's environment's format and secrets (migration 0013)
             JOIN webhook_settings s ON s.account_id = e.account_id AND s.environment = e.environment
             LEFT JOIN records r ON r.id = e.record_id
+            -- its state (src/anchoring/recordState.ts, migration 0016)
+            LEFT JOIN LATERAL anchord_record_state(r.id, r.status, r.chain_type) st ON true
             -- The record's last anchor.confirmed before the event: a stored one (written before migration 0012)
             -- by the events index, a derived one through the record's anchors' batches. The kind test inside:
             -- a gate checked before the lookups, which then run only for the rare updated/deleted events.

@@ -129,7 +129,7 @@ describe("anchor events through the outbox (real PostgreSQL)", () => {
       assert.strictEqual(yield* batches.confirm(e2.batchId), 1)
       const afterReset = yield* events
       assert.deepStrictEqual(afterReset.slice(3).map((e) => `${e.kind}:${e.recordId}`), [`anchor.confirmed:${id(3)}`])
-      const statuses = yield* sql<{ id: string; status: string }>`SELECT id, status FROM records ORDER BY id`
+      const statuses = yield* sql<{ id: string; status: string }>`SELECT id, status FROM record_states ORDER BY id`
       assert.deepStrictEqual(statuses.map((r) => r.status), ["ANCHORED", "ANCHORED", "ANCHORED"])
 
       // Given up: anchor.failed per record, anchors kept; mined after all: revived, then confirmed.

@@ -150,7 +150,7 @@ describe("EVM leadership across two processes", () => {
       INSERT INTO records (id, account_id, environment, hash, status, chain_type, network_id, package_mode, source)
       SELECT lpad(to_hex(i), 24, '0'), $1, 'test', md5(i::text) || md5((-i)::text), 'QUEUED', 'evm', $2, 'SEPARATED', 'hash'
       FROM generate_series(1, 5) i`, [accountId, networkId])
-    const queued = (await query<{ id: string }>(databaseUrl, "SELECT id FROM records WHERE status = 'QUEUED' AND id LIKE '0000%'"))
+    const queued = (await query<{ id: string }>(databaseUrl, "SELECT id FROM record_states WHERE status = 'QUEUED' AND id LIKE '0000%'"))
       .map((r) => r.id)
     expect(queued).toHaveLength(5)
     leader.child.kill("SIGCONT")

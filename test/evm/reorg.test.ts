@@ -37,7 +37,7 @@ describe("reorg", () => {
         `SELECT id::text AS id, block_number::text AS "blockNumber", tx_hash AS "txHash" FROM anchor_batches WHERE state = 'MINED'`)
       return rows[0]
     })
-    const statuses = await query<{ status: string }>(node.databaseUrl, "SELECT status FROM records WHERE id = ANY($1)", [ids])
+    const statuses = await query<{ status: string }>(node.databaseUrl, "SELECT status FROM record_states WHERE id = ANY($1)", [ids])
     expect(statuses.every((r) => r.status === "BATCHING")).toBe(true)
 
     // Reorg: back to before the batch, the pool emptied, and a different block at that height.

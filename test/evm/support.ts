@@ -50,7 +50,7 @@ export const publicClient = (rpcUrl: string) => createPublicClient({ transport: 
 export { sleep, waitFor } from "../support/wait.ts"
 
 export const statusesOf = async (databaseUrl: string, ids: ReadonlyArray<string>) => {
-  const rows = await query<{ id: string; status: string }>(databaseUrl, "SELECT id, status FROM records WHERE id = ANY($1)", [ids])
+  const rows = await query<{ id: string; status: string }>(databaseUrl, "SELECT id, status FROM record_states WHERE id = ANY($1)", [ids])
   return new Map(rows.map((r) => [r.id, r.status]))
 }
 

@@ -66,6 +66,6 @@ export const startFabricNode = async (options: {
 export { sleep, waitFor } from "../support/wait.ts"
 
 export const allAnchored = (databaseUrl: string, ids: ReadonlyArray<string>) => async () => {
-  const rows = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM records WHERE id = ANY($1) AND status = 'ANCHORED'", [ids])
+  const rows = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM record_states WHERE id = ANY($1) AND status = 'ANCHORED'", [ids])
   return rows[0]!.n === ids.length
 }

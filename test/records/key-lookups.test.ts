@@ -53,7 +53,7 @@ describe("lookups by key on a database without statistics (real PostgreSQL)", ()
         }
         yield* sql`
           INSERT INTO records (id, account_id, environment, hash, status, chain_type, network_id, package_mode, source)
-          SELECT lpad(to_hex(i), 24, '0'), ${account}, 'test', md5(i::text) || md5((-i)::text), 'ANCHORED', 'evm', 'evm-keys',
+          SELECT lpad(to_hex(i), 24, '0'), ${account}, 'test', md5(i::text) || md5((-i)::text), 'QUEUED', 'evm', 'evm-keys',
             'SEPARATED', 'hash'
           FROM generate_series(1, ${MANY}) i`
         const [event] = yield* sql<{ id: string }>`

@@ -204,8 +204,8 @@ const confirmedBatch = async (databaseUrl: string, recordIds: Array<string>, fac
   const rows = await query<{ id: string }>(databaseUrl, `
     WITH b AS (
       INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_batch_id, chain_batch_ref, tx_hash,
-        block_number, anchored_at)
-      VALUES ($1, $2, $3, $4, 'CONFIRMED', $5, $6, $7, $8, $9::timestamptz) RETURNING id
+        block_number, anchored_at, confirmed_at)
+      VALUES ($1, $2, $3, $4, 'CONFIRMED', $5, $6, $7, $8, $9::timestamptz, clock_timestamp()) RETURNING id
     ), a AS (
       INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
       SELECT x.r, $1, $2, b.id, x.ord - 1, $10::text[], true FROM b, unnest($11::text[]) WITH ORDINALITY AS x(r, ord)
@@ -222,7 +222,7 @@ const confirmedBatch = async (databaseUrl: string, recordIds: Array<string>, fac
 /**
  * What the anchoring pipeline does when records are confirmed (src/anchoring/BatchStore.ts): a
  * confirmed batch with their anchors (`facts`; a hybrid record's other anchor in its own batch from
- * `dualAnchor`), the records ANCHORED, and one `batch_events` row per account, in one transaction,
+ * `dualAnchor`; the records then read ANCHORED, migration 0016), and one `batch_events` row per account,
  * from which each record's `anchor.confirmed` is derived and fanned out (migration 0012). Each
  * record's event id, and the anchoredAt.
  */
@@ -233,13 +233,10 @@ export const confirmBatch = async (databaseUrl: string, recordIds: Array<string>
   if (facts.dualAnchor !== undefined) await confirmedBatch(databaseUrl, recordIds, facts.dualAnchor, anchoredAt)
   const batchId = await confirmedBatch(databaseUrl, recordIds, facts, anchoredAt)
   await query(databaseUrl, `
-    WITH r AS (
-      UPDATE records SET status = 'ANCHORED', anchored_at = $3::timestamptz, updated_at = now() WHERE id = ANY($2::text[])
-      RETURNING id, account_id
-    )
     INSERT INTO batch_events (batch_id, account_id, record_ids)
-    SELECT $1::bigint, r.account_id, array_agg(r.id ORDER BY array_position($2::text[], r.id)) FROM r GROUP BY r.account_id`,
-    [batchId, recordIds, anchoredAt])
+    SELECT $1::bigint, r.account_id, array_agg(r.id ORDER BY array_position($2::text[], r.id)) FROM records r
+    WHERE r.id = ANY($2::text[]) GROUP BY r.account_id`,
+    [batchId, recordIds])
   const events = await query<{ record_id: string; event_id: string }>(databaseUrl,
     "SELECT record_id, event_id FROM anchor_confirmed_events WHERE id IN (SELECT id FROM batch_events WHERE batch_id = $1)", [batchId])
   return { eventIds: new Map(events.map((e) => [e.record_id, e.event_id])), anchoredAt }
