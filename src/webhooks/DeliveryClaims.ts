@@ -517,8 +517,14 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 success_node_id = CASE WHEN v.ok THEN ${nodeId} END,
                 updated_at = ${now}
               FROM v
+              -- Primary-key lookups only. Written d.state = 'PENDING' the test matched the predicate of the
+              -- partial index webhook_deliveries_due, which the planner then walked whole (every PENDING row: all
+              -- nodes' claims in flight, waiting retries, dead entries not yet vacuumed) to filter by seq: a cost
+              -- per statement that grew with the backlog, not with the outcomes (docs/benchmarks.md, issue 26).
+              -- IS TRUE keeps the test without implying that predicate. (The token alone would do: every
+              -- statement moving a row out of PENDING clears it.)
               WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
-                AND d.claim_token = v.token AND d.state = 'PENDING'
+                AND d.claim_token = v.token AND (d.state = 'PENDING') IS TRUE
               RETURNING d.seq, d.state, d.next_attempt_at
             ), logged AS (
               -- failed attempts, and any attempt whose claim was lost (it happened; the row did not take it)
