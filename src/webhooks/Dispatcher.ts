@@ -27,8 +27,7 @@ import { type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
-import { attempt, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
-import { standardSignature } from "./standard.ts"
+import { attempt, attemptHeaders, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 
@@ -111,31 +110,9 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const userAgent = `anchord/${VERSION}`
 
   const send = Effect.fn("WebhookDispatcher.send")(function*(row: Ready, token: string) {
-    const h = row.headers
     yield* annotateSampled(() => deliveryAttributes(row))
     const startedMillis = yield* Clock.currentTimeMillis
-    const seconds = Math.floor(startedMillis / 1000)
-    const headers: Record<string, string> = {
-      "Content-Type": "application/json",
-      "User-Agent": userAgent,
-      "X-Service-Event": h.event,
-      "X-Service-Event-Id": h.eventId,
-      "X-Service-Timestamp": String(seconds),
-      "X-Service-Hash": h.hash,
-      "X-Service-Package": h.packageMode,
-      "X-Service-Chain": h.chain,
-      "X-Service-Network": h.network,
-      "X-Service-Retry-Attempt": String(row.attempts),
-      "x-webhook-signature": row.signature
-    }
-    if (row.signatureNext !== null) headers["x-webhook-signature-next"] = row.signatureNext
-    // Standard Webhooks (SPEC 5.3): signed over this attempt's timestamp, so made per attempt (the seed's
-    // signature above is made once per event), with the secrets of the delivery's environment as of this claim.
-    headers["webhook-id"] = h.eventId
-    headers["webhook-timestamp"] = String(seconds)
-    headers["webhook-signature"] = standardSignature(
-      row.secretPrevious === null ? [row.secret] : [row.secretPrevious, row.secret], h.eventId, seconds, row.body
-    )
+    const headers = attemptHeaders(row, Math.floor(startedMillis / 1000), userAgent)
     const outcome = yield* Effect.promise((signal) =>
       attempt(
         { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },
@@ -162,7 +139,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       ok: outcome.ok,
       retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale),
       deliveryId: row.id,
-      eventId: h.eventId,
+      eventId: row.headers.eventId,
       host: logHostOf(row.url),
       receiver: row.host
     })
