@@ -13,6 +13,7 @@ import batchEvents from "./0012_batch_events.ts"
 import webhookEnvironments from "./0013_webhook_environments.ts"
 import consoleHardening from "./0014_console_hardening.ts"
 import erasureAndSalted from "./0015_erasure_and_salted.ts"
+import deliveryChunks from "./0017_delivery_chunks.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -30,5 +31,7 @@ export const migrations = {
   "0012_batch_events": batchEvents,
   "0013_webhook_environments": webhookEnvironments,
   "0014_console_hardening": consoleHardening,
-  "0015_erasure_and_salted": erasureAndSalted
+  "0015_erasure_and_salted": erasureAndSalted,
+  // 0016 is issue 26's record-state migration (landing from its own branch)
+  "0017_delivery_chunks": deliveryChunks
 }
