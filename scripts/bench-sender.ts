@@ -7,6 +7,9 @@
  * The receiver runs in a child process (answers 200 at once, keep-alive), so the figures are the client's.
  * Prints deliveries/s and client CPU µs per request of each, and the ratio path ÷ bare (1.0: the path costs
  * nothing over a bare POST). Absolute figures depend on the machine and its load; the ratio is the figure.
+ *
+ * BENCH_SENDER_BEFORE=<another checkout>/src/webhooks/sender.ts adds that commit's `attempt` as a third column,
+ * alternating with the others in each round (before/after in one run). Its headers are made as here.
  */
 import * as ChildProcess from "node:child_process"
 import * as Http from "node:http"
@@ -104,16 +107,34 @@ const main = async () => {
   // and signature inside (that is part of what it costs per delivery).
   const bareRequests = Array.from({ length: REQUESTS }, (_, i) => bare(i))
   const pathRequests = Array.from({ length: REQUESTS }, (_, i) => path(i))
+  const other = process.env.BENCH_SENDER_BEFORE
+  const before: typeof attempt | undefined = other === undefined ? undefined : (await import(other)).attempt
+  const otherAgents = other === undefined ? undefined : makeAgents()
+  const beforeRequests = before === undefined ? [] : Array.from({ length: REQUESTS }, (_, i) => {
+    const d = delivery(i)
+    return async () => {
+      const outcome = await before(
+        { url, environment: "test", body: d.body, headers: attemptHeaders(d, seconds(), userAgent), timeoutMillis: 10_000 },
+        otherAgents!,
+        egress
+      )
+      if (!outcome.ok) throw new Error(outcome.error ?? "failed")
+    }
+  })
   // Warm-up: sockets open in both pools, JIT.
   await pool(2_000, CONCURRENCY, (i) => bareRequests[i]())
   await pool(2_000, CONCURRENCY, (i) => pathRequests[i]())
+  if (before !== undefined) await pool(2_000, CONCURRENCY, (i) => beforeRequests[i]())
 
   const rows: Array<{ label: string; perSecond: number; cpuMicros: number }> = []
+  const befores: Array<{ label: string; perSecond: number; cpuMicros: number }> = []
   for (let r = 0; r < ROUNDS; r++) {
     rows.push(await measure("bare", (i) => bareRequests[i]()))
     rows.push(await measure("path", (i) => pathRequests[i]()))
+    if (before !== undefined) befores.push(await measure("before", (i) => beforeRequests[i]()))
   }
   destroyAgents(agents)
+  if (otherAgents !== undefined) destroyAgents(otherAgents)
   bareAgent.destroy()
   child.kill()
 
@@ -129,6 +150,10 @@ const main = async () => {
   }
   const sorted = [...ratios].sort((a, b) => a - b)
   console.log(`[bench:sender] median ratio path ÷ bare: ${sorted[Math.floor(sorted.length / 2)].toFixed(2)}`)
+  if (befores.length > 0) {
+    const b = befores.map((x, r) => x.perSecond / rows[2 * r].perSecond).sort((x, y) => x - y)
+    console.log(`[bench:sender] before (${other}): per round /s ${befores.map((x) => x.perSecond.toFixed(0)).join(", ")}, CPU µs/req ${befores.map((x) => x.cpuMicros.toFixed(0)).join(", ")}; median ratio before ÷ bare: ${b[Math.floor(b.length / 2)].toFixed(2)}`)
+  }
 }
 
 main().catch((error) => {
