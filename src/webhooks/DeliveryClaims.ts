@@ -96,15 +96,9 @@ export interface Chunk {
   readonly items: ReadonlyArray<ChunkItem>
 }
 
-/** A chunk record's first attempt. */
-export interface ChunkOutcome {
+/** A chunk record's first attempt: an outcome as a claimed delivery's, by record. */
+export interface ChunkOutcome extends Omit<Completion, "seq" | "token" | "round" | "attempt"> {
   readonly recordId: string
-  readonly startedAt: Date
-  readonly statusCode: number | null
-  readonly latencyMs: number
-  readonly error: string | null
-  readonly ok: boolean
-  readonly retryInMillis: number | null
 }
 
 /** What one fan-out step did: the chunks it leased to this node, and whether more may be waiting. */
