@@ -10,17 +10,21 @@ import { anchordJson as cli, killAndWait, spawnAnchord as spawnNode } from "../s
 import { call } from "../support/node.ts"
 import { confirmBatch, startReceiver, startWebhookNode, verifySignature, waitFor } from "./support.ts"
 
+/** A fresh database with an account and its key, and the environment of a real node process on it. */
+const processNode = async (webhook: Record<string, string>) => {
+  const databaseUrl = await freshDatabase()
+  const env = {
+    DATABASE_URL: databaseUrl, PORT: String(await freePort()), ANON_RATE_LIMIT_PER_SECOND: "1000", WEBHOOK_POLL_MS: "500", ...webhook
+  }
+  const account = cli(["accounts", "create", "hooks", "--plan", "ENTERPRISE", "--rate-per-second", "100000", "--activate", "--json"], env)
+  const key: string = cli(["keys", "create", account.id, "--json"], env).key
+  return { account, databaseUrl, env, key }
+}
 
 describe("webhook durability", () => {
   it("SIGKILL with deliveries in flight: after a restart every event is delivered at least once, same id and signature", async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 80 }))
-    const databaseUrl = await freshDatabase()
-    const env = {
-      DATABASE_URL: databaseUrl, PORT: String(await freePort()), ANON_RATE_LIMIT_PER_SECOND: "1000",
-      WEBHOOK_CONCURRENCY: "16", WEBHOOK_TIMEOUT_MS: "1000", WEBHOOK_LEASE_MS: "3000", WEBHOOK_POLL_MS: "500"
-    }
-    const account = cli(["accounts", "create", "hooks", "--plan", "ENTERPRISE", "--rate-per-second", "100000", "--activate", "--json"], env)
-    const key = cli(["keys", "create", account.id, "--json"], env).key
+    const { account, databaseUrl, env, key } = await processNode({ WEBHOOK_CONCURRENCY: "16", WEBHOOK_TIMEOUT_MS: "1000", WEBHOOK_LEASE_MS: "3000" })
     let child = await spawnNode(env)
     try {
       const base = `http://127.0.0.1:${env.PORT}`
@@ -81,13 +85,7 @@ describe("webhook durability", () => {
   it("SIGKILL mid-chunk: the leased chunk is sent again after its lease expires, every anchor.confirmed delivered and logged once", async () => {
     // Answers slowly at first, so that the kill finds the first chunk's attempts in flight.
     const receiver = await startReceiver((_, i) => ({ status: 200, delayMs: i < 60 ? 3_000 : 0 }))
-    const databaseUrl = await freshDatabase()
-    const env = {
-      DATABASE_URL: databaseUrl, PORT: String(await freePort()), ANON_RATE_LIMIT_PER_SECOND: "1000",
-      WEBHOOK_CONCURRENCY: "64", WEBHOOK_TIMEOUT_MS: "5000", WEBHOOK_LEASE_MS: "6000", WEBHOOK_POLL_MS: "500"
-    }
-    const account = cli(["accounts", "create", "hooks", "--plan", "ENTERPRISE", "--rate-per-second", "100000", "--activate", "--json"], env)
-    const key = cli(["keys", "create", account.id, "--json"], env).key
+    const { databaseUrl, env, key } = await processNode({ WEBHOOK_CONCURRENCY: "64", WEBHOOK_TIMEOUT_MS: "5000", WEBHOOK_LEASE_MS: "6000" })
     let child = await spawnNode(env)
     try {
       const base = `http://127.0.0.1:${env.PORT}`
