@@ -74,9 +74,36 @@ export interface Completion {
   readonly retryInMillis: number | null
 }
 
-/** What one fan-out step did: the deliveries it claimed for this node, and whether more may be waiting. */
+/** A record of a leased chunk, rendered and signed, with what its delivery row will hold. */
+export interface ChunkItem extends Omit<Claimed, "seq" | "body" | "signature" | "headers"> {
+  readonly batchEventId: string
+  readonly eventId: string
+  readonly accountId: string
+  readonly recordId: string
+  readonly target: "record" | "account"
+  readonly body: string
+  readonly signature: string
+  readonly headers: StableHeaders
+}
+
+/**
+ * A leased `webhook_fanouts` row (migration 0017): records of one batch event this node sends, then writes the
+ * outcomes of at once (completeChunk). Its lease expiring (a crash) gives it to the next fan-out step, whole.
+ */
+export interface Chunk {
+  readonly fanoutId: string
+  readonly token: string
+  readonly items: ReadonlyArray<ChunkItem>
+}
+
+/** A chunk record's first attempt: an outcome as a claimed delivery's, by record. */
+export interface ChunkOutcome extends Omit<Completion, "seq" | "token" | "round" | "attempt"> {
+  readonly recordId: string
+}
+
+/** What one fan-out step did: the chunks it leased to this node, and whether more may be waiting. */
 export interface FanOut {
-  readonly claimed: ReadonlyArray<Claimed>
+  readonly chunks: ReadonlyArray<Chunk>
   /** Some events were taken (more may wait); false when there were none, or all wait for their receivers. */
   readonly found: boolean
 }
@@ -203,8 +230,9 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
   readonly claim: (limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) =>
     Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
   /**
-   * Fans out up to `limit` events of the oldest `webhook_fanouts` rows (migration 0011): their deliveries
-   * are inserted rendered, signed and claimed by this node, in one transaction that consumes their ids.
+   * Fans out up to `limit` events of the oldest unleased `webhook_fanouts` rows (migrations 0011, 0017): the
+   * records taken are rendered, signed, and leased to this node as chunks (one per row), in one transaction;
+   * no delivery row is written before their outcomes (completeChunk).
    * A receiver's events wait in the row while this node has `perHost` attempts in flight to it
    * (`inFlight`, this node's own count: the fan-out reads no other node's claims).
    */
@@ -222,6 +250,13 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
   readonly saveRendered: (items: ReadonlyArray<Rendering>) => Effect.Effect<ReadonlyArray<Rendering>, SqlError.SqlError>
   /** Records outcomes of claimed attempts (ignored when the claim was lost); the deliveries' next state. */
   readonly complete: (items: ReadonlyArray<Completion>, nodeId: string) => Effect.Effect<ReadonlyArray<CompletionResult>, SqlError.SqlError>
+  /**
+   * A chunk's outcomes, once: each record still in the leased row gets its delivery row, finished, or PENDING on
+   * the ladder with its failed attempt logged; the row goes. Nothing when the lease was lost (another node sends
+   * the chunk again). The deliveries written, by record.
+   */
+  readonly completeChunk: (chunk: Chunk, outcomes: ReadonlyArray<ChunkOutcome>, nodeId: string) =>
+    Effect.Effect<ReadonlyArray<{ readonly recordId: string; readonly id: string; readonly state: DeliveryState; readonly nextAttemptAt: Date | null }>, SqlError.SqlError>
   /** Milliseconds until the earliest pending delivery is due (0 if one is due now), null if none. */
   readonly nextDueMillis: Effect.Effect<number | null, SqlError.SqlError>
 }>()("anchord/webhooks/DeliveryClaims") {
@@ -279,34 +314,40 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
           const until = new Date(ms + leaseMillis)
           return yield* sql.withTransaction(Effect.gen(function*() {
             // Several rows: the records of receivers at their cap stay in their rows (in order) while those
-            // of the others, in rows behind them, go on.
+            // of the others, in rows behind them, go on. Leased rows are skipped until their lease expires.
             const rows = yield* sql<{ id: string; batchEventId: string; recordIds: string; hosts: string }>`
               SELECT id::text AS id, batch_event_id::text AS batch_event_id, array_to_json(record_ids)::text AS record_ids,
                 array_to_json(hosts)::text AS hosts
-              FROM webhook_fanouts ORDER BY webhook_fanouts.id LIMIT ${FANOUT_ROWS} FOR UPDATE SKIP LOCKED`
-            if (rows.length === 0) return { claimed: [], found: false }
+              FROM webhook_fanouts WHERE locked_until IS NULL OR locked_until <= ${now}
+              ORDER BY webhook_fanouts.id LIMIT ${FANOUT_ROWS} FOR UPDATE SKIP LOCKED`
+            if (rows.length === 0) return { chunks: [], found: false }
             const counts = new Map(inFlight)
             // chosen events, each as "<batch event id>:<record id>" (the derived event's key)
             const chosen: Array<string> = []
-            const done: Array<string> = []
-            const partial: Array<{ readonly id: string; readonly recordIds: Array<string>; readonly hosts: Array<string> }> = []
+            const taken: Array<{
+              readonly id: string
+              readonly batchEventId: string
+              readonly all: number
+              readonly kept: { recordIds: Array<string>; hosts: Array<string> }
+              readonly chosen: Array<{ readonly recordId: string; readonly host: string }>
+            }> = []
             for (const row of rows) {
               const recordIds: ReadonlyArray<string> = JSON.parse(row.recordIds)
               const hosts: ReadonlyArray<string> = JSON.parse(row.hosts)
-              const kept = { id: row.id, recordIds: [] as Array<string>, hosts: [] as Array<string> }
+              const t = { id: row.id, batchEventId: row.batchEventId, all: recordIds.length, kept: { recordIds: [] as Array<string>, hosts: [] as Array<string> }, chosen: [] as Array<{ recordId: string; host: string }> }
               recordIds.forEach((recordId, i) => {
                 const host = hosts[i] ?? ""
                 const n = counts.get(host) ?? 0
                 if (chosen.length >= limit || n >= perHost) {
-                  kept.recordIds.push(recordId)
-                  kept.hosts.push(host)
+                  t.kept.recordIds.push(recordId)
+                  t.kept.hosts.push(host)
                   return
                 }
                 counts.set(host, n + 1)
                 chosen.push(`${row.batchEventId}:${recordId}`)
+                t.chosen.push({ recordId, host })
               })
-              if (kept.recordIds.length === 0) done.push(row.id)
-              else if (kept.recordIds.length < recordIds.length) partial.push(kept)
+              taken.push(t)
               if (chosen.length >= limit) break
             }
             const events = chosen.length === 0 ? [] : yield* sql.unsafe<FanRow>(`
@@ -331,80 +372,146 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               ORDER BY c.ord`,
               [chosen.map((k) => k.split(":")[0]).join(","), chosen.map((k) => k.split(":")[1]).join(","), now])
             const payloads = yield* derivedPayloads(sql, events.map((e) => ({ key: e.seq, ...e })))
-            const secrets = new Map<string, { secret: string; secretPrevious: string | null }>()
-            const values = events.map((e, ord) => {
+            const items = new Map<string, ChunkItem>()
+            const unrendered: Array<FanRow> = []
+            for (const e of events) {
               const input = toRenderInput(e, { payload: payloads.get(e.seq) })
-              let rendered: ReturnType<typeof render> | undefined
+              let rendered: ReturnType<typeof render>
               try {
                 rendered = render(input)
               } catch {
                 // Not rendered here: inserted unclaimed and bodiless; the claim's render records the failure.
-                rendered = undefined
+                unrendered.push(e)
+                continue
               }
-              secrets.set(e.seq, { secret: e.secret, secretPrevious: input.nextSecret === null ? null : e.previous })
-              return {
-                ord,
-                key: e.seq,
+              items.set(e.seq, {
                 id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
-                batch_event_id: e.batchEventId,
-                event_id: e.eventId,
-                account_id: e.accountId,
-                record_id: e.recordId,
+                batchEventId: e.batchEventId,
+                eventId: e.eventId,
+                accountId: e.accountId,
+                recordId: e.recordId,
                 environment: e.environment,
                 target: e.target,
                 url: e.url,
                 host: e.host,
-                claimed: rendered !== undefined,
-                body: rendered?.body ?? null,
-                signature: rendered?.signature ?? null,
-                signature_next: rendered?.signatureNext ?? null,
-                headers: rendered?.headers ?? null
-              }
-            })
-            const inserted = values.length === 0 ? [] : yield* sql<{ readonly seq: string; readonly id: string }>`
-              INSERT INTO webhook_deliveries (id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
-                next_attempt_at, locked_until, locked_by, claim_token, body, signature, signature_next, headers, updated_at)
-              SELECT v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
-                CASE WHEN v.claimed THEN ${until}::timestamptz ELSE ${now}::timestamptz END,
-                CASE WHEN v.claimed THEN ${until}::timestamptz END,
-                CASE WHEN v.claimed THEN ${nodeId} END,
-                CASE WHEN v.claimed THEN ${token} END,
-                v.body, v.signature, v.signature_next, v.headers, ${now}
-              FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(ord int, id text, batch_event_id bigint, event_id text,
-                account_id text, record_id text, environment text, target text, url text, host text, claimed boolean,
-                body text, signature text, signature_next text, headers jsonb)
-              ORDER BY v.ord
-              RETURNING seq::text AS seq, id`
-            if (done.length > 0) yield* sql`DELETE FROM webhook_fanouts WHERE id = ANY (${`{${done.join(",")}}`}::bigint[])`
-            for (const kept of partial) {
-              yield* sql`
-                UPDATE webhook_fanouts SET record_ids = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.recordIds)}::jsonb)),
-                  hosts = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(kept.hosts)}::jsonb))
-                WHERE id = ${kept.id}::bigint`
-            }
-            // What the send needs is here already (only the keys come back from the INSERT).
-            const seqOf = new Map(inserted.map((d) => [d.id, d.seq]))
-            const claimed: Array<Claimed> = []
-            for (const v of values) {
-              if (!v.claimed) continue
-              claimed.push({
-                seq: seqOf.get(v.id)!,
-                id: v.id,
-                url: v.url,
-                host: v.host,
-                environment: v.environment,
                 attempts: 0,
                 round: 0,
-                body: v.body,
-                signature: v.signature,
-                signatureNext: v.signature_next,
-                headers: v.headers,
-                ...secrets.get(v.key)!
+                body: rendered.body,
+                signature: rendered.signature,
+                signatureNext: rendered.signatureNext,
+                headers: rendered.headers,
+                secret: e.secret,
+                secretPrevious: input.nextSecret === null ? null : e.previous
               })
+            }
+            if (unrendered.length > 0) {
+              yield* sql`
+                INSERT INTO webhook_deliveries (id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
+                  next_attempt_at, updated_at)
+                SELECT v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host, ${now}, ${now}
+                FROM jsonb_to_recordset(${JSON.stringify(unrendered.map((e, ord) => ({
+                  ord, id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`, batch_event_id: e.batchEventId, event_id: e.eventId,
+                  account_id: e.accountId, record_id: e.recordId, environment: e.environment, target: e.target, url: e.url, host: e.host
+                })))}::jsonb) AS v(ord int, id text, batch_event_id bigint, event_id text, account_id text, record_id text,
+                  environment text, target text, url text, host text)
+                ORDER BY v.ord`
+            }
+            // Each row taken: its chosen records that have something to send become a chunk leased to this node
+            // (the row itself when nothing of it waits, else a row split off it); the others wait in the row.
+            const chunks: Array<Chunk> = []
+            const arr = (values: ReadonlyArray<string>) => JSON.stringify(values)
+            for (const t of taken) {
+              const leased = t.chosen.flatMap((c) => {
+                const item = items.get(`${t.batchEventId}:${c.recordId}`)
+                return item === undefined ? [] : [item]
+              })
+              const lease = leased.length === 0 ? undefined : {
+                recordIds: arr(leased.map((i) => i.recordId)),
+                hosts: arr(leased.map((i) => i.host))
+              }
+              if (t.kept.recordIds.length === 0) {
+                if (lease === undefined) {
+                  yield* sql`DELETE FROM webhook_fanouts WHERE id = ${t.id}::bigint`
+                  continue
+                }
+                yield* sql`
+                  UPDATE webhook_fanouts SET record_ids = ARRAY(SELECT jsonb_array_elements_text(${lease.recordIds}::jsonb)),
+                    hosts = ARRAY(SELECT jsonb_array_elements_text(${lease.hosts}::jsonb)),
+                    locked_until = ${until}, locked_by = ${nodeId}, claim_token = ${token}
+                  WHERE id = ${t.id}::bigint`
+                chunks.push({ fanoutId: t.id, token, items: leased })
+                continue
+              }
+              if (t.kept.recordIds.length < t.all) {
+                yield* sql`
+                  UPDATE webhook_fanouts SET record_ids = ARRAY(SELECT jsonb_array_elements_text(${arr(t.kept.recordIds)}::jsonb)),
+                    hosts = ARRAY(SELECT jsonb_array_elements_text(${arr(t.kept.hosts)}::jsonb))
+                  WHERE id = ${t.id}::bigint`
+              }
+              if (lease === undefined) continue
+              const split = yield* sql<{ id: string }>`
+                INSERT INTO webhook_fanouts (batch_event_id, record_ids, hosts, locked_until, locked_by, claim_token)
+                VALUES (${t.batchEventId}::bigint, ARRAY(SELECT jsonb_array_elements_text(${lease.recordIds}::jsonb)),
+                  ARRAY(SELECT jsonb_array_elements_text(${lease.hosts}::jsonb)), ${until}, ${nodeId}, ${token})
+                RETURNING id::text AS id`
+              chunks.push({ fanoutId: split[0].id, token, items: leased })
             }
             // `found`: something was consumed, so more may be waiting; rows whose events all wait for
             // their receivers are not progress (the claim loop then waits for outcomes).
-            return { claimed, found: chosen.length > 0 }
+            return { chunks, found: chosen.length > 0 }
+          }))
+        }),
+
+        completeChunk: Effect.fnUntraced(function*(chunk, outcomes, nodeId) {
+          const now = yield* clockNow
+          const byRecord = new Map(outcomes.map((o) => [o.recordId, o]))
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            // A lost outcome only means the chunk is sent again (at-least-once): no WAL flush waited for.
+            yield* asyncCommit
+            // The records still leased to us (a hard delete takes its record out of the row; a lost lease, all).
+            const held = yield* sql<{ recordIds: string }>`
+              SELECT array_to_json(record_ids)::text AS record_ids FROM webhook_fanouts
+              WHERE id = ${chunk.fanoutId}::bigint AND claim_token = ${chunk.token} FOR UPDATE`
+            if (held.length === 0) return []
+            const still = new Set<string>(JSON.parse(held[0].recordIds))
+            const values = chunk.items.flatMap((i, ord) => {
+              const o = byRecord.get(i.recordId)
+              if (o === undefined || !still.has(i.recordId)) return []
+              return [{
+                ord, id: i.id, batch_event_id: i.batchEventId, event_id: i.eventId, account_id: i.accountId, record_id: i.recordId,
+                environment: i.environment, target: i.target, url: i.url, host: i.host, body: i.body, signature: i.signature,
+                signature_next: i.signatureNext, headers: i.headers, ok: o.ok, started_at: o.startedAt.toISOString(),
+                status_code: o.statusCode, latency_ms: o.latencyMs, error: o.error, retry_ms: o.retryInMillis
+              }]
+            })
+            const written = values.length === 0 ? [] : yield* sql<{ recordId: string; id: string; state: DeliveryState; nextAttemptAt: Date | null }>`
+              WITH v AS (
+                SELECT * FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(ord int, id text, batch_event_id bigint,
+                  event_id text, account_id text, record_id text, environment text, target text, url text, host text, body text,
+                  signature text, signature_next text, headers jsonb, ok boolean, started_at timestamptz, status_code int,
+                  latency_ms int, error text, retry_ms bigint)
+              ), inserted AS (
+                -- the first attempt's outcome as DeliveryClaims.complete would have written it on a claimed row
+                INSERT INTO webhook_deliveries (id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
+                  state, attempts, next_attempt_at, body, signature, signature_next, headers, last_status_code, last_error,
+                  delivered_at, success_started_at, success_latency_ms, success_node_id, updated_at)
+                SELECT v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
+                  CASE WHEN v.ok THEN 'SUCCEEDED' WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END, 1,
+                  CASE WHEN v.ok OR v.retry_ms IS NULL THEN NULL ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
+                  v.body, v.signature, v.signature_next, v.headers, v.status_code, v.error,
+                  CASE WHEN v.ok THEN ${now}::timestamptz END,
+                  CASE WHEN v.ok THEN v.started_at END, CASE WHEN v.ok THEN v.latency_ms END, CASE WHEN v.ok THEN ${nodeId} END,
+                  ${now}
+                FROM v ORDER BY v.ord
+                RETURNING seq, id, record_id, state, next_attempt_at
+              ), logged AS (
+                INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
+                SELECT i.seq, 0, 0, v.started_at, v.status_code, v.latency_ms, v.error, v.retry_ms, ${nodeId}
+                FROM inserted i JOIN v ON v.id = i.id WHERE NOT v.ok
+              )
+              SELECT record_id, id, state, next_attempt_at FROM inserted`
+            yield* sql`DELETE FROM webhook_fanouts WHERE id = ${chunk.fanoutId}::bigint`
+            return written
           }))
         }),
 
@@ -520,8 +627,14 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 success_node_id = CASE WHEN v.ok THEN ${nodeId} END,
                 updated_at = ${now}
               FROM v
+              -- Primary-key lookups only. Written d.state = 'PENDING' the test matched the predicate of the
+              -- partial index webhook_deliveries_due, which the planner then walked whole (every PENDING row: all
+              -- nodes' claims in flight, waiting retries, dead entries not yet vacuumed) to filter by seq: a cost
+              -- per statement that grew with the backlog, not with the outcomes (docs/benchmarks.md, issue 26).
+              -- IS TRUE keeps the test without implying that predicate. (The token alone would do: every
+              -- statement moving a row out of PENDING clears it.)
               WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
-                AND d.claim_token = v.token AND d.state = 'PENDING'
+                AND d.claim_token = v.token AND (d.state = 'PENDING') IS TRUE
               RETURNING d.seq, d.state, d.next_attempt_at
             ), logged AS (
               -- failed attempts, and any attempt whose claim was lost (it happened; the row did not take it)
@@ -533,11 +646,12 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
         }),
 
         nextDueMillis: Effect.flatMap(clockNow, (now) => sql<{ wait: number | null }>`
-          -- GREATEST ignores NULL: without pending deliveries it would answer 0 ("due now") instead of null
-          -- (events waiting to be fanned out are due now)
-          SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_fanouts) THEN 0 WHEN min(next_attempt_at) IS NOT NULL
-            THEN GREATEST(0, CEIL(EXTRACT(EPOCH FROM (min(next_attempt_at) - ${now}::timestamptz)) * 1000))::int END AS wait
-          FROM webhook_deliveries WHERE state = 'PENDING'`).pipe(
+          -- events waiting to be fanned out are due now; a leased chunk is due when its lease expires (a crashed
+          -- node's); LEAST ignores NULL, and without either the answer is null, not 0 ("due now")
+          SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_fanouts WHERE locked_until IS NULL OR locked_until <= ${now}) THEN 0
+            WHEN x.m IS NOT NULL THEN GREATEST(0, CEIL(EXTRACT(EPOCH FROM (x.m - ${now}::timestamptz)) * 1000))::int END AS wait
+          FROM (SELECT LEAST((SELECT min(next_attempt_at) FROM webhook_deliveries WHERE state = 'PENDING'),
+            (SELECT min(locked_until) FROM webhook_fanouts)) AS m) x`).pipe(
           Effect.map((rows) => rows[0]?.wait ?? null)
         )
       })

@@ -7,7 +7,8 @@
  *    i.e. after the producing transaction commits), and otherwise sleeps until the next due retry, at
  *    most WEBHOOK_POLL_MS (the polling fallback);
  *  - renders a delivery's body and signature once, stores them before the first send, and reuses them
- *    for every retry and after restarts;
+ *    for every retry and after restarts; an `anchor.confirmed` chunk (leased fan-out row, migration 0017)
+ *    is sent first and its delivery rows written with the outcomes, once per chunk;
  *  - sends up to WEBHOOK_CONCURRENCY attempts at once (a semaphore: one permit per attempt, from its
  *    claim until its outcome is written), at most about WEBHOOK_PER_HOST to one receiver (so a receiver
  *    that hangs cannot take every slot), and records outcomes in batches (one statement logs the
@@ -23,12 +24,11 @@ import { PgClient } from "@effect/sql-pg"
 import { observeAttempt } from "../metrics/metrics.ts"
 import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
-import { type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { type Chunk, type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
 import { retryDelayMillis } from "./schedule.ts"
-import { attempt, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
-import { standardSignature } from "./standard.ts"
+import { attempt, attemptHeaders, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 
@@ -47,6 +47,9 @@ interface Outcome extends Completion {
 /** A claimed delivery with its body, signatures and headers (rendered now or on an earlier claim). */
 type Ready = Claimed & { readonly body: string; readonly signature: string; readonly headers: NonNullable<Claimed["headers"]> }
 
+/** What an attempt needs: a claimed delivery once rendered, or a record of a leased chunk. */
+type Sendable = Pick<Ready, "id" | "url" | "environment" | "attempts" | "body" | "headers" | "signature" | "signatureNext" | "secret" | "secretPrevious">
+
 const isReady = (row: Claimed): row is Ready => row.body !== null && row.signature !== null && row.headers !== null
 
 /** The receiver for the logs: host[:port] only, never the path or query. */
@@ -59,7 +62,7 @@ const logHostOf = (url: string) => {
 }
 
 /** A delivery's span attributes: its ids, and the record and batch of its event (read from the body only when sampled). */
-const deliveryAttributes = (row: Ready): Record<string, unknown> => {
+const deliveryAttributes = (row: Sendable): Record<string, unknown> => {
   const out: Record<string, unknown> = {
     "anchord.delivery_id": row.id, "anchord.event_id": row.headers.eventId, "anchord.event": row.headers.event, "anchord.attempt": row.attempts
   }
@@ -110,32 +113,11 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   }
   const userAgent = `anchord/${VERSION}`
 
-  const send = Effect.fn("WebhookDispatcher.send")(function*(row: Ready, token: string) {
-    const h = row.headers
+  /** One attempt of a rendered delivery (claimed, or a record of a leased chunk); never fails. */
+  const attemptOnce = Effect.fn("WebhookDispatcher.send")(function*(row: Sendable) {
     yield* annotateSampled(() => deliveryAttributes(row))
     const startedMillis = yield* Clock.currentTimeMillis
-    const seconds = Math.floor(startedMillis / 1000)
-    const headers: Record<string, string> = {
-      "Content-Type": "application/json",
-      "User-Agent": userAgent,
-      "X-Service-Event": h.event,
-      "X-Service-Event-Id": h.eventId,
-      "X-Service-Timestamp": String(seconds),
-      "X-Service-Hash": h.hash,
-      "X-Service-Package": h.packageMode,
-      "X-Service-Chain": h.chain,
-      "X-Service-Network": h.network,
-      "X-Service-Retry-Attempt": String(row.attempts),
-      "x-webhook-signature": row.signature
-    }
-    if (row.signatureNext !== null) headers["x-webhook-signature-next"] = row.signatureNext
-    // Standard Webhooks (SPEC 5.3): signed over this attempt's timestamp, so made per attempt (the seed's
-    // signature above is made once per event), with the secrets of the delivery's environment as of this claim.
-    headers["webhook-id"] = h.eventId
-    headers["webhook-timestamp"] = String(seconds)
-    headers["webhook-signature"] = standardSignature(
-      row.secretPrevious === null ? [row.secret] : [row.secretPrevious, row.secret], h.eventId, seconds, row.body
-    )
+    const headers = attemptHeaders(row, Math.floor(startedMillis / 1000), userAgent)
     const outcome = yield* Effect.promise((signal) =>
       attempt(
         { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },
@@ -150,23 +132,77 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
           ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}` }))
       )
     )
-    yield* Queue.offer(results, {
-      seq: row.seq,
-      token,
-      round: row.round,
-      attempt: row.attempts,
-      startedAt: new Date(startedMillis),
-      statusCode: outcome.statusCode,
-      latencyMs: outcome.latencyMs,
-      error: outcome.error,
-      ok: outcome.ok,
-      retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale),
-      deliveryId: row.id,
-      eventId: h.eventId,
-      host: logHostOf(row.url),
-      receiver: row.host
-    })
+    return { startedAt: new Date(startedMillis), ...outcome, retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale) }
   })
+
+  const send = (row: Ready, token: string) =>
+    Effect.flatMap(attemptOnce(row), (outcome) =>
+      Queue.offer(results, {
+        seq: row.seq,
+        token,
+        round: row.round,
+        attempt: row.attempts,
+        ...outcome,
+        deliveryId: row.id,
+        eventId: row.headers.eventId,
+        host: logHostOf(row.url),
+        receiver: row.host
+      }))
+
+  /** Metrics of an attempt, and the log line of a failed one, once its outcome is written (`next`: the row as written). */
+  const report = Effect.fnUntraced(function*(
+    o: Pick<Outcome, "ok" | "statusCode" | "latencyMs" | "error" | "deliveryId" | "eventId" | "host" | "attempt" | "round">,
+    next: { readonly state: string; readonly nextAttemptAt: Date | null } | undefined
+  ) {
+    observeAttempt(metrics, o.ok ? "success" : o.statusCode === null ? "connection_error" : "http_error", o.latencyMs / 1000,
+      !o.ok && next?.state === "FAILED")
+    if (o.ok) return
+    yield* Effect.logWarning("webhook delivery failed").pipe(Effect.annotateLogs({
+      deliveryId: o.deliveryId,
+      eventId: o.eventId,
+      host: o.host,
+      attempt: o.attempt,
+      round: o.round,
+      statusCode: o.statusCode,
+      latencyMs: o.latencyMs,
+      error: o.error,
+      outcome: next === undefined ? "superseded" : next.state === "FAILED" ? "failed: no attempts left" : "retry scheduled",
+      nextAttemptAt: next?.nextAttemptAt?.toISOString() ?? null
+    }))
+  })
+
+  /**
+   * A leased chunk (DeliveryClaims.fanOut): every record's first attempt at once, then their outcomes written in
+   * one statement (completeChunk). Its permits and in-flight counts come back whatever happens; outcomes not
+   * written are not lost work: the lease expires and the chunk is sent again.
+   */
+  const sendChunk = (chunk: Chunk) =>
+    Effect.gen(function*() {
+      const outcomes = yield* Effect.forEach(chunk.items, attemptOnce, { concurrency: "unbounded" })
+      const written = yield* claims.completeChunk(
+        chunk,
+        outcomes.map((o, k) => ({ recordId: chunk.items[k].recordId, ...o })),
+        config.nodeId
+      ).pipe(
+        Effect.retry({ times: 3 }),
+        Effect.catchCause((cause) =>
+          Effect.as(Effect.logError("webhook outcomes not recorded", { count: chunk.items.length, cause: Cause.pretty(cause) }), [])
+        )
+      )
+      const byRecord = new Map(written.map((w) => [w.recordId, w]))
+      let retries = false
+      for (const [k, item] of chunk.items.entries()) {
+        const w = byRecord.get(item.recordId)
+        if (w?.state === "PENDING") retries = true
+        yield* report({
+          ...outcomes[k], deliveryId: w?.id ?? item.id, eventId: item.eventId, host: logHostOf(item.url), attempt: 0, round: 0
+        }, w)
+      }
+      if (retries) yield* Queue.offer(wake, undefined)
+    }).pipe(Effect.ensuring(Effect.suspend(() => {
+      for (const item of chunk.items) track(item.host, -1)
+      return Effect.andThen(slots.release(chunk.items.length), Queue.offer(freed, undefined))
+    })))
 
   /**
    * Bodies and signatures for deliveries claimed for the first time, stored before anything is sent.
@@ -228,11 +264,17 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     ready: ReadonlyArray<Ready>,
     failed: ReadonlyArray<Outcome>,
     token: string,
-    progress: { started: number }
+    progress: { started: number },
+    chunks: ReadonlyArray<Chunk> = []
   ) {
     for (const row of ready) {
       track(row.host, 1)
       yield* FiberSet.run(sends, send(row, token))
+    }
+    for (const chunk of chunks) {
+      for (const item of chunk.items) track(item.host, 1)
+      yield* FiberSet.run(sends, sendChunk(chunk))
+      progress.started += chunk.items.length
     }
     // Not sent, but an outcome like any other: the writer records it and returns its permit.
     for (const row of failed) track(row.receiver, 1)
@@ -255,8 +297,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     }
     if (claimed.length === want) return true
     const fanned = yield* claims.fanOut(want - claimed.length, config.leaseMillis, config.nodeId, token, config.perHostConcurrency, inFlight)
-    // Rendered and stored in the fan-out's own transaction.
-    yield* start(fanned.claimed.filter(isReady), [], token, progress)
+    // Rendered in the fan-out's own transaction, leased as chunks; their delivery rows are written with their outcomes.
+    yield* start([], [], token, progress, fanned.chunks)
     return fanned.found
   })
 
@@ -319,23 +361,9 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       const next = new Map(written.map((w) => [w.seq, w]))
       let retries = false
       for (const o of batch) {
-        observeAttempt(metrics, o.ok ? "success" : o.statusCode === null ? "connection_error" : "http_error", o.latencyMs / 1000,
-          !o.ok && next.get(o.seq)?.state === "FAILED")
-        if (o.ok) continue
         const w = next.get(o.seq)
-        if (w?.state === "PENDING") retries = true
-        yield* Effect.logWarning("webhook delivery failed").pipe(Effect.annotateLogs({
-          deliveryId: o.deliveryId,
-          eventId: o.eventId,
-          host: o.host,
-          attempt: o.attempt,
-          round: o.round,
-          statusCode: o.statusCode,
-          latencyMs: o.latencyMs,
-          error: o.error,
-          outcome: w === undefined ? "superseded" : w.state === "FAILED" ? "failed: no attempts left" : "retry scheduled",
-          nextAttemptAt: w?.nextAttemptAt?.toISOString() ?? null
-        }))
+        if (!o.ok && w?.state === "PENDING") retries = true
+        yield* report(o, w)
       }
       if (retries) yield* Queue.offer(wake, undefined)
     }

@@ -14,6 +14,8 @@ import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Tls from "node:tls"
 import type { Environment } from "../api/recordSchemas.ts"
+import type { StableHeaders } from "./payload.ts"
+import { standardSignature } from "./standard.ts"
 import { addressesVerdict, type Allowlist, hostOf, type Resolve, staticVerdict } from "./urlPolicy.ts"
 
 export interface AttemptOutcome {
@@ -99,7 +101,105 @@ export interface AttemptRequest {
   readonly timeoutMillis: number
 }
 
-/** Never rejects: every failure is an outcome (status code, latency, error text without secrets). */
+/** What an attempt's headers are made of: the delivery's stored rendering and the secrets of its claim. */
+export interface SignedDelivery {
+  readonly headers: StableHeaders
+  readonly attempts: number
+  readonly body: string
+  readonly signature: string
+  readonly signatureNext: string | null
+  readonly secret: string
+  readonly secretPrevious: string | null
+}
+
+/** An attempt's headers at `seconds` (its start, Unix seconds): the seed's stored ones, and Standard Webhooks' signed now. */
+export const attemptHeaders = (d: SignedDelivery, seconds: number, userAgent: string): Record<string, string> => {
+  const h = d.headers
+  const headers: Record<string, string> = {
+    "Content-Type": "application/json",
+    "User-Agent": userAgent,
+    "X-Service-Event": h.event,
+    "X-Service-Event-Id": h.eventId,
+    "X-Service-Timestamp": String(seconds),
+    "X-Service-Hash": h.hash,
+    "X-Service-Package": h.packageMode,
+    "X-Service-Chain": h.chain,
+    "X-Service-Network": h.network,
+    "X-Service-Retry-Attempt": String(d.attempts),
+    "x-webhook-signature": d.signature
+  }
+  if (d.signatureNext !== null) headers["x-webhook-signature-next"] = d.signatureNext
+  // Standard Webhooks (SPEC 5.3): signed over this attempt's timestamp, so made per attempt (the seed's
+  // signature above is made once per event), with the secrets of the delivery's environment as of this claim.
+  headers["webhook-id"] = h.eventId
+  headers["webhook-timestamp"] = String(seconds)
+  headers["webhook-signature"] = standardSignature(
+    d.secretPrevious === null ? [d.secret] : [d.secretPrevious, d.secret], h.eventId, seconds, d.body
+  )
+  return headers
+}
+
+/** Where a URL's attempts go, checked by the static rules: the same for every attempt to it, so made once. */
+type Target =
+  | { readonly ok: false; readonly reason: string }
+  | {
+    readonly ok: true
+    readonly protocol: string
+    readonly hostname: string
+    readonly port: number | undefined
+    readonly path: string
+    readonly secure: boolean
+    readonly servername: string | undefined
+    readonly lookup: Net.LookupFunction
+  }
+
+/** Targets per egress policy (one per process), by environment and URL; bounded (cleared when full). */
+const targets = new WeakMap<Egress, Map<string, Target>>()
+const TARGETS_MAX = 4_096
+
+/**
+ * The URL parsed and statically checked once per (environment, URL) instead of twice per attempt. Only the
+ * static rules are kept: names are still resolved and checked on every new connection (`lookup`).
+ */
+const targetOf = (raw: string, environment: Environment, egress: Egress): Target => {
+  let byUrl = targets.get(egress)
+  if (byUrl === undefined) targets.set(egress, byUrl = new Map())
+  const key = `${environment} ${raw}`
+  const known = byUrl.get(key)
+  if (known !== undefined) return known
+  const verdict = staticVerdict(raw, environment, egress.allowlist, "url")
+  let target: Target
+  if (!verdict.ok) target = { ok: false, reason: verdict.reason }
+  else {
+    const url = new URL(raw)
+    const host = hostOf(url)
+    target = {
+      ok: true,
+      protocol: url.protocol,
+      hostname: host,
+      port: url.port === "" ? undefined : Number(url.port),
+      path: `${url.pathname}${url.search}`,
+      secure: url.protocol === "https:",
+      servername: Net.isIP(host) === 0 ? host : undefined,
+      lookup: lookupOf(egress)
+    }
+  }
+  if (byUrl.size >= TARGETS_MAX) byUrl.clear()
+  byUrl.set(key, target)
+  return target
+}
+
+const lookups = new WeakMap<Egress, Net.LookupFunction>()
+const lookupOf = (egress: Egress): Net.LookupFunction => {
+  let lookup = lookups.get(egress)
+  if (lookup === undefined) lookups.set(egress, lookup = lookupWith(egress))
+  return lookup
+}
+
+/**
+ * Never rejects: every failure is an outcome (status code, latency, error text without secrets).
+ * `request.headers` is the attempt's own object (attemptHeaders): Content-Length is added to it, not to a copy.
+ */
 export const attempt = (
   request: AttemptRequest,
   agents: Agents,
@@ -129,25 +229,23 @@ export const attempt = (
         error: error ?? (ok ? null : `HTTP ${statusCode}${statusCode !== null && statusCode >= 300 && statusCode < 400 ? " (redirects are not followed)" : ""}`)
       })
     }
-    const live = request.environment === "live"
-    // Scheme, names refused by name, and IP literals (which never reach `lookup`) are checked here.
-    const verdict = staticVerdict(request.url, request.environment, egress.allowlist, "url")
-    if (!verdict.ok) return finish(null, `refused: ${verdict.reason}`)
-    const url = new URL(request.url)
-    const host = hostOf(url)
-    const secure = url.protocol === "https:"
-    const pool = live ? agents.live : agents.test
+    const target = targetOf(request.url, request.environment, egress)
+    if (!target.ok) return finish(null, `refused: ${target.reason}`)
+    const pool = request.environment === "live" ? agents.live : agents.test
+    const headers = request.headers
+    headers["Content-Length"] = String(Buffer.byteLength(request.body))
     const options: Https.RequestOptions = {
       method: "POST",
-      protocol: url.protocol,
-      hostname: host,
-      port: url.port === "" ? undefined : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      headers: { ...request.headers, "Content-Length": String(Buffer.byteLength(request.body)) },
-      agent: secure ? pool.https : pool.http,
-      lookup: lookupWith(egress),
-      servername: Net.isIP(host) === 0 ? host : undefined
+      protocol: target.protocol,
+      hostname: target.hostname,
+      port: target.port,
+      path: target.path,
+      headers,
+      agent: target.secure ? pool.https : pool.http,
+      lookup: target.lookup,
+      servername: target.servername
     }
+    const secure = target.secure
     req = (secure ? Https : Http).request(options, (res) => {
       const status = res.statusCode ?? null
       // Drain (the socket goes back to the pool); only the status matters.

@@ -8,19 +8,23 @@ import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 import { freshDatabase, query } from "../support/db.ts"
 import { anchordJson as cli, killAndWait, spawnAnchord as spawnNode } from "../support/process.ts"
 import { call } from "../support/node.ts"
-import { startReceiver, startWebhookNode, verifySignature, waitFor } from "./support.ts"
+import { confirmBatch, startReceiver, startWebhookNode, verifySignature, waitFor } from "./support.ts"
 
+/** A fresh database with an account and its key, and the environment of a real node process on it. */
+const processNode = async (webhook: Record<string, string>) => {
+  const databaseUrl = await freshDatabase()
+  const env = {
+    DATABASE_URL: databaseUrl, PORT: String(await freePort()), ANON_RATE_LIMIT_PER_SECOND: "1000", WEBHOOK_POLL_MS: "500", ...webhook
+  }
+  const account = cli(["accounts", "create", "hooks", "--plan", "ENTERPRISE", "--rate-per-second", "100000", "--activate", "--json"], env)
+  const key: string = cli(["keys", "create", account.id, "--json"], env).key
+  return { account, databaseUrl, env, key }
+}
 
 describe("webhook durability", () => {
   it("SIGKILL with deliveries in flight: after a restart every event is delivered at least once, same id and signature", async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 80 }))
-    const databaseUrl = await freshDatabase()
-    const env = {
-      DATABASE_URL: databaseUrl, PORT: String(await freePort()), ANON_RATE_LIMIT_PER_SECOND: "1000",
-      WEBHOOK_CONCURRENCY: "16", WEBHOOK_TIMEOUT_MS: "1000", WEBHOOK_LEASE_MS: "3000", WEBHOOK_POLL_MS: "500"
-    }
-    const account = cli(["accounts", "create", "hooks", "--plan", "ENTERPRISE", "--rate-per-second", "100000", "--activate", "--json"], env)
-    const key = cli(["keys", "create", account.id, "--json"], env).key
+    const { account, databaseUrl, env, key } = await processNode({ WEBHOOK_CONCURRENCY: "16", WEBHOOK_TIMEOUT_MS: "1000", WEBHOOK_LEASE_MS: "3000" })
     let child = await spawnNode(env)
     try {
       const base = `http://127.0.0.1:${env.PORT}`
@@ -75,6 +79,44 @@ describe("webhook durability", () => {
       await receiver.close()
     }
   }, 180_000) // two CLI runs and two starts of a real node process: 35-60 s when the machine is busy
+
+  // anchor.confirmed goes out in chunks whose delivery rows are written with their outcomes (migration 0017):
+  // a node killed mid-chunk has written nothing for it, so only the lease stands between the chunk and its loss.
+  it("SIGKILL mid-chunk: the leased chunk is sent again after its lease expires, every anchor.confirmed delivered and logged once", async () => {
+    // Answers slowly at first, so that the kill finds the first chunk's attempts in flight.
+    const receiver = await startReceiver((_, i) => ({ status: 200, delayMs: i < 60 ? 3_000 : 0 }))
+    const { databaseUrl, env, key } = await processNode({ WEBHOOK_CONCURRENCY: "64", WEBHOOK_TIMEOUT_MS: "5000", WEBHOOK_LEASE_MS: "6000" })
+    let child = await spawnNode(env)
+    try {
+      const base = `http://127.0.0.1:${env.PORT}`
+      const r = await fetch(`${base}/v1/anchor/batch`, {
+        method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ records: Array.from({ length: 40 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/hook` })) })
+      })
+      expect(r.status).toBe(202)
+      const ids = ((await r.json()) as any).data.results.map((x: any) => x.data.recordId) as Array<string>
+      const { eventIds } = await confirmBatch(databaseUrl, ids)
+      await receiver.waitFor(1, 15_000)
+      await killAndWait(child, "SIGKILL")
+      const atKill = receiver.received.length
+      const rowsAtKill = (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries"))[0].n
+
+      child = await spawnNode(env)
+      // none was answered before the kill (3 s delay): each must be sent again, by the restarted node
+      await waitFor("every anchor.confirmed delivered again", async () =>
+        [...eventIds.values()].every((id) => receiver.received.slice(atKill).some((x) => x.headers["x-service-event-id"] === id)), 30_000)
+      await waitFor("every delivery logged", async () =>
+        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'SUCCEEDED'"))[0].n === ids.length, 15_000)
+      const rows = await query<{ record_id: string; n: number }>(databaseUrl, "SELECT record_id, count(*)::int AS n FROM webhook_deliveries GROUP BY record_id")
+      expect(rows.every((x) => x.n === 1)).toBe(true)
+      expect(new Set(rows.map((x) => x.record_id))).toEqual(new Set(ids))
+      expect((await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_fanouts"))[0].n).toBe(0)
+      console.log(`[restart] chunk: requests before kill ${atKill}, delivery rows at kill ${rowsAtKill}, total requests ${receiver.received.length}`)
+    } finally {
+      await killAndWait(child, "SIGTERM")
+      await receiver.close()
+    }
+  }, 180_000)
 
   // In process: the same finalizers NodeRuntime.runMain runs on SIGTERM.
   it("shutdown: claiming stops, the attempts in flight finish and their outcomes are recorded before the node is gone", async () => {

@@ -250,14 +250,16 @@ export const confirmAnchor = async (databaseUrl: string, recordId: string, facts
 
 /**
  * Waits until the dispatcher is idle for an account: no delivery of it claimed (an attempt in flight or
- * its outcome not yet written) and none due now. A receiver has a request before the node has read the
+ * its outcome not yet written), none due now, and no anchor.confirmed of it waiting or in flight in a chunk. A receiver has a request before the node has read the
  * answer and recorded the outcome, so the delivery log is read after this, not right after a receipt.
  */
 export const deliveriesSettled = (databaseUrl: string, accountId: string, timeoutMs = 20_000) =>
   waitFor(`the deliveries of ${accountId} to settle`, async () => {
     const rows = await query<{ n: number }>(databaseUrl, `
-      SELECT count(*)::int AS n FROM webhook_deliveries
-      WHERE account_id = $1 AND state = 'PENDING' AND (locked_until IS NOT NULL OR next_attempt_at <= now())`, [accountId])
+      SELECT (SELECT count(*)::int FROM webhook_deliveries
+        WHERE account_id = $1 AND state = 'PENDING' AND (locked_until IS NOT NULL OR next_attempt_at <= now()))
+        -- events not yet fanned out, and chunks in flight (their delivery rows are written with their outcomes, migration 0017)
+        + (SELECT count(*)::int FROM webhook_fanouts f JOIN batch_events be ON be.id = f.batch_event_id WHERE be.account_id = $1) AS n`, [accountId])
     return rows[0].n === 0
   }, timeoutMs, 20)
 

@@ -14,6 +14,7 @@ import webhookEnvironments from "./0013_webhook_environments.ts"
 import consoleHardening from "./0014_console_hardening.ts"
 import erasureAndSalted from "./0015_erasure_and_salted.ts"
 import recordState from "./0016_record_state.ts"
+import deliveryChunks from "./0017_delivery_chunks.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -32,5 +33,6 @@ export const migrations = {
   "0013_webhook_environments": webhookEnvironments,
   "0014_console_hardening": consoleHardening,
   "0015_erasure_and_salted": erasureAndSalted,
-  "0016_record_state": recordState
+  "0016_record_state": recordState,
+  "0017_delivery_chunks": deliveryChunks
 }
