@@ -13,6 +13,7 @@ import batchEvents from "./0012_batch_events.ts"
 import webhookEnvironments from "./0013_webhook_environments.ts"
 import consoleHardening from "./0014_console_hardening.ts"
 import erasureAndSalted from "./0015_erasure_and_salted.ts"
+import timestampTokens from "./0018_timestamp_tokens.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -30,5 +31,7 @@ export const migrations = {
   "0012_batch_events": batchEvents,
   "0013_webhook_environments": webhookEnvironments,
   "0014_console_hardening": consoleHardening,
-  "0015_erasure_and_salted": erasureAndSalted
+  "0015_erasure_and_salted": erasureAndSalted,
+  // 0016 and 0017 belong to other branches: a gap in the numbering is fine (applied by name, in key order).
+  "0018_timestamp_tokens": timestampTokens
 }
