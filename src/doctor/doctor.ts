@@ -7,6 +7,8 @@ import { AppConfig } from "../config.ts"
 import { embeddedPostgres } from "../dev/EmbeddedPostgres.ts"
 import { EvmNetworks } from "../evm/config.ts"
 import { FabricNetworks } from "../fabric/config.ts"
+import { tsaConfig } from "../tsa/config.ts"
+import { tsaFilesReport } from "../tsa/keys.ts"
 import {
   anchorableCheck,
   bounded,
@@ -59,6 +61,18 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
   const evmList = evmParsed._tag === "Success" ? evmParsed.success.networks : []
   const fabricList = fabricParsed._tag === "Success" ? fabricParsed.success.networks : []
   results.push([anchorableCheck(evmList, fabricList)])
+
+  // The TSA's certificate and key (docs/timestamping.md): tools refuse tokens from a certificate without these.
+  const tsa = yield* Effect.result(Effect.map(tsaConfig, (c) => c))
+  if (tsa._tag === "Failure") results.push([fatal("tsa", messageOf(tsa.failure), "fix the TSA_* variables (docs/timestamping.md)")])
+  else {
+    const c = tsa.success
+    const report = tsaFilesReport(
+      Option.isSome(c.cert) && Option.isSome(c.key) ? { certFile: c.cert.value, keyFile: c.key.value, chainFile: Option.getOrUndefined(c.chain) } : undefined,
+      new Date(now)
+    )
+    results.push([{ check: "tsa", ...report }])
+  }
 
   const timeout = (ms: number) => Math.max(ms, 1_000) + 2_000
   const work: Array<Effect.Effect<ReadonlyArray<CheckResult>>> = []

@@ -103,3 +103,20 @@ export const loadSigner = (files: TsaFiles, now: Date): { readonly signer: TsaSi
     warnings: problems.filter((p) => !p.fatal).map((p) => `the TSA certificate ${p.message}`)
   }
 }
+
+/** `anchord doctor`'s line on the TSA (docs/doctor.md): off, or the files' problems (fatal ones stop `anchord start`). */
+export const tsaFilesReport = (files: TsaFiles | undefined, now: Date):
+  { readonly status: "ok" | "warn" | "fatal"; readonly message: string; readonly fix: string } => {
+  if (files === undefined) return { status: "ok", message: "off (TSA_CERT_FILE unset): POST /v1/timestamp answers 404", fix: "" }
+  const loaded = loadSigner(files, now)
+  if ("problems" in loaded) {
+    return {
+      status: "fatal",
+      message: loaded.problems.join("; "),
+      fix: "issue the TSA certificate with a critical extended key usage id-kp-timeStamping only, key usage digitalSignature (or nonRepudiation), for TSA_KEY_FILE's ECDSA P-256 or RSA key (docs/timestamping.md)"
+    }
+  }
+  if (loaded.warnings.length > 0) return { status: "warn", message: loaded.warnings.join("; "), fix: "renew the TSA certificate before it expires" }
+  const subject = new x509.X509Certificate(Fs.readFileSync(files.certFile, "utf8").match(PEM_CERT)![0]).subject
+  return { status: "ok", message: `${subject}, ${loaded.signer.signatureAlgorithm === "ecdsa" ? "ECDSA P-256" : "RSA"}, valid`, fix: "" }
+}
