@@ -12,6 +12,7 @@ import { AsnConvert, OctetString } from "@peculiar/asn1-schema"
 import { ContentInfo, SignedData } from "@peculiar/asn1-cms"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTsaCertificates, type DevTsaFiles } from "../../src/tsa/devCa.ts"
+import { tsaFilesReport } from "../../src/tsa/keys.ts"
 import { query } from "../support/db.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
 
@@ -187,6 +188,33 @@ describe("RFC 3161 TSA", () => {
     expect(new Set(serials).size).toBe(60)
     const stored = await query<{ n: string }>(node.databaseUrl, `SELECT count(*) AS n FROM timestamp_tokens WHERE serial = ANY($1::bigint[])`, [serials])
     expect(Number(stored[0]!.n)).toBe(60)
+  })
+})
+
+describe("the TSA certificate checks (anchord doctor, start)", () => {
+  /** A self-signed P-256 certificate made by openssl with `extensions` (-addext). */
+  const made = (name: string, extensions: ReadonlyArray<string>) => {
+    const keyFile = file(`${name}.key`)
+    const certFile = file(`${name}.pem`)
+    ok(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", `/CN=${name}`, "-days", "30",
+      "-keyout", keyFile, "-out", certFile, ...extensions.flatMap((e) => ["-addext", e])])
+    return { certFile, keyFile, chainFile: undefined }
+  }
+
+  it("the dev certificate passes; a non-critical or missing timeStamping EKU, or the wrong key, is fatal", async () => {
+    const dev = await createTsaCertificates(file("doctor-dev"), "rsa")
+    expect(tsaFilesReport(dev, new Date())).toMatchObject({ status: "ok", message: expect.stringContaining("RSA") })
+    expect(tsaFilesReport(undefined, new Date()).status).toBe("ok")
+    const nonCritical = tsaFilesReport(made("noncritical", ["extendedKeyUsage=timeStamping"]), new Date())
+    expect(nonCritical.status).toBe("fatal")
+    expect(nonCritical.message).toContain("not critical")
+    const none = tsaFilesReport(made("none", ["keyUsage=digitalSignature"]), new Date())
+    expect(none).toMatchObject({ status: "fatal", message: expect.stringContaining("no extended key usage") })
+    const good = made("good", ["extendedKeyUsage=critical,timeStamping", "keyUsage=critical,digitalSignature"])
+    // 30 days: valid, and a warning that it ends soon.
+    expect(tsaFilesReport(good, new Date()).status).toBe("warn")
+    expect(tsaFilesReport({ ...good, keyFile: dev.keyFile }, new Date())).toMatchObject({ status: "fatal", message: expect.stringContaining("does not match") })
+    expect(tsaFilesReport(good, new Date(Date.now() + 40 * 86_400_000))).toMatchObject({ status: "fatal", message: expect.stringContaining("expired") })
   })
 })
 
