@@ -10,7 +10,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { AsnConvert, OctetString } from "@peculiar/asn1-schema"
 import { ContentInfo, SignedData } from "@peculiar/asn1-cms"
+import { ConfigProvider, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { NodeLayer } from "../../src/app/layers.ts"
 import { createTsaCertificates, type DevTsaFiles } from "../../src/tsa/devCa.ts"
 import { tsaFilesReport } from "../../src/tsa/keys.ts"
 import { query } from "../support/db.ts"
@@ -178,6 +180,26 @@ describe("RFC 3161 TSA", () => {
     expect(verify("basic").status).toBe(0)
     const wrongPassword = await post(query_, { authorization: `Basic ${Buffer.from("u:dcp_test_nope").toString("base64")}` })
     expect(wrongPassword.status).toBe(401)
+  })
+
+  it("TSA_PUBLIC: a request without credentials is served, counted per address, recorded under TSA_PUBLIC_API_KEY's account", async () => {
+    const account = await node.createAccount()
+    const publicKey = (await node.createKey(account)).key
+    // The environment as read when the first node started, plus the two variables (Effect reads process.env once).
+    const env = { ...process.env, TSA_PUBLIC: "true", TSA_PUBLIC_API_KEY: publicKey } as Record<string, string>
+    const open = await startNode({
+      databaseUrl: node.databaseUrl,
+      layer: NodeLayer.pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
+    })
+    try {
+      const r = await fetch(`${open.baseUrl}/tsa`, { method: "POST", headers: { "content-type": "application/timestamp-query" }, body: Fs.readFileSync(file("a.tsq")) })
+      expect(r.status).toBe(200)
+      expect(r.headers.get("x-ratelimit-limit")).toBe("1000") // the per-address limit of the test nodes
+      const rows = await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM timestamp_tokens WHERE serial = $1", [r.headers.get("x-timestamp-serial")])
+      expect(rows[0]?.account_id).toBe(account)
+    } finally {
+      await open.stop()
+    }
   })
 
   it("serials are unique across two nodes on one database under concurrent requests", async () => {
