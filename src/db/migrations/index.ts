@@ -32,6 +32,8 @@ export const migrations = {
   "0013_webhook_environments": webhookEnvironments,
   "0014_console_hardening": consoleHardening,
   "0015_erasure_and_salted": erasureAndSalted,
-  // 0016 and 0017 belong to other branches: a gap in the numbering is fine (applied by name, in key order).
+  // 0016 and 0017 belong to other branches. A gap is fine for a database migrated after the merge; but the
+  // migrator applies only ids above the highest applied one, so a database that ran this branch (0018)
+  // before 0016/0017 existed would skip them: such a database must be recreated (dev data only).
   "0018_timestamp_tokens": timestampTokens
 }
