@@ -7,6 +7,7 @@ import { jsonBodiesInOpenApi } from "./jsonBody.ts"
 import { wireInOpenApi } from "./openapiWire.ts"
 import { RecordsApi } from "./records.ts"
 import { SystemApi } from "./system.ts"
+import { TimestampApi, TsaShortApi } from "./timestamp.ts"
 import { VerifyApi } from "./verify.ts"
 import { WebhooksApi } from "./webhooks.ts"
 
@@ -18,6 +19,8 @@ export class Api extends HttpApi.make("anchord")
   .add(CertificatesApi)
   .add(ConsoleAuthApi)
   .add(ConsoleApi)
+  .add(TimestampApi)
+  .add(TsaShortApi)
   .middleware(ErrorEnvelope)
   .annotateMerge(OpenApi.annotations({
     title: "anchord",

@@ -25,6 +25,8 @@ import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { ConsoleServicesLayer } from "../console/layer.ts"
 import { MetricRegistryLayer, MetricsLayer } from "./metrics.ts"
 import { TracingLayer } from "../tracing/Tracing.ts"
+import { TsaConfig } from "../tsa/config.ts"
+import { Tsa } from "../tsa/Tsa.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
@@ -42,8 +44,15 @@ export const NetworksLayer = Networks.layer.pipe(Layer.provide(Layer.effect(Conf
   ])
 }))))
 
+/** Record creation and the time-stamp authority, over one ingest (one group-commit writer). */
+const IngestServices = Layer.mergeAll(RecordCreation.layer, Tsa.layer.pipe(Layer.provideMerge(TsaConfig.layer))).pipe(
+  Layer.provide(Ingest.layer),
+  Layer.provide(IngestWriter.layer),
+  Layer.provide(NetworksLayer)
+)
+
 const ApiServices = Layer.mergeAll(
-  RecordCreation.layer.pipe(Layer.provide(Ingest.layer), Layer.provide(IngestWriter.layer), Layer.provide(NetworksLayer)),
+  IngestServices,
   Admission.layer.pipe(Layer.provideMerge(RateLimits.layer)),
   WebhookStoresLayer,
   // The console's users, sessions, sign-in, statistics, and certificates (SPEC 9).

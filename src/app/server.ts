@@ -26,6 +26,7 @@ import { WebhooksHttpLayer } from "../webhooks/http.ts"
 import { Api } from "../api/Api.ts"
 import { GatewayLayer } from "./gateway.ts"
 import { SystemHttpLayer } from "../system/http.ts"
+import { TimestampHttpLayer, TsaShortHttpLayer } from "../tsa/http.ts"
 import { httpsServerOptions, loadTlsPair, watchTlsPair } from "../http/tls.ts"
 import { plainPortListener } from "../http/plainPort.ts"
 
@@ -36,7 +37,8 @@ import { plainPortListener } from "../http/plainPort.ts"
 export const HttpAppLayer = Layer.merge(
   HttpApiBuilder.layer(Api).pipe(
     Layer.provide([
-      RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer, CertificatesHttpLayer, ConsoleAuthHttpLayer, ConsoleHttpLayer
+      RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer, CertificatesHttpLayer, ConsoleAuthHttpLayer, ConsoleHttpLayer,
+      TimestampHttpLayer, TsaShortHttpLayer
     ]),
     Layer.provide([
       ApiKeyAuthLayer, AddressLimitLayer, KeyOrAddressLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer, ConsoleSessionLayer, ConsoleSameOriginLayer,

@@ -28,6 +28,7 @@ import { MetricsDevDefault, MetricsListener } from "../app/metrics.ts"
 import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
 import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
+import { TsaConfig, TsaDevDefault } from "../tsa/config.ts"
 import { AllowPrivateDefault, describeAllowlist, WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { formatResults, isFatal, runChecks } from "../doctor/doctor.ts"
 
@@ -66,7 +67,8 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
     fabric: { ...peer, profile: devFabricProfilePath(config.dataDir) },
     signInLink: yield* devOperatorLink(baseUrl),
     webhookTargets: describeAllowlist((yield* WebhookEgress).allowlist),
-    metrics: Option.getOrUndefined((yield* MetricsListener).url)
+    metrics: Option.getOrUndefined((yield* MetricsListener).url),
+    tsaCaFile: Option.getOrUndefined((yield* TsaConfig).devCaFile)
   })
 }))
 
@@ -109,7 +111,9 @@ const runNode = (dev: boolean) =>
       // Webhooks to the developer's own machine (WEBHOOK_ALLOW_PRIVATE, when set, says otherwise).
       Layer.provide(Layer.succeed(AllowPrivateDefault, "loopback")),
       // /metrics at 127.0.0.1:9464 unless METRICS_PORT says otherwise (src/app/metrics.ts).
-      Layer.provide(Layer.succeed(MetricsDevDefault, true))
+      Layer.provide(Layer.succeed(MetricsDevDefault, true)),
+      // A dev TSA root and certificate under the data directory unless TSA_CERT_FILE is set (src/tsa/config.ts).
+      Layer.provide(Layer.succeed(TsaDevDefault, true))
     )).pipe(
       // After every layer is released (database stopped, chain state saved): the last line.
       Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`))

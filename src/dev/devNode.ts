@@ -90,6 +90,8 @@ export const printBanner = (info: {
   readonly webhookTargets: string
   /** The /metrics URL; undefined: no listener (METRICS_PORT, docs/metrics.md). */
   readonly metrics?: string | undefined
+  /** The dev TSA's root CA file (`openssl ts -verify -CAfile`); undefined: TSA_CERT_FILE's TSA. */
+  readonly tsaCaFile?: string | undefined
 }) =>
   Console.log([
     "",
@@ -116,6 +118,7 @@ export const printBanner = (info: {
     `Test key:  ${info.apiKey}`,
     `Webhooks:  to ${info.webhookTargets}  (WEBHOOK_ALLOW_PRIVATE)`,
     `Metrics:   ${info.metrics ?? "off (127.0.0.1:9464 busy: set METRICS_PORT to another port)"}`,
+    `TSA:       ${info.baseUrl}/tsa  (RFC 3161; ${info.tsaCaFile === undefined ? "TSA_CERT_FILE" : `dev root CA ${info.tsaCaFile}`}, docs/timestamping.md)`,
     "",
     "Try:",
     `  curl -s -X POST ${info.baseUrl}/v1/anchor -H "Authorization: Bearer ${info.apiKey}" \\`,

@@ -7,6 +7,8 @@ import { AppConfig } from "../config.ts"
 import { embeddedPostgres } from "../dev/EmbeddedPostgres.ts"
 import { EvmNetworks } from "../evm/config.ts"
 import { FabricNetworks } from "../fabric/config.ts"
+import { tsaConfig } from "../tsa/config.ts"
+import { tsaFilesReport } from "../tsa/keys.ts"
 import {
   anchorableCheck,
   bounded,
@@ -64,6 +66,18 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
     evm: named(yield* optionalString("EVM_TEST_NETWORK_ID"), yield* optionalString("EVM_LIVE_NETWORK_ID")),
     fabric: named(yield* optionalString("FABRIC_TEST_NETWORK_ID"), yield* optionalString("FABRIC_LIVE_NETWORK_ID"))
   })])
+
+  // The TSA's certificate and key (docs/timestamping.md): tools refuse tokens from a certificate without these.
+  const tsa = yield* Effect.result(Effect.map(tsaConfig, (c) => c))
+  if (tsa._tag === "Failure") results.push([fatal("tsa", messageOf(tsa.failure), "fix the TSA_* variables (docs/timestamping.md)")])
+  else {
+    const c = tsa.success
+    const report = tsaFilesReport(
+      Option.isSome(c.cert) && Option.isSome(c.key) ? { certFile: c.cert.value, keyFile: c.key.value, chainFile: Option.getOrUndefined(c.chain) } : undefined,
+      new Date(now)
+    )
+    results.push([{ check: "tsa", ...report }])
+  }
 
   const timeout = (ms: number) => Math.max(ms, 1_000) + 2_000
   const work: Array<Effect.Effect<ReadonlyArray<CheckResult>>> = []

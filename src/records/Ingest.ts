@@ -17,7 +17,7 @@ import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { commitSalted, isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
-import { IngestWriter, type NewRecord, type SubmitError } from "./IngestWriter.ts"
+import { type Companion, IngestWriter, type NewRecord, type SubmitError } from "./IngestWriter.ts"
 import { AnchorBody, COLLECTION_PATTERN, EncryptedAnchorBody, HASH_SCHEMES, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
 
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */
@@ -96,7 +96,7 @@ export class Ingest extends Context.Service<Ingest, {
     readonly requestHash: string
     readonly status: number
     readonly body: string
-  }) => Effect.Effect<"committed" | "idempotency-key-taken", QuotaExceeded | SubmitError>
+  }, companion?: Companion) => Effect.Effect<"committed" | "idempotency-key-taken", QuotaExceeded | SubmitError>
 }>()("anchord/records/Ingest") {
   static readonly layer = Layer.effect(
     Ingest,
@@ -208,14 +208,15 @@ export class Ingest extends Context.Service<Ingest, {
             (verdict) => verdict.ok ? build(principal, kind, where) : Effect.fail(new InvalidWebhookUrl({ reason: `${where}${verdict.reason}` }))
           )
         },
-        commit: (principal, rows, idempotency) =>
+        commit: (principal, rows, idempotency, companion) =>
           Effect.flatMap(
             writer.submit({
               accountId: principal.accountId,
               environment: principal.environment,
               monthlyQuota: principal.monthlyQuota,
               rows,
-              idempotency
+              idempotency,
+              companion
             }),
             (outcome): Effect.Effect<"committed" | "idempotency-key-taken", QuotaExceeded> => {
               switch (outcome._tag) {

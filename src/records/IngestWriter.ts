@@ -28,6 +28,11 @@ export interface Submission {
   /** null = unlimited */
   readonly monthlyQuota: number | null
   readonly rows: ReadonlyArray<NewRecord>
+  /**
+   * Rows of another capability's table that exist only with these records, committed in the same
+   * transaction (a time-stamp token and its record: src/tsa/). Not with an Idempotency-Key.
+   */
+  readonly companion?: Companion | undefined
   /** Stored with the records, in the same transaction (Idempotency-Key). */
   readonly idempotency?: {
     readonly key: string
@@ -35,6 +40,31 @@ export interface Submission {
     readonly status: number
     readonly body: string
   } | undefined
+}
+
+/**
+ * Inserts the companions of the submissions committed together (one statement for the group), after
+ * their records; the same `writer` object for every companion of a kind (the writer groups by it).
+ */
+export interface CompanionWriter {
+  readonly insert: (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError.SqlError>
+}
+
+export interface Companion {
+  readonly writer: CompanionWriter
+  readonly item: unknown
+}
+
+/** The companions of the submissions committed, one insert per writer. */
+const insertCompanions = (sql: SqlClient.SqlClient, committed: ReadonlyArray<Submission>) => {
+  const byWriter = new Map<CompanionWriter, Array<unknown>>()
+  for (const s of committed) {
+    if (s.companion === undefined) continue
+    const items = byWriter.get(s.companion.writer)
+    if (items) items.push(s.companion.item)
+    else byWriter.set(s.companion.writer, [s.companion.item])
+  }
+  return Effect.forEach(byWriter, ([writer, items]) => writer.insert(sql, items), { discard: true })
 }
 
 export type SubmitOutcome =
@@ -168,12 +198,16 @@ export class IngestWriter extends Context.Service<IngestWriter, {
        * One round trip for a group of submissions from accounts without a monthly quota (ENTERPRISE):
        * a single statement is its own transaction.
        */
-      const commitUnlimited = (group: ReadonlyArray<Pending>) =>
-        Effect.gen(function*() {
+      const commitUnlimited = (group: ReadonlyArray<Pending>) => {
+        const commit = Effect.gen(function*() {
           const rows = group.flatMap((p) => p.submission.rows)
           const used = new Map((yield* insertRecords(sql, rows, currentMonth(clock.currentTimeMillisUnsafe()).month)).map((r) => [r.accountId, Number(r.used)]))
+          yield* insertCompanions(sql, group.map((p) => p.submission))
           return new Map(group.map((p) => [p, { _tag: "Committed", usedAfter: used.get(p.submission.accountId) ?? 0 } as SubmitOutcome]))
         })
+        // With companions it is two statements: one transaction.
+        return group.some((p) => p.submission.companion !== undefined) ? sql.withTransaction(commit) : commit
+      }
 
       /**
        * Accounts with a quota: lock their usage rows (in a fixed order, so concurrent nodes cannot
@@ -184,6 +218,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           const month = currentMonth(clock.currentTimeMillisUnsafe()).month
           const outcomes = new Map<Pending, SubmitOutcome>()
           const accepted: Array<NewRecord> = []
+          const committed: Array<Submission> = []
           const byAccount = new Map<string, Array<Pending>>()
           for (const p of group) {
             const list = byAccount.get(p.submission.accountId)
@@ -205,10 +240,12 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               }
               used += n
               outcomes.set(p, { _tag: "Committed", usedAfter: used })
+              committed.push(p.submission)
               for (const row of p.submission.rows) accepted.push(row)
             }
           }
           if (accepted.length > 0) yield* insertRecords(sql, accepted, month)
+          yield* insertCompanions(sql, committed)
           return outcomes
         }))
 

@@ -175,6 +175,15 @@ const envelopeMembers = (event: OutboxEvent, prior: AnchorConfirmed | null) => {
   }
 }
 
+/**
+ * Additive, only for the record of an RFC 3161 token (src/tsa/, its metadata names the serial): the
+ * token's `timestampSerial` in anchor.confirmed, so a receiver knows which token is now anchored.
+ */
+const withSerial = <D extends object>(event: OutboxEvent, data: D, input: RenderInput): D => {
+  const serial = input.record.metadata?.timestampSerial
+  return event.kind === "anchor.confirmed" && typeof serial === "string" ? { ...data, timestampSerial: serial } : data
+}
+
 /** The record's chain for the headers: a hybrid record's primary anchor is its EVM one. */
 const recordChainOf = (input: RenderInput) => input.record.chainType === "hybrid" ? "evm" : input.record.chainType
 
@@ -203,7 +212,7 @@ export const render = (input: RenderInput): Rendered => {
   if (event.kind === "anchor.confirmed" && usesFormB(event.kind, input.format)) {
     body = JSON.stringify(formB(event, input))
   } else {
-    const unsigned = { event: event.kind, timestamp: input.eventCreatedAt.toISOString(), data: envelopeData(event, prior, input.record.collection) }
+    const unsigned = { event: event.kind, timestamp: input.eventCreatedAt.toISOString(), data: withSerial(event, envelopeData(event, prior, input.record.collection), input) }
     // SPEC 5.4: the inner `signature` is the same construction over the payload without that member.
     body = JSON.stringify({ ...unsigned, signature: sign(input.signingSecret, JSON.stringify(unsigned)) })
   }

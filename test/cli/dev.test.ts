@@ -75,6 +75,20 @@ describe("anchord dev", () => {
       .toBe("INVALID_WEBHOOK_URL")
     const verifyConfig: any = await (await fetch(`${base}/verify/config.json`)).json()
     expect(verifyConfig.networks).toEqual([expect.objectContaining({ networkId: "hardhat-local", chainId: 31337 })])
+    // The dev TSA (docs/timestamping.md): openssl's query, the key as the Basic password, openssl verifies against the printed CA.
+    const caFile = new RegExp(`TSA:\\s+${base.replace(/[.]/g, "\\.")}/tsa  \\(RFC 3161; dev root CA (\\S+),`).exec(first.output())?.[1]
+    expect(caFile, "the dev TSA's CA in the banner").toBeDefined()
+    const caPem = Fs.readFileSync(caFile!, "utf8")
+    const tsq = Path.join(dataDir, "dev.tsq")
+    ChildProcess.execFileSync("openssl", ["ts", "-query", "-data", caFile!, "-sha256", "-cert", "-out", tsq])
+    const reply = await fetch(`${base}/tsa`, {
+      method: "POST",
+      headers: { authorization: `Basic ${Buffer.from(`tsa:${first.key}`).toString("base64")}`, "content-type": "application/timestamp-query" },
+      body: Fs.readFileSync(tsq)
+    })
+    expect(reply.status).toBe(200)
+    Fs.writeFileSync(Path.join(dataDir, "dev.tsr"), new Uint8Array(await reply.arrayBuffer()))
+    ChildProcess.execFileSync("openssl", ["ts", "-verify", "-data", caFile!, "-in", Path.join(dataDir, "dev.tsr"), "-CAfile", caFile!], { stdio: "pipe" })
     await stop(first.child, "SIGKILL")
 
     const second = await startDev(port)
@@ -89,7 +103,10 @@ describe("anchord dev", () => {
 
     const third = await startDev(port)
     expect(third.key).toBe(first.key)
-    expect((await call(base, "GET", "/v1/records", { key: third.key })).json.data.records).toHaveLength(2)
+    // Two records and the time-stamp token's hash-only record, all kept; the dev TSA CA reused, not remade.
+    expect((await call(base, "GET", "/v1/records", { key: third.key })).json.data.records).toHaveLength(3)
+    expect(third.output()).toContain(`dev root CA ${caFile}`)
+    expect(Fs.readFileSync(caFile!, "utf8")).toBe(caPem)
     await stop(third.child, "SIGTERM")
   }, 180_000) // three starts of a whole dev node (PostgreSQL, chain, Fabric peer) on a loaded 2-core machine
 })

@@ -400,6 +400,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/timestamp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Time-stamp a hash (RFC 3161)
+         * @description Body: a DER TimeStampReq (Content-Type: application/timestamp-query), e.g. from `openssl ts -query`. The API key as `Authorization: Bearer <key>` or as the HTTP Basic password (any user name). Each token is a hash-only record of the account, committed before the answer and anchored like any record; counted against the quota. 415 for another Content-Type, 413 past 16 KiB, 404 when the node has no TSA (docs/timestamping.md).
+         */
+        post: operations["timestamp.timestamp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/timestamp/{serial}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A time-stamp token and, once anchored, its proof bundle */
+        get: operations["timestamp.getTimestamp"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tsa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Time-stamp a hash (RFC 3161), short URL
+         * @description The same as POST /v1/timestamp. Body: a DER TimeStampReq (Content-Type: application/timestamp-query), e.g. from `openssl ts -query`. The API key as `Authorization: Bearer <key>` or as the HTTP Basic password (any user name). Each token is a hash-only record of the account, committed before the answer and anchored like any record; counted against the quota. 415 for another Content-Type, 413 past 16 KiB, 404 when the node has no TSA (docs/timestamping.md).
+         */
+        post: operations["tsa.tsa"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -411,6 +468,14 @@ export interface components {
             /** @enum {string} */
             errorCode: "INTERNAL_ERROR";
         };
+        /** @description A dependency (the database) is unavailable */
+        ServiceUnavailable: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "SERVICE_UNAVAILABLE";
+        };
         /** @description Per-second rate limit or monthly quota exceeded, or too many failed sign-ins */
         TooManyRequests: {
             /** @enum {boolean} */
@@ -419,6 +484,27 @@ export interface components {
             /** @enum {string} */
             errorCode: "RATE_LIMIT_EXCEEDED" | "QUOTA_EXCEEDED" | "SIGN_IN_THROTTLED";
         };
+        UnsupportedMediaTypeEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "UNSUPPORTED_MEDIA_TYPE";
+        };
+        PayloadTooLargeEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "PAYLOAD_TOO_LARGE";
+        };
+        NotFoundEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
+        };
         UnauthorizedEncoded: {
             /** @enum {boolean} */
             success: false;
@@ -426,13 +512,69 @@ export interface components {
             /** @enum {string} */
             errorCode: "MISSING_API_KEY" | "INVALID_API_KEY" | "EXPIRED_API_KEY" | "INVALID_CREDENTIALS" | "NOT_SIGNED_IN" | "SESSION_EXPIRED";
         };
-        /** @description A dependency (the database) is unavailable */
-        ServiceUnavailable: {
+        BadRequestEncoded: {
             /** @enum {boolean} */
             success: false;
             error: string;
             /** @enum {string} */
-            errorCode: "SERVICE_UNAVAILABLE";
+            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK" | "CHAIN_NOT_CONFIGURED";
+        };
+        Timestamp: {
+            /** @description A token's serial number, in decimal */
+            serial: string;
+            /** @description 24 lowercase hex characters (ObjectId-shaped) */
+            recordId: string;
+            /** @enum {string} */
+            hashAlgorithm: "sha256" | "sha384" | "sha512";
+            /** @description The imprint the client sent, hex */
+            messageImprint: string;
+            /** @description The hash anchored for this token: the imprint itself (SHA-256), or SHA-256 of the token's TSTInfo (SHA-384/512) */
+            recordHash: string;
+            /** Format: date-time */
+            genTime: string;
+            /** @description The record's status: QUEUED, BATCHING, ANCHORED, FAILED */
+            status: string;
+            /** @description The TimeStampToken (DER ContentInfo), base64 */
+            token: string;
+            proof: components["schemas"]["ProofBundle"] | null;
+        };
+        /** @description Self-contained anchoring receipt (version 1) */
+        ProofBundle: {
+            /** @enum {number} */
+            version: 1;
+            /** @description 24 lowercase hex characters (ObjectId-shaped) */
+            recordId: string;
+            /** @description SHA-256 as 64 lowercase hex characters */
+            hash: string;
+            /** @enum {string} */
+            hashAlgorithm: "sha256";
+            /** @enum {string} */
+            canonicalization: "RFC8785-JCS";
+            /** @enum {string} */
+            hashScheme?: "salted-jcs-sha256";
+            salt?: string;
+            /** @enum {string} */
+            leafEncoding: "openzeppelin-standard-merkle-tree:bytes32";
+            anchors: components["schemas"]["ProofBundleAnchor"][];
+        };
+        ProofBundleAnchor: {
+            /** @enum {string} */
+            chainType: "evm" | "fabric";
+            networkId: string;
+            chainId?: number | null;
+            contractAddress?: string | null;
+            channel?: string;
+            chaincode?: string;
+            mspId?: string;
+            batchId: number | string;
+            merkleRoot: string;
+            merkleProof: string[];
+            leafIndex: number;
+            leafCount: number;
+            txHash: string;
+            blockNumber: number | null;
+            blockHash: string | null;
+            anchoredAt: string | null;
         };
         UnprocessableEncoded: {
             /** @enum {boolean} */
@@ -448,40 +590,12 @@ export interface components {
             /** @enum {string} */
             errorCode: "IDEMPOTENCY_CONFLICT" | "NOT_ANCHORED" | "ACCOUNT_NOT_ACTIVE" | "EMAIL_TAKEN";
         };
-        NotFoundEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
-        };
-        BadRequestEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK" | "CHAIN_NOT_CONFIGURED";
-        };
         GoneEncoded: {
             /** @enum {boolean} */
             success: false;
             error: string;
             /** @enum {string} */
             errorCode: "RECORD_DELETED";
-        };
-        UnsupportedMediaTypeEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "UNSUPPORTED_MEDIA_TYPE";
-        };
-        PayloadTooLargeEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "PAYLOAD_TOO_LARGE";
         };
         VerifyResult: {
             /** @enum {string} */
@@ -640,44 +754,6 @@ export interface components {
             chainId?: number;
             channel?: string;
             chaincode?: string;
-        };
-        /** @description Self-contained anchoring receipt (version 1) */
-        ProofBundle: {
-            /** @enum {number} */
-            version: 1;
-            /** @description 24 lowercase hex characters (ObjectId-shaped) */
-            recordId: string;
-            /** @description SHA-256 as 64 lowercase hex characters */
-            hash: string;
-            /** @enum {string} */
-            hashAlgorithm: "sha256";
-            /** @enum {string} */
-            canonicalization: "RFC8785-JCS";
-            /** @enum {string} */
-            hashScheme?: "salted-jcs-sha256";
-            salt?: string;
-            /** @enum {string} */
-            leafEncoding: "openzeppelin-standard-merkle-tree:bytes32";
-            anchors: components["schemas"]["ProofBundleAnchor"][];
-        };
-        ProofBundleAnchor: {
-            /** @enum {string} */
-            chainType: "evm" | "fabric";
-            networkId: string;
-            chainId?: number | null;
-            contractAddress?: string | null;
-            channel?: string;
-            chaincode?: string;
-            mspId?: string;
-            batchId: number | string;
-            merkleRoot: string;
-            merkleProof: string[];
-            leafIndex: number;
-            leafCount: number;
-            txHash: string;
-            blockNumber: number | null;
-            blockHash: string | null;
-            anchoredAt: string | null;
         };
         DeleteResult: {
             /** @description 24 lowercase hex characters (ObjectId-shaped) */
@@ -4625,6 +4701,397 @@ export interface operations {
                     "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "timestamp.timestamp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A DER TimeStampResp (RFC 3161 §2.4.2): status granted with the token, or rejection with a PKIFailureInfo (badAlg: SHA-1 or an unknown hash; badDataFormat: not a TimeStampReq or a wrong imprint length; unacceptedPolicy; unacceptedExtension). Refusals are HTTP 200 as RFC 3161 §3.4 expects. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/timestamp-reply": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeEncoded"];
+                };
+            };
+            /** @description The body must be application/json */
+            415: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "timestamp.getTimestamp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                serial: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Timestamp"];
+                    };
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "tsa.tsa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A DER TimeStampResp (RFC 3161 §2.4.2): status granted with the token, or rejection with a PKIFailureInfo (badAlg: SHA-1 or an unknown hash; badDataFormat: not a TimeStampReq or a wrong imprint length; unacceptedPolicy; unacceptedExtension). Refusals are HTTP 200 as RFC 3161 §3.4 expects. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/timestamp-reply": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeEncoded"];
+                };
+            };
+            /** @description The body must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    "retry-after": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    "retry-after": string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -84,6 +84,12 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   await client.GET("/v1/records/{recordId}/certificate", { params: { path: { recordId } }, parseAs: "arrayBuffer" })
   await client.GET("/v1/certificate/{hash}", { params: { path: { hash: "cd".repeat(32) } }, parseAs: "arrayBuffer" })
 
+  // Time stamps (RFC 3161): this node has no TSA configured, so each answers 404 NOT_FOUND saying so
+  // (test/tsa/ sends real TimeStampReqs to a node with one)
+  await client.POST("/v1/timestamp", { parseAs: "arrayBuffer" })
+  await client.POST("/tsa", { parseAs: "arrayBuffer" })
+  await client.GET("/v1/timestamp/{serial}", { params: { path: { serial: "1" } } })
+
   // Verification by the node
   await client.POST("/v1/verify", { body: { hash } })
 

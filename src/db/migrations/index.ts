@@ -15,6 +15,7 @@ import consoleHardening from "./0014_console_hardening.ts"
 import erasureAndSalted from "./0015_erasure_and_salted.ts"
 import recordState from "./0016_record_state.ts"
 import deliveryChunks from "./0017_delivery_chunks.ts"
+import timestampTokens from "./0018_timestamp_tokens.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -34,5 +35,6 @@ export const migrations = {
   "0014_console_hardening": consoleHardening,
   "0015_erasure_and_salted": erasureAndSalted,
   "0016_record_state": recordState,
-  "0017_delivery_chunks": deliveryChunks
+  "0017_delivery_chunks": deliveryChunks,
+  "0018_timestamp_tokens": timestampTokens
 }

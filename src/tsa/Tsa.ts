@@ -1,0 +1,181 @@
+/**
+ * The time-stamp authority (RFC 3161, docs/timestamping.md): requests in, tokens out, and every token
+ * anchored. A granted token's hash-only record (SHA-256 imprints: the imprint itself; SHA-384/512: the
+ * SHA-256 of the token's TSTInfo) and the token row are committed in one transaction through ingest's
+ * group commit (src/records/IngestWriter.ts, `companion`) before the token is answered: a token a
+ * client holds is always stored and on its way to the chain.
+ */
+import * as Crypto from "node:crypto"
+import { Clock, Context, Duration, Effect, Layer, Option, Result, Semaphore } from "effect"
+import { PgTypes } from "@effect/sql-pg"
+import { SqlClient, type SqlError } from "effect/sql"
+import type { Principal } from "../api/auth.ts"
+import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
+import { AppConfig } from "../config.ts"
+import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
+import type { QuotaExceeded } from "../records/errors.ts"
+import { Ingest, type PrepareError } from "../records/Ingest.ts"
+import type { CompanionWriter, SubmitError } from "../records/IngestWriter.ts"
+import { TsaConfig } from "./config.ts"
+import { TimestampNotFound, TsaDisabled } from "./errors.ts"
+import { loadSigner } from "./keys.ts"
+import { type ImprintAlgorithm, issue, parseRequest, refusal, template } from "./token.ts"
+
+/** Serials a node takes from `timestamp_serials` at once (its INCREMENT, migration 0018). */
+const SERIAL_BLOCK = 256n
+
+export type StampError = TsaDisabled | PrepareError | QuotaExceeded | SubmitError | SqlError.SqlError | DatabaseUnavailable
+
+export interface Stamped {
+  /** The TimeStampResp, DER. */
+  readonly response: Uint8Array
+  /** The granted token's serial; undefined for a refusal (PKIStatus rejection). */
+  readonly serial: bigint | undefined
+}
+
+interface TokenRow {
+  readonly serial: bigint
+  readonly accountId: string
+  readonly environment: string
+  readonly recordId: string
+  readonly algorithm: ImprintAlgorithm
+  readonly imprint: Uint8Array
+  readonly genTime: Date
+  readonly token: Uint8Array
+}
+
+const binaryArray = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
+
+/** The token rows of a group commit, one statement (src/records/IngestWriter.ts). */
+const tokenWriter: CompanionWriter = {
+  insert: (sql, items) => {
+    const rows = items as ReadonlyArray<TokenRow>
+    const text = (f: (r: TokenRow) => string) => binaryArray(rows.map(f), PgTypes.OID.text)
+    return sql`
+      INSERT INTO timestamp_tokens (serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)
+      SELECT serial::bigint, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token
+      FROM unnest(${text((r) => String(r.serial))}::text[], ${text((r) => r.accountId)}::text[], ${text((r) => r.environment)}::text[],
+                  ${text((r) => r.recordId)}::text[], ${text((r) => r.algorithm)}::text[],
+                  ${binaryArray(rows.map((r) => r.imprint), PgTypes.OID.bytea)}::bytea[],
+                  ${binaryArray(rows.map((r) => r.genTime), PgTypes.OID.timestamptz)}::timestamptz[],
+                  ${binaryArray(rows.map((r) => r.token), PgTypes.OID.bytea)}::bytea[])
+        AS u(serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)`
+  }
+}
+
+/** What `GET /v1/timestamp/{serial}` answers (src/api/timestamp.ts). */
+export interface TokenView {
+  readonly serial: string
+  readonly recordId: string
+  readonly hashAlgorithm: ImprintAlgorithm
+  readonly messageImprint: string
+  readonly recordHash: string
+  readonly genTime: string
+  readonly status: string
+  readonly token: string
+  readonly proof: ReturnType<typeof proofBundle> | null
+}
+
+export class Tsa extends Context.Service<Tsa, {
+  readonly enabled: boolean
+  /** A DER TimeStampReq: a token (stored and its record committed) or an RFC 3161 refusal. */
+  readonly stamp: (principal: Principal, request: Uint8Array) => Effect.Effect<Stamped, StampError>
+  readonly lookup: (principal: Principal, serial: string) => Effect.Effect<TokenView, TsaDisabled | TimestampNotFound | SqlError.SqlError>
+}>()("anchord/tsa/Tsa") {
+  static readonly layer = Layer.effect(Tsa, Effect.gen(function*() {
+    const settings = yield* TsaConfig
+    const sql = yield* SqlClient.SqlClient
+    const ingest = yield* Ingest
+    const config = yield* AppConfig
+    const guard = yield* DatabaseGuard
+    const clock = yield* Clock.Clock
+
+    const lookup = (principal: Principal, serial: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{
+          serial: string; recordId: string; hashAlgorithm: ImprintAlgorithm; messageImprint: Uint8Array; genTime: Date; token: Uint8Array
+          status: string; hash: string; salted: boolean
+        }>`
+          SELECT t.serial::text AS serial, t.record_id, t.hash_algorithm, t.message_imprint, t.gen_time, t.token, r.status, r.hash, r.salted
+          FROM timestamp_tokens t JOIN records r ON r.id = t.record_id
+          WHERE t.serial = ${serial}::bigint AND t.account_id = ${principal.accountId} AND t.environment = ${principal.environment}`
+        const row = rows[0]
+        if (row === undefined) return yield* new TimestampNotFound({ serial })
+        const anchors = row.status === "ANCHORED" ? (yield* loadAnchors(sql, [row.recordId])).get(row.recordId) ?? [] : []
+        return {
+          serial: row.serial,
+          recordId: row.recordId,
+          hashAlgorithm: row.hashAlgorithm,
+          messageImprint: Buffer.from(row.messageImprint).toString("hex"),
+          recordHash: row.hash,
+          genTime: new Date(row.genTime).toISOString(),
+          status: row.status,
+          token: Buffer.from(row.token).toString("base64"),
+          proof: row.status === "ANCHORED" ? proofBundle({ id: row.recordId, hash: row.hash, salted: row.salted }, anchors) : null
+        } satisfies TokenView
+      })
+
+    if (Option.isNone(settings.files)) {
+      const off = Effect.fail(new TsaDisabled())
+      return Tsa.of({ enabled: false, stamp: () => off, lookup: () => off })
+    }
+    const loaded = loadSigner(settings.files.value, new Date(clock.currentTimeMillisUnsafe()))
+    // `anchord start` ran doctor's checks of these files first (src/doctor/checks.ts): this is the dev path.
+    if (!("signer" in loaded)) return yield* Effect.die(new Error(`TSA: ${loaded.problems.join("; ")}`))
+    for (const warning of loaded.warnings) yield* Effect.logWarning(`TSA: ${warning}`)
+    const signer = loaded.signer
+    const t = template(signer, settings.policy, settings.accuracyMillis)
+
+    // Serial numbers: a block of SERIAL_BLOCK from the shared sequence, handed out here; one fetch at a time.
+    let next = 0n
+    let end = 0n
+    const fetching = yield* Semaphore.make(1)
+    const timedOut = Effect.fail(new DatabaseUnavailable({ retryAfterSeconds: guard.retryAfterSeconds }))
+    const fetchBlock: Effect.Effect<bigint, SqlError.SqlError | DatabaseUnavailable> = fetching.withPermits(1)(Effect.suspend(() => {
+      if (next < end) return Effect.succeed(next++)
+      return sql<{ first: string }>`SELECT nextval('timestamp_serials')::text AS first`.pipe(
+        Effect.timeoutOrElse({ duration: Duration.millis(config.requestDeadlineMillis), orElse: () => timedOut }),
+        Effect.map((rows) => {
+          const first = BigInt(rows[0]!.first)
+          next = first + 1n
+          end = first + SERIAL_BLOCK
+          return first
+        })
+      )
+    }))
+    const nextSerial = Effect.suspend(() => next < end ? Effect.succeed(next++) : fetchBlock)
+
+    const stamp = (principal: Principal, der: Uint8Array) =>
+      Effect.gen(function*() {
+        const parsed = parseRequest(der, settings.policy)
+        if (parsed._tag === "Refused") return { response: refusal(parsed.failure, parsed.text), serial: undefined } satisfies Stamped
+        if (!guard.isUp()) return yield* guard.refuse
+        const serial = yield* nextSerial
+        const genTime = new Date(clock.currentTimeMillisUnsafe())
+        const request = parsed.request
+        const issued = issue(signer, t, request, { serial, genTime })
+        // SHA-256 imprints are anchored as they are (GET /v1/proof/{sha256 of the file} finds them); a
+        // longer imprint cannot be a record hash, so its token's TSTInfo (which holds it) is anchored.
+        const hash = request.algorithm === "sha256"
+          ? Buffer.from(request.imprint).toString("hex")
+          : Crypto.hash("sha256", issued.tstInfo, "hex")
+        const row = yield* ingest.prepare(principal, { _tag: "hash", body: { hash, metadata: { timestampSerial: String(serial) } } })
+        yield* ingest.commit(principal, [row], undefined, {
+          writer: tokenWriter,
+          item: {
+            serial,
+            accountId: principal.accountId,
+            environment: principal.environment,
+            recordId: row.id,
+            algorithm: request.algorithm,
+            imprint: request.imprint,
+            genTime,
+            token: issued.token
+          } satisfies TokenRow
+        })
+        return { response: issued.response, serial } satisfies Stamped
+      })
+
+    return Tsa.of({ enabled: true, stamp, lookup })
+  }))
+}
