@@ -3,6 +3,7 @@
  * queries and verifies the tokens, @peculiar/asn1-cms (a second ASN.1 library) parses them, over a real
  * socket against real PostgreSQL; two nodes on one database for serial uniqueness.
  */
+import { EVM_UNSERVED_IDS } from "../support/process.ts"
 import * as ChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -186,7 +187,8 @@ describe("RFC 3161 TSA", () => {
     const account = await node.createAccount()
     const publicKey = (await node.createKey(account)).key
     // The environment as read when the first node started, plus the two variables (Effect reads process.env once).
-    const env = { ...process.env, TSA_PUBLIC: "true", TSA_PUBLIC_API_KEY: publicKey } as Record<string, string>
+    // EVM_UNSERVED_IDS: its tokens' records wait QUEUED for a network, as the first node's do (no chain in this test).
+    const env = { ...process.env, ...EVM_UNSERVED_IDS, TSA_PUBLIC: "true", TSA_PUBLIC_API_KEY: publicKey } as Record<string, string>
     const open = await startNode({
       databaseUrl: node.databaseUrl,
       layer: NodeLayer.pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
