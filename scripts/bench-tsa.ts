@@ -6,6 +6,7 @@
  * database). Appends the figures to docs/benchmarks.md.
  *   npm run bench:tsa            (BENCH_TSA_NO_WRITE=1 to only print; DATABASE_URL to use a server)
  */
+import { opsPerSecond } from "./bench/rate.ts"
 import * as ChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -32,22 +33,8 @@ Fs.writeFileSync(Path.join(tmp, "data"), "bench\n")
 ChildProcess.execFileSync("openssl", ["ts", "-query", "-data", Path.join(tmp, "data"), "-sha256", "-cert", "-out", Path.join(tmp, "q.tsq")])
 const query = Fs.readFileSync(Path.join(tmp, "q.tsq"))
 
-/** Operations per second of wall time and per CPU-second of this process, for `seconds`. */
-const loop = (seconds: number, f: () => unknown) => {
-  for (let i = 0; i < 500; i++) f()
-  let n = 0
-  const cpu0 = process.cpuUsage()
-  const start = process.hrtime.bigint()
-  const until = start + BigInt(Math.round(seconds * 1e9))
-  let now = start
-  while (now < until) {
-    for (let k = 0; k < 64; k++) f()
-    n += 64
-    now = process.hrtime.bigint()
-  }
-  const cpu = process.cpuUsage(cpu0)
-  return { wall: n / (Number(now - start) / 1e9), cpu: n / ((cpu.user + cpu.system) / 1e6) }
-}
+/** Operations per second (wall and per CPU-second) for `seconds`: one loop for every bench (scripts/bench/rate.ts). */
+const loop = (seconds: number, f: () => unknown) => opsPerSecond("bench:tsa", seconds, () => void f(), 500)
 
 const loaded = loadSigner(files, new Date())
 if (!("signer" in loaded)) throw new Error(loaded.problems.join("; "))

@@ -6,6 +6,7 @@
  * all EVM checks included. Appends the figures to docs/benchmarks.md.
  *   npm run bench:verify            (BENCH_VERIFY_NO_WRITE=1 to only print)
  */
+import { opsPerSecond } from "./bench/rate.ts"
 import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -26,21 +27,8 @@ const root = Path.resolve(import.meta.dirname, "..")
 const ANVIL_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80" // anvil dev account #0
 const LEAVES = 1024
 
-/** Checks per second of wall time and per second of this process's CPU time (the machine is shared). */
-const rate = (label: string, seconds: number, f: (i: number) => boolean) => {
-  for (let i = 0; i < 2000; i++) if (!f(i)) throw new Error(`${label}: a check failed`)
-  let n = 0
-  const cpu0 = process.cpuUsage()
-  const start = process.hrtime.bigint()
-  const until = start + BigInt(Math.round(seconds * 1e9))
-  let now = start
-  while (now < until) {
-    for (let k = 0; k < 256; k++) if (!f(n++)) throw new Error(`${label}: a check failed`)
-    now = process.hrtime.bigint()
-  }
-  const cpu = process.cpuUsage(cpu0)
-  return { wall: n / (Number(now - start) / 1e9), cpu: n / ((cpu.user + cpu.system) / 1e6) }
-}
+/** Checks per second of wall time and per CPU-second (the machine is shared); a failed check stops the bench. */
+const rate = (label: string, seconds: number, f: (i: number) => boolean) => opsPerSecond(label, seconds, f, 2000)
 const fmt = (r: { wall: number; cpu: number }) =>
   `${Math.round(r.wall).toLocaleString("en")}/s (${Math.round(r.cpu).toLocaleString("en")} per CPU-second)`
 
