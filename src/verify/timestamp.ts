@@ -1,7 +1,7 @@
 /**
  * `anchord verify --tsr` (docs/timestamping.md, docs/verifying.md): an RFC 3161 token checked like
- * `openssl ts -verify` does (CMS signature, the signer's chain to the given CA, a critical
- * id-kp-timeStamping EKU, the message imprint against the data file), with the kept libraries (pkijs +
+ * `openssl ts -verify` does (CMS signature, the signer's chain to the given CA, the ESSCertIDv2 binding, a
+ * critical id-kp-timeStamping EKU, the message imprint against the data file), with the kept libraries (pkijs +
  * asn1js), plus what the record hash of its anchor must be (src/tsa/Tsa.ts: the imprint for SHA-256,
  * SHA-256 of the TSTInfo otherwise). Loaded by src/verify/command.ts only when `--tsr` is given: pkijs
  * is heavy and a bundle-only verify must start fast.
@@ -18,6 +18,7 @@ const ALGORITHMS: Record<string, "sha256" | "sha384" | "sha512"> = {
   [OID.sha512]: "sha512"
 }
 const EKU = "2.5.29.37"
+const SIGNING_CERTIFICATE_V1 = "1.2.840.113549.1.9.16.2.12"
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
 
 /** What the token says, for the report and the anchor check. */
@@ -76,7 +77,7 @@ const message = (e: unknown) =>
   e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String((e as { message: unknown }).message) : String(e)
 
 /**
- * The token's checks, one per line: `tsa.format`, `tsa.signature`, `tsa.chain`, `tsa.eku`, `tsa.imprint`.
+ * The token's checks, one per line: `tsa.format`, `tsa.signature`, `tsa.chain`, `tsa.ess`, `tsa.eku`, `tsa.imprint`.
  * The imprint is checked here with node:crypto (its own line, naming both hashes); pkijs checks the
  * CMS signature (message digest of the TSTInfo, signature over the signed attributes) and the chain at
  * genTime.
@@ -156,6 +157,7 @@ export const checkToken = async (tsr: Uint8Array, data: Uint8Array, trusted: Rea
     } catch (e) {
       checks.push({ id: "tsa.chain", status: "fail", message: `${subjectOf(signer)} does not chain to the given CA: ${message(e)}` })
     }
+    checks.push(essCheck(signed.signerInfos[0]!, signer))
     const eku = signer.extensions?.find((x) => x.extnID === EKU)
     const purposes = eku?.parsedValue instanceof pkijs.ExtKeyUsage ? eku.parsedValue.keyPurposes : []
     checks.push(eku === undefined
@@ -185,6 +187,39 @@ export const checkToken = async (tsr: Uint8Array, data: Uint8Array, trusted: Rea
 const oidText = (oid: string) =>
   oid.replace(/\{([0-9a-f]+)\}/gi, (_, hex: string) =>
     (hex.match(/../g) ?? []).reduce((v, byte) => v * 128n + BigInt(parseInt(byte, 16)), 0n).toString())
+
+/**
+ * RFC 5816 / RFC 2634: the signed signing-certificate(-v2) attribute names the signer certificate by its
+ * hash, so a certificate with the same key (a reissued one, another CA's) cannot stand in for it.
+ */
+const essCheck = (signerInfo: pkijs.SignerInfo, signer: pkijs.Certificate): Check => {
+  const attrs = signerInfo.signedAttrs?.attributes ?? []
+  const v2 = attrs.find((a) => a.type === OID.signingCertificateV2)
+  const v1 = attrs.find((a) => a.type === SIGNING_CERTIFICATE_V1)
+  const attr = v2 ?? v1
+  if (attr === undefined) return { id: "tsa.ess", status: "fail", message: "no signing-certificate(-v2) attribute (RFC 3161 §2.4.2, RFC 5816): the signer certificate is not bound" }
+  try {
+    // SigningCertificate(V2) ::= SEQUENCE { certs SEQUENCE OF ESSCertID(v2), … }; the first names the signer.
+    const first = (attr.values[0] as asn1js.Sequence).valueBlock.value[0] as asn1js.Sequence
+    const id = first.valueBlock.value[0] as asn1js.Sequence
+    const parts = id.valueBlock.value
+    // ESSCertIDv2 ::= SEQUENCE { hashAlgorithm DEFAULT sha256, certHash, issuerSerial OPTIONAL }; ESSCertID: SHA-1.
+    let algorithm = v2 === undefined ? "sha1" : "sha256"
+    let hashAt = 0
+    if (v2 !== undefined && parts[0] instanceof asn1js.Sequence) {
+      const oid = new pkijs.AlgorithmIdentifier({ schema: parts[0] }).algorithmId
+      algorithm = ALGORITHMS[oid] ?? oid
+      hashAt = 1
+    }
+    const stated = Buffer.from((parts[hashAt] as asn1js.OctetString).valueBlock.valueHexView).toString("hex")
+    const actual = Crypto.hash(algorithm, new Uint8Array(signer.toSchema().toBER()), "hex")
+    return stated === actual
+      ? { id: "tsa.ess", status: "pass", message: `the signed ${v2 === undefined ? "ESSCertID" : "ESSCertIDv2"} names the signer certificate (${algorithm} ${actual.slice(0, 16)}…)` }
+      : { id: "tsa.ess", status: "fail", message: `the signed ${v2 === undefined ? "ESSCertID" : "ESSCertIDv2"} names another certificate (${algorithm} ${stated.slice(0, 16)}…), not the signer's (${actual.slice(0, 16)}…)` }
+  } catch (e) {
+    return { id: "tsa.ess", status: "fail", message: `the signing-certificate attribute cannot be read: ${message(e)}` }
+  }
+}
 
 const subjectOf = (c: pkijs.Certificate) =>
   c.subject.typesAndValues.map((tv) => `${tv.type === "2.5.4.3" ? "CN" : tv.type === "2.5.4.10" ? "O" : tv.type}=${tv.value.valueBlock.value}`).join(", ")

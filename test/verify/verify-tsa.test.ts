@@ -9,7 +9,10 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTsaCertificates, type DevTsaFiles } from "../../src/tsa/devCa.ts"
+import { loadSigner } from "../../src/tsa/keys.ts"
+import { essAttribute, issue, parseRequest, template } from "../../src/tsa/token.ts"
 import type { Report } from "../../src/verify/report.ts"
+import { checkToken, readCaPems } from "../../src/verify/timestamp.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { allAnchored, call, waitFor } from "../evm/support.ts"
 import { jsonFile, runCli, startVerifyEnv, type VerifyEnv } from "./support.ts"
@@ -69,7 +72,7 @@ describe("anchord verify --tsr", () => {
     const run = await verifyTsr(tokens.sha256!.tsr, [jsonFile(tokens.sha256!.view)])
     expect(run.stdout).toContain(`time-stamp token serial ${tokens.sha256!.view.data.serial}`)
     expect(run.stdout).toContain("policy 2.25.254261995566862221233085334779423650513,")
-    for (const id of ["tsa.format", "tsa.signature", "tsa.chain", "tsa.eku", "tsa.imprint", "tsa.record-hash", "merkle-proof", "evm.contract-verify"]) {
+    for (const id of ["tsa.format", "tsa.signature", "tsa.chain", "tsa.ess", "tsa.eku", "tsa.imprint", "tsa.record-hash", "merkle-proof", "evm.contract-verify"]) {
       expect(run.stdout).toMatch(new RegExp(`PASS +${id.replace(".", "\\.")} `))
     }
     expect(run.stdout).toContain("VERIFIED (exit 0)")
@@ -126,4 +129,24 @@ describe("anchord verify --tsr", () => {
     const junk = JSON.parse((await verifyTsr(file("junk.tsr"), [view, "--json"])).stdout) as Report
     expect(failed(junk)).toEqual(["tsa.format"])
   }, 90_000)
+
+  it("a token whose signed ESSCertIDv2 names another certificate fails tsa.ess, the rest holding", async () => {
+    const policy = "2.25.254261995566862221233085334779423650513"
+    const loaded = loadSigner({ ...ca, chainFile: undefined }, new Date())
+    if (!("signer" in loaded)) throw new Error(loaded.problems.join("; "))
+    const other = loadSigner({ ...otherCa, chainFile: undefined }, new Date())
+    if (!("signer" in other)) throw new Error(other.problems.join("; "))
+    const parsed = parseRequest(Fs.readFileSync(file("sha256.tsq")), policy)
+    if (parsed._tag !== "Stamp") throw new Error(parsed.text)
+    const tokenWith = (signer: typeof loaded.signer) =>
+      issue(signer, template(signer, policy, 1000), parsed.request, { serial: 77n, genTime: new Date() }).response
+    const trusted = readCaPems(Fs.readFileSync(ca.caFile, "utf8"), ca.caFile)
+    const data = Fs.readFileSync(file("data.txt"))
+    const good = await checkToken(tokenWith(loaded.signer), data, trusted)
+    expect(good.checks.filter((c) => c.status !== "pass")).toEqual([])
+    // The TSA's own key and certificate, but the ESS attribute of the other CA's TSA certificate (signed with the rest).
+    const swapped = await checkToken(tokenWith({ ...loaded.signer, essAttribute: essAttribute(other.signer.certificate) }), data, trusted)
+    expect(swapped.checks.filter((c) => c.status !== "pass").map((c) => c.id)).toEqual(["tsa.ess"])
+    expect(swapped.checks.find((c) => c.id === "tsa.ess")!.message).toContain("names another certificate")
+  })
 })
