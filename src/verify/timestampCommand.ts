@@ -58,9 +58,16 @@ export const verifyTimestamp = Effect.fn("verify.timestamp")(function*(args: Tim
     if (args.data === undefined) throw new Error("--tsr needs --data <the time-stamped file>")
     if (args.ca === undefined) throw new Error("--tsr needs --ca <PEM file of the TSA's root CA> (the dev root: <data dir>/tsa/ca.pem)")
     if (args.bundleFile !== undefined && args.node !== undefined) throw new Error("give the proof bundle's file or --node, not both")
-    tsr = readFileSync(args.tsr)
-    data = readFileSync(args.data)
-    trusted = readCaPems(readFileSync(args.ca, "utf8"), args.ca)
+    const read = (flag: string, path: string) => {
+      try {
+        return readFileSync(path)
+      } catch (e) {
+        throw new Error(`${flag} ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? errorText(e)})`)
+      }
+    }
+    tsr = read("--tsr", args.tsr)
+    data = read("--data", args.data)
+    trusted = readCaPems(read("--ca", args.ca).toString("utf8"), args.ca)
     if (args.bundleFile !== undefined) {
       const json = args.readJson(args.bundleFile)
       bundleJson = proofOfTimestampView(json) ?? json
