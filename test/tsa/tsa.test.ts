@@ -17,6 +17,7 @@ import { createTsaCertificates, type DevTsaFiles } from "../../src/tsa/devCa.ts"
 import { tsaFilesReport } from "../../src/tsa/keys.ts"
 import { query } from "../support/db.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
+import { type DevTsa, useDevTsa } from "./support.ts"
 
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-tsa-"))
 const file = (name: string) => Path.join(dir, name)
@@ -33,12 +34,12 @@ describe("RFC 3161 TSA", () => {
   let key: string
   let files: DevTsaFiles
   let otherCa: DevTsaFiles
+  let tsa: DevTsa | undefined
 
   beforeAll(async () => {
-    files = await createTsaCertificates(file("ecdsa"), "ecdsa")
-    otherCa = await createTsaCertificates(file("other"), "ecdsa")
-    process.env.TSA_CERT_FILE = files.certFile
-    process.env.TSA_KEY_FILE = files.keyFile
+    tsa = await useDevTsa(dir)
+    files = tsa.files
+    otherCa = tsa.otherCa
     node = await startNode()
     other = await startNode({ databaseUrl: node.databaseUrl })
     key = (await node.createKey(await node.createAccount())).key
@@ -47,8 +48,7 @@ describe("RFC 3161 TSA", () => {
   afterAll(async () => {
     await other?.stop()
     await node?.stop()
-    delete process.env.TSA_CERT_FILE
-    delete process.env.TSA_KEY_FILE
+    tsa?.restore()
     Fs.rmSync(dir, { recursive: true, force: true })
   })
 

@@ -8,13 +8,14 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createTsaCertificates, type DevTsaFiles } from "../../src/tsa/devCa.ts"
+import type { DevTsaFiles } from "../../src/tsa/devCa.ts"
 import { loadSigner } from "../../src/tsa/keys.ts"
 import { essAttribute, issue, parseRequest, template } from "../../src/tsa/token.ts"
 import type { Report } from "../../src/verify/report.ts"
 import { checkToken, readCaPems } from "../../src/verify/timestamp.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { allAnchored, call, waitFor } from "../evm/support.ts"
+import { type DevTsa, useDevTsa } from "../tsa/support.ts"
 import { jsonFile, runCli, startVerifyEnv, type VerifyEnv } from "./support.ts"
 
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-verify-tsa-"))
@@ -24,6 +25,7 @@ let anvil: Anvil
 let env: VerifyEnv
 let ca: DevTsaFiles
 let otherCa: DevTsaFiles
+let tsa: DevTsa | undefined
 /** Per imprint algorithm: the .tsr file and GET /v1/timestamp/{serial}'s answer once ANCHORED. */
 const tokens: Record<string, { tsr: string; view: any }> = {}
 
@@ -31,10 +33,9 @@ const statusOf = (r: Report, id: string) => r.checks.find((c) => c.id === id)
 const failed = (r: Report) => r.checks.filter((c) => c.status === "fail").map((c) => c.id).sort()
 
 beforeAll(async () => {
-  ca = await createTsaCertificates(file("ca"), "ecdsa")
-  otherCa = await createTsaCertificates(file("other"), "ecdsa")
-  process.env.TSA_CERT_FILE = ca.certFile
-  process.env.TSA_KEY_FILE = ca.keyFile
+  tsa = await useDevTsa(dir)
+  ca = tsa.files
+  otherCa = tsa.otherCa
   anvil = await startAnvil()
   env = await startVerifyEnv({ rpcUrl: anvil.rpcUrl, privateKey: await anvil.fundedKey() }, "tsa")
   Fs.writeFileSync(file("data.txt"), "the contract, signed\n")
@@ -59,8 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.node.stop()
   await anvil?.stop()
-  delete process.env.TSA_CERT_FILE
-  delete process.env.TSA_KEY_FILE
+  tsa?.restore()
   Fs.rmSync(dir, { recursive: true, force: true })
 })
 
