@@ -17,6 +17,7 @@ import { createTsaCertificates, type DevTsaFiles } from "../../src/tsa/devCa.ts"
 import { tsaFilesReport } from "../../src/tsa/keys.ts"
 import { query } from "../support/db.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
+import { evmUnservedEnv } from "../support/process.ts"
 import { type DevTsa, useDevTsa } from "./support.ts"
 
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-tsa-"))
@@ -186,7 +187,8 @@ describe("RFC 3161 TSA", () => {
     const account = await node.createAccount()
     const publicKey = (await node.createKey(account)).key
     // The environment as read when the first node started, plus the two variables (Effect reads process.env once).
-    const env = { ...process.env, TSA_PUBLIC: "true", TSA_PUBLIC_API_KEY: publicKey } as Record<string, string>
+    // Its own ConfigProvider: the tokens' (EVM) records need the default network ids named (test/support/process.ts).
+    const env = { ...process.env, ...evmUnservedEnv(process.env), TSA_PUBLIC: "true", TSA_PUBLIC_API_KEY: publicKey } as Record<string, string>
     const open = await startNode({
       databaseUrl: node.databaseUrl,
       layer: NodeLayer.pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
