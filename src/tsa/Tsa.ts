@@ -96,8 +96,10 @@ export class Tsa extends Context.Service<Tsa, {
           serial: string; recordId: string; hashAlgorithm: ImprintAlgorithm; messageImprint: Uint8Array; genTime: Date; token: Uint8Array
           status: string; hash: string; salted: boolean
         }>`
-          SELECT t.serial::text AS serial, t.record_id, t.hash_algorithm, t.message_imprint, t.gen_time, t.token, r.status, r.hash, r.salted
+          SELECT t.serial::text AS serial, t.record_id, t.hash_algorithm, t.message_imprint, t.gen_time, t.token, st.status, r.hash, r.salted
           FROM timestamp_tokens t JOIN records r ON r.id = t.record_id
+            -- records.status no longer says ANCHORED (migration 0016): the state is read from the record's batches.
+            CROSS JOIN LATERAL anchord_record_state(r.id, r.status, r.chain_type) st
           WHERE t.serial = ${serial}::bigint AND t.account_id = ${principal.accountId} AND t.environment = ${principal.environment}`
         const row = rows[0]
         if (row === undefined) return yield* new TimestampNotFound({ serial })

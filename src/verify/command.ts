@@ -1,6 +1,7 @@
 /**
  * `anchord verify <file> [--rpc URL] [--data file] [--fabric-profile file] [--json]` (SPEC 8): the auditor's command.
- * Needs no database and no node; it reads the chains directly. Exit codes: 0 verified,
+ * Needs no database and no node; it reads the chains directly. With `--tsr token.tsr --data file --ca ca.pem`
+ * it checks an RFC 3161 token and its anchor (./timestamp.ts; the bundle from <file> or `--node`). Exit codes: 0 verified,
  * 1 not verified, 2 could not check (unreadable input, RPC unreachable, no identity for Fabric).
  * Imported by src/cli/main.ts, which loads only this (not the node) for `verify`.
  */
@@ -51,9 +52,16 @@ const readJson = (path: string): unknown =>
   parseStrictJson(path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8"), { maxDepth: 128 })
 
 export const verifyCommand = Command.make("verify", {
-  file: Argument.String("file").pipe(Argument.withDescription("Proof bundle, IN_PLACE document or record lookup (JSON; - for stdin)")),
+  file: Argument.String("file").pipe(
+    Argument.withDescription("Proof bundle, IN_PLACE document or record lookup (JSON; - for stdin); with --tsr: the token's proof bundle or GET /v1/timestamp/{serial}'s answer"),
+    Argument.optional
+  ),
   rpc: optionalString("rpc", "JSON-RPC URL of the EVM chain the anchor names"),
-  data: optionalString("data", "JSON file with the record's data, hashed with JCS + SHA-256"),
+  data: optionalString("data", "JSON file with the record's data, hashed with JCS + SHA-256; with --tsr: the time-stamped file, hashed as bytes"),
+  tsr: optionalString("tsr", "An RFC 3161 TimeStampResp (.tsr) or token to check (with --data and --ca) and its anchor"),
+  ca: optionalString("ca", "With --tsr: PEM file of the CA(s) the TSA certificate must chain to"),
+  node: optionalString("node", "With --tsr and no <file>: fetch the token's proof bundle from this node's GET /v1/timestamp/{serial} (the API key: --api-key or ANCHORD_API_KEY)"),
+  apiKey: optionalString("api-key", "With --node: the API key of the token's account (default: ANCHORD_API_KEY)"),
   salt: optionalString("salt", "A salted encrypted record's salt (base64url): --data is then hashed as {\"data\": <data>, \"salt\": <salt>}"),
   json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print the report as JSON")),
   confirmations: Flag.Int("confirmations").pipe(Flag.withDefault(1), Flag.withDescription("Blocks required on top of the anchor's block, including it")),
@@ -74,10 +82,45 @@ export const verifyCommand = Command.make("verify", {
 }, (o) =>
   Effect.gen(function*() {
     const get = Option.getOrUndefined
+    const couldNotCheck = (message: string) =>
+      Effect.gen(function*() {
+        yield* o.json
+          ? Console.log(JSON.stringify({ outcome: "could-not-check", exitCode: 2, error: message }, null, 2))
+          : Console.error(`error: ${message}\nCOULD NOT CHECK (exit 2)`)
+        process.exitCode = 2
+      })
+    const tsr = get(o.tsr)
+    if (tsr !== undefined) {
+      if (get(o.salt) !== undefined) return yield* couldNotCheck("--salt does not apply to --tsr (the token's imprint is of the file's bytes)")
+      const rpcUrl = get(o.rpc)
+      // Loaded only here: pkijs is heavy, and a bundle-only verify must start fast.
+      const { verifyTimestamp } = yield* Effect.promise(() => import("./timestampCommand.ts"))
+      const report = yield* verifyTimestamp({
+        tsr,
+        data: get(o.data),
+        ca: get(o.ca),
+        bundleFile: get(o.file),
+        node: get(o.node),
+        apiKey: get(o.apiKey) ?? process.env.ANCHORD_API_KEY,
+        readJson,
+        verify: {
+          rpcFor: () => rpcUrl === undefined ? undefined : rpcClient(rpcUrl, o.timeout),
+          minConfirmations: o.confirmations,
+          offline: o.offline
+        },
+        timeoutMs: o.timeout
+      })
+      if ("error" in report) return yield* couldNotCheck(report.error)
+      yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
+      process.exitCode = report.exitCode
+      return
+    }
     let input
     let data: { value: unknown } | undefined
     try {
-      input = readInput(readJson(o.file))
+      const file = get(o.file)
+      if (file === undefined) throw new Error("give the proof bundle's file (or --tsr with a time-stamp token)")
+      input = readInput(readJson(file))
       const dataFile = get(o.data)
       if (dataFile !== undefined) data = { value: readJson(dataFile) }
       const salt = get(o.salt)
@@ -86,12 +129,7 @@ export const verifyCommand = Command.make("verify", {
         data = { value: saltedCommitment(data.value, salt) }
       }
     } catch (e) {
-      const message = e instanceof Error ? e.message : String(e)
-      yield* o.json
-        ? Console.log(JSON.stringify({ outcome: "could-not-check", exitCode: 2, error: message }, null, 2))
-        : Console.error(`error: ${message}\nCOULD NOT CHECK (exit 2)`)
-      process.exitCode = 2
-      return
+      return yield* couldNotCheck(e instanceof Error ? e.message : String(e))
     }
     let profile: FabricProfile = {}
     const profileFile = get(o.fabricProfile)
@@ -99,12 +137,7 @@ export const verifyCommand = Command.make("verify", {
       try {
         profile = readFabricProfile(profileFile)
       } catch (e) {
-        const message = `--fabric-profile ${profileFile}: ${e instanceof Error ? e.message : String(e)}`
-        yield* o.json
-          ? Console.log(JSON.stringify({ outcome: "could-not-check", exitCode: 2, error: message }, null, 2))
-          : Console.error(`error: ${message}\nCOULD NOT CHECK (exit 2)`)
-        process.exitCode = 2
-        return
+        return yield* couldNotCheck(`--fabric-profile ${profileFile}: ${e instanceof Error ? e.message : String(e)}`)
       }
     }
     const rpcUrl = get(o.rpc)
@@ -128,4 +161,4 @@ export const verifyCommand = Command.make("verify", {
     })
     yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
     process.exitCode = report.exitCode
-  })).pipe(Command.withDescription("Verify a proof bundle against the chains directly (no node, no database)"))
+  })).pipe(Command.withDescription("Verify a proof bundle (or an RFC 3161 token with --tsr, and its anchor) against the chains directly (no node, no database)"))

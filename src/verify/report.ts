@@ -30,6 +30,13 @@ export interface Report {
   readonly input: string
   readonly anchors: ReadonlyArray<{ readonly chainType: string; readonly networkId: string; readonly outcome: Outcome }>
   readonly checks: ReadonlyArray<Check>
+  /** `--tsr`: what the RFC 3161 token says (src/verify/timestamp.ts). */
+  readonly timestamp?: {
+    readonly serial: string
+    readonly genTime: string
+    readonly hashAlgorithm: string
+    readonly messageImprint: string
+  } | undefined
 }
 
 export const outcomeOf = (checks: ReadonlyArray<Check>): Outcome =>
@@ -46,12 +53,16 @@ const MARK: Record<CheckStatus, string> = { pass: "PASS", fail: "FAIL", error: "
 /** Human-readable report (the CLI's default output). */
 export const formatReport = (r: Report): string => {
   const lines: Array<string> = []
-  lines.push(`record ${r.recordId ?? "(no id)"}  hash ${r.hash}  (input: ${r.input}; hash ${r.hashSource === "data" ? "recomputed from the data" : "as stated in the bundle"})`)
+  if (r.timestamp !== undefined) {
+    lines.push(`time-stamp token serial ${r.timestamp.serial}  genTime ${r.timestamp.genTime}  imprint ${r.timestamp.hashAlgorithm}:${r.timestamp.messageImprint}`)
+  }
+  if (r.input === "timestamp-token") lines.push(`record ${r.recordId ?? "(no bundle)"}  hash ${r.hash || "(none)"}`)
+  else lines.push(`record ${r.recordId ?? "(no id)"}  hash ${r.hash}  (input: ${r.input}; hash ${r.hashSource === "data" ? "recomputed from the data" : "as stated in the bundle"})`)
   let current: string | undefined = "\u0000"
   for (const c of r.checks) {
     if (c.networkId !== current) {
       current = c.networkId
-      lines.push(current === undefined ? "record:" : `anchor ${current}:`)
+      lines.push(current === undefined ? (r.input === "timestamp-token" ? "token and record:" : "record:") : `anchor ${current}:`)
     }
     lines.push(`  ${MARK[c.status].padEnd(5)} ${c.id.padEnd(24)} ${c.message}`)
   }

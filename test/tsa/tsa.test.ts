@@ -3,7 +3,6 @@
  * queries and verifies the tokens, @peculiar/asn1-cms (a second ASN.1 library) parses them, over a real
  * socket against real PostgreSQL; two nodes on one database for serial uniqueness.
  */
-import { EVM_UNSERVED_IDS } from "../support/process.ts"
 import * as ChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -18,6 +17,8 @@ import { createTsaCertificates, type DevTsaFiles } from "../../src/tsa/devCa.ts"
 import { tsaFilesReport } from "../../src/tsa/keys.ts"
 import { query } from "../support/db.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
+import { evmUnservedEnv } from "../support/process.ts"
+import { type DevTsa, useDevTsa } from "./support.ts"
 
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-tsa-"))
 const file = (name: string) => Path.join(dir, name)
@@ -34,12 +35,12 @@ describe("RFC 3161 TSA", () => {
   let key: string
   let files: DevTsaFiles
   let otherCa: DevTsaFiles
+  let tsa: DevTsa | undefined
 
   beforeAll(async () => {
-    files = await createTsaCertificates(file("ecdsa"), "ecdsa")
-    otherCa = await createTsaCertificates(file("other"), "ecdsa")
-    process.env.TSA_CERT_FILE = files.certFile
-    process.env.TSA_KEY_FILE = files.keyFile
+    tsa = await useDevTsa(dir)
+    files = tsa.files
+    otherCa = tsa.otherCa
     node = await startNode()
     other = await startNode({ databaseUrl: node.databaseUrl })
     key = (await node.createKey(await node.createAccount())).key
@@ -48,8 +49,7 @@ describe("RFC 3161 TSA", () => {
   afterAll(async () => {
     await other?.stop()
     await node?.stop()
-    delete process.env.TSA_CERT_FILE
-    delete process.env.TSA_KEY_FILE
+    tsa?.restore()
     Fs.rmSync(dir, { recursive: true, force: true })
   })
 
@@ -187,8 +187,8 @@ describe("RFC 3161 TSA", () => {
     const account = await node.createAccount()
     const publicKey = (await node.createKey(account)).key
     // The environment as read when the first node started, plus the two variables (Effect reads process.env once).
-    // EVM_UNSERVED_IDS: its tokens' records wait QUEUED for a network, as the first node's do (no chain in this test).
-    const env = { ...process.env, ...EVM_UNSERVED_IDS, TSA_PUBLIC: "true", TSA_PUBLIC_API_KEY: publicKey } as Record<string, string>
+    // Its own ConfigProvider: the tokens' (EVM) records need the default network ids named (test/support/process.ts).
+    const env = { ...process.env, ...evmUnservedEnv(process.env), TSA_PUBLIC: "true", TSA_PUBLIC_API_KEY: publicKey } as Record<string, string>
     const open = await startNode({
       databaseUrl: node.databaseUrl,
       layer: NodeLayer.pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
