@@ -167,10 +167,11 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
 })
 
 /**
- * Inside the caller's transaction, for a batch it has just set CONFIRMED: its anchors confirmed and the
- * records now complete → ANCHORED with their events. The hybrid records of the batch are locked first:
- * two networks confirming the two anchors of one record at the same time would otherwise each see the
- * other's anchor still unconfirmed (READ COMMITTED snapshots) and neither would complete the record.
+ * Inside the caller's transaction, for a batch it has just set CONFIRMED (its anchors read confirmed from
+ * that state, nothing is written to them, migration 0019): the records now complete → ANCHORED with
+ * their events. The hybrid records of the batch are locked first: two networks confirming the two
+ * anchors of one record at the same time would otherwise each see the other's batch still unconfirmed
+ * (READ COMMITTED snapshots) and neither would complete the record.
  * The number of events written.
  */
 export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(function*(sql: Sql, batchId: string) {
@@ -179,7 +180,6 @@ export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(f
     WHERE a.batch_id = ${batchId} AND r.chain_type = 'hybrid' ORDER BY r.id FOR UPDATE OF r`
   // After the lock: of a hybrid record's two batches, the one confirmed last completed it (its anchoredAt).
   yield* sql`UPDATE anchor_batches SET confirmed_at = clock_timestamp() WHERE id = ${batchId}`
-  yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
   return yield* completeRecords(sql, batchId)
 })
 
@@ -201,8 +201,8 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
         AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = back.network_id)
       RETURNING r.id
     ), ins AS (
-      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
-      SELECT back.record_id, back.network_id, back.chain_type, back.batch_id, back.leaf_index, back.merkle_proof, false
+      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)
+      SELECT back.record_id, back.network_id, back.chain_type, back.batch_id, back.leaf_index, back.merkle_proof
       FROM back JOIN r ON r.id = back.record_id
       RETURNING 1
     )
@@ -292,7 +292,7 @@ export class BatchStore extends Context.Service<BatchStore, {
   readonly resetToPending: (batchId: string, error: string) => Effect.Effect<void, SqlError.SqlError>
   /** A counted failed attempt. */
   readonly noteError: (batchId: string, error: string) => Effect.Effect<void, SqlError.SqlError>
-  /** MINED → CONFIRMED; anchors confirmed; records whose required anchors are all confirmed → ANCHORED + events. */
+  /** MINED → CONFIRMED (its anchors with it); records whose required anchors are all confirmed → ANCHORED + events. */
   readonly confirm: (batchId: string) => Effect.Effect<number, SqlError.SqlError>
   /** Reorganised out / abandoned: batch DROPPED, its anchors deleted, BATCHING records → QUEUED. */
   readonly drop: (batchId: string, reason: string) => Effect.Effect<number, SqlError.SqlError>
@@ -373,12 +373,11 @@ export class BatchStore extends Context.Service<BatchStore, {
           const batchId = existing?.id ?? inserted!.id
           const anchorsJson = JSON.stringify(claimed.map((r, i) => ({ r: r.id, i, p: tree.proofs[i] })))
           yield* sql`
-            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
+            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)
             SELECT x.r, ${networkId}, ${meta.chainType}, ${batchId}, x.i,
-              ARRAY(SELECT jsonb_array_elements_text(x.p)), false
+              ARRAY(SELECT jsonb_array_elements_text(x.p))
             FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb)`
           if (existing?.state === "CONFIRMED") {
-            yield* sql`UPDATE anchors SET confirmed = true WHERE batch_id = ${batchId}`
             yield* completeRecords(sql, batchId, claimed.map((r) => r.id))
           }
           return { batchId, root: tree.root, leafCount: claimed.length, joined: existing !== undefined } satisfies CutBatch

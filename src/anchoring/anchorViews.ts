@@ -30,6 +30,7 @@ export const AnchorRow = Schema.Struct({
   merkleProof: Schema.Array(Schema.String),
   leafIndex: Schema.Number,
   leafCount: Schema.Number,
+  /** Its batch is CONFIRMED (migration 0019: an anchor is confirmed exactly when its batch is). */
   confirmed: Schema.Boolean,
   anchoredAt: Schema.NullOr(Schema.Date),
   contractAddress: Schema.NullOr(Schema.String),
@@ -55,7 +56,7 @@ export const anchorRows = (
   ids.length === 0 ? Effect.succeed(new Map()) : sql`
     SELECT a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
       b.block_number::text AS block_number, b.block_hash, b.merkle_root, a.merkle_proof, a.leaf_index, b.leaf_count,
-      a.confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
+      b.state = 'CONFIRMED' AS confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
     FROM unnest(string_to_array(${ids.join(",")}, ',')) AS x(id)
     CROSS JOIN LATERAL (SELECT * FROM anchors a WHERE a.record_id = x.id OFFSET 0) a
     CROSS JOIN LATERAL (

@@ -42,8 +42,8 @@ describe("the batcher's queue statements (real PostgreSQL)", () => {
           now() - interval '1 hour' + i * interval '1 millisecond'
         FROM generate_series(1, ${ANCHORED + QUEUED}) i`
       yield* sql`
-        INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
-        SELECT lpad(to_hex(i), 24, '0'), ${net}, 'evm', ${batch!.id}, i - 1, '{}', true FROM generate_series(1, ${ANCHORED}) i`
+        INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)
+        SELECT lpad(to_hex(i), 24, '0'), ${net}, 'evm', ${batch!.id}, i - 1, '{}' FROM generate_series(1, ${ANCHORED}) i`
       yield* sql`ANALYZE records`
       yield* sql`ANALYZE anchors`
       // The batcher's first look makes the network's queue cursor (migration 0016), once per network;

@@ -104,7 +104,7 @@ describe("hybrid records", () => {
       expect(r.status).toBe(202)
       id = r.json.data.recordId
       await waitFor("EVM anchor confirmed", async () =>
-        (await query(node.databaseUrl, "SELECT 1 FROM anchors WHERE record_id = $1 AND chain_type = 'evm' AND confirmed", [id])).length === 1)
+        (await query(node.databaseUrl, "SELECT 1 FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE a.record_id = $1 AND a.chain_type = 'evm' AND b.state = 'CONFIRMED'", [id])).length === 1)
       const view = (await call(evmOnly.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
       expect(view.status).toBe("QUEUED")
       expect(view.anchors.map((a: any) => a.chainType)).toEqual(["evm"])

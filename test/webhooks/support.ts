@@ -207,8 +207,8 @@ const confirmedBatch = async (databaseUrl: string, recordIds: Array<string>, fac
         block_number, anchored_at, confirmed_at)
       VALUES ($1, $2, $3, $4, 'CONFIRMED', $5, $6, $7, $8, $9::timestamptz, clock_timestamp()) RETURNING id
     ), a AS (
-      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, confirmed)
-      SELECT x.r, $1, $2, b.id, x.ord - 1, $10::text[], true FROM b, unnest($11::text[]) WITH ORDINALITY AS x(r, ord)
+      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)
+      SELECT x.r, $1, $2, b.id, x.ord - 1, $10::text[] FROM b, unnest($11::text[]) WITH ORDINALITY AS x(r, ord)
     )
     SELECT id::text AS id FROM b`, [
     facts.networkId ?? "hardhat-local", chainType, `0x${Crypto.randomBytes(32).toString("hex")}`, recordIds.length,

@@ -16,6 +16,7 @@ import erasureAndSalted from "./0015_erasure_and_salted.ts"
 import recordState from "./0016_record_state.ts"
 import deliveryChunks from "./0017_delivery_chunks.ts"
 import timestampTokens from "./0018_timestamp_tokens.ts"
+import anchorConfirmedFromBatch from "./0019_anchor_confirmed_from_batch.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -36,5 +37,6 @@ export const migrations = {
   "0015_erasure_and_salted": erasureAndSalted,
   "0016_record_state": recordState,
   "0017_delivery_chunks": deliveryChunks,
-  "0018_timestamp_tokens": timestampTokens
+  "0018_timestamp_tokens": timestampTokens,
+  "0019_anchor_confirmed_from_batch": anchorConfirmedFromBatch
 }
