@@ -11,6 +11,7 @@ import { PgTypes } from "@effect/sql-pg"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Principal } from "../api/auth.ts"
 import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
+import { stateJoin } from "../anchoring/recordState.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import type { QuotaExceeded } from "../records/errors.ts"
@@ -97,9 +98,7 @@ export class Tsa extends Context.Service<Tsa, {
           status: string; hash: string; salted: boolean
         }>`
           SELECT t.serial::text AS serial, t.record_id, t.hash_algorithm, t.message_imprint, t.gen_time, t.token, st.status, r.hash, r.salted
-          FROM timestamp_tokens t JOIN records r ON r.id = t.record_id
-            -- records.status no longer says ANCHORED (migration 0016): the state is read from the record's batches.
-            CROSS JOIN LATERAL anchord_record_state(r.id, r.status, r.chain_type) st
+          FROM timestamp_tokens t JOIN records r ON r.id = t.record_id ${stateJoin(sql)}
           WHERE t.serial = ${serial}::bigint AND t.account_id = ${principal.accountId} AND t.environment = ${principal.environment}`
         const row = rows[0]
         if (row === undefined) return yield* new TimestampNotFound({ serial })
