@@ -294,7 +294,7 @@ export class BatchStore extends Context.Service<BatchStore, {
   readonly noteError: (batchId: string, error: string) => Effect.Effect<void, SqlError.SqlError>
   /** MINED → CONFIRMED (its anchors with it); records whose required anchors are all confirmed → ANCHORED + events. */
   readonly confirm: (batchId: string) => Effect.Effect<number, SqlError.SqlError>
-  /** Reorganised out / abandoned: batch DROPPED, its anchors deleted, BATCHING records → QUEUED. */
+  /** Reorganised out / abandoned: batch DROPPED, its anchors deleted (its records read QUEUED again, the cursor moved back). */
   readonly drop: (batchId: string, reason: string) => Effect.Effect<number, SqlError.SqlError>
   /** Retries exhausted: batch FAILED, records → FAILED + anchor.failed events; its anchors kept in failed_anchors. */
   readonly fail: (batchId: string, reason: string) => Effect.Effect<number, SqlError.SqlError>
