@@ -477,10 +477,14 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             const values = chunk.items.flatMap((i, ord) => {
               const o = byRecord.get(i.recordId)
               if (o === undefined || !still.has(i.recordId)) return []
+              // A rendering is kept only for what may be sent again as it was: a retry. A success's never is
+              // (a redelivery renders anew), so it is not written: ~2 KB less per record of row, WAL and wire.
+              const keep = !o.ok
               return [{
                 ord, id: i.id, batch_event_id: i.batchEventId, event_id: i.eventId, account_id: i.accountId, record_id: i.recordId,
-                environment: i.environment, target: i.target, url: i.url, host: i.host, body: i.body, signature: i.signature,
-                signature_next: i.signatureNext, headers: i.headers, ok: o.ok, started_at: o.startedAt.toISOString(),
+                environment: i.environment, target: i.target, url: i.url, host: i.host, body: keep ? i.body : null,
+                signature: keep ? i.signature : null, signature_next: keep ? i.signatureNext : null, headers: keep ? i.headers : null,
+                ok: o.ok, started_at: o.startedAt.toISOString(),
                 status_code: o.statusCode, latency_ms: o.latencyMs, error: o.error, retry_ms: o.retryInMillis
               }]
             })

@@ -10,9 +10,10 @@
  *    for every retry and after restarts; an `anchor.confirmed` chunk (leased fan-out row, migration 0017)
  *    is sent first and its delivery rows written with the outcomes, once per chunk;
  *  - sends up to WEBHOOK_CONCURRENCY attempts at once (a semaphore: one permit per attempt, from its
- *    claim until its outcome is written), at most about WEBHOOK_PER_HOST to one receiver (so a receiver
+ *    claim until its response is in), at most about WEBHOOK_PER_HOST to one receiver (so a receiver
  *    that hangs cannot take every slot), and records outcomes in batches (one statement logs the
- *    attempts and moves the deliveries on the ladder);
+ *    attempts and moves the deliveries on the ladder) while the next attempts go out: at most
+ *    UNWRITTEN_FACTOR × WEBHOOK_CONCURRENCY claimed deliveries wait for their outcome's statement;
  *  - logs one structured line per failed attempt (no secrets, no URL path or query);
  *  - on shutdown stops claiming and waits for the attempts in flight and their outcomes (every permit
  *    back), bounded by the attempt timeout;
@@ -34,6 +35,13 @@ import { annotateSampled } from "../tracing/attributes.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
 const RETENTION_BATCH = 5_000
+
+/**
+ * Attempts whose outcome is not yet written, per process, as a multiple of WEBHOOK_CONCURRENCY: a send frees
+ * its slot when its response is in, so the next claim need not wait for the outcome's statement; this bounds
+ * how far the sends may run ahead of the writes (memory, and what a crash resends).
+ */
+const UNWRITTEN_FACTOR = 4
 
 interface Outcome extends Completion {
   readonly deliveryId: string
@@ -97,12 +105,18 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const results = yield* Queue.unbounded<Outcome>()
   /**
    * The attempts in flight in this process: one permit per claimed delivery, taken by the claim and
-   * returned once its outcome is written (or at once when a claim or render comes back short).
+   * returned once its response is in (or at once when a claim or render comes back short).
    */
   const slots = yield* Semaphore.make(config.concurrency)
+  /**
+   * The claimed deliveries whose outcome is not yet written: taken with the slot, returned once the outcome
+   * is written (or the claim comes back short). Shutdown waits for all of them.
+   */
+  const unwrittenCapacity = config.concurrency * UNWRITTEN_FACTOR
+  const unwritten = yield* Semaphore.make(unwrittenCapacity)
   const sends = yield* FiberSet.make<void, never>()
   /**
-   * This process's attempts in flight per receiver (from their start until their outcome is written):
+   * This process's attempts in flight per receiver (from their start until their response is in):
    * the fan-out's per-host cap. Touched only by the claim fiber and the writer, between yields.
    */
   const inFlight = new Map<string, number>()
@@ -135,19 +149,35 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     return { startedAt: new Date(startedMillis), ...outcome, retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale) }
   })
 
-  const send = (row: Ready, token: string) =>
-    Effect.flatMap(attemptOnce(row), (outcome) =>
-      Queue.offer(results, {
-        seq: row.seq,
-        token,
-        round: row.round,
-        attempt: row.attempts,
-        ...outcome,
-        deliveryId: row.id,
-        eventId: row.headers.eventId,
-        host: logHostOf(row.url),
-        receiver: row.host
-      }))
+  /** The slots and in-flight counts of attempts whose responses are in: the next claim need not wait for their outcomes' statement. */
+  const responded = (hosts: ReadonlyArray<string>) =>
+    Effect.suspend(() => {
+      for (const host of hosts) track(host, -1)
+      return Effect.andThen(slots.release(hosts.length), Queue.offer(freed, undefined))
+    })
+
+  const send = (row: Ready, token: string) => {
+    let handedOver = false
+    return attemptOnce(row).pipe(
+      Effect.ensuring(responded([row.host])),
+      Effect.flatMap((outcome) =>
+        Queue.offer(results, {
+          seq: row.seq,
+          token,
+          round: row.round,
+          attempt: row.attempts,
+          ...outcome,
+          deliveryId: row.id,
+          eventId: row.headers.eventId,
+          host: logHostOf(row.url),
+          receiver: row.host
+        })
+      ),
+      Effect.tap(() => Effect.sync(() => { handedOver = true })),
+      // Interrupted before the writer had it: nothing will write it (its lease brings it back), so its permit is returned here.
+      Effect.ensuring(Effect.suspend(() => handedOver ? Effect.void : unwritten.release(1)))
+    )
+  }
 
   /** Metrics of an attempt, and the log line of a failed one, once its outcome is written (`next`: the row as written). */
   const report = Effect.fnUntraced(function*(
@@ -176,9 +206,16 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
    * one statement (completeChunk). Its permits and in-flight counts come back whatever happens; outcomes not
    * written are not lost work: the lease expires and the chunk is sent again.
    */
-  const sendChunk = (chunk: Chunk) =>
-    Effect.gen(function*() {
+  const sendChunk = (chunk: Chunk) => {
+    let answered = false
+    const answer = Effect.suspend(() => {
+      if (answered) return Effect.void
+      answered = true
+      return responded(chunk.items.map((item) => item.host))
+    })
+    return Effect.gen(function*() {
       const outcomes = yield* Effect.forEach(chunk.items, attemptOnce, { concurrency: "unbounded" })
+      yield* answer
       const written = yield* claims.completeChunk(
         chunk,
         outcomes.map((o, k) => ({ recordId: chunk.items[k].recordId, ...o })),
@@ -199,10 +236,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         }, w)
       }
       if (retries) yield* Queue.offer(wake, undefined)
-    }).pipe(Effect.ensuring(Effect.suspend(() => {
-      for (const item of chunk.items) track(item.host, -1)
-      return Effect.andThen(slots.release(chunk.items.length), Queue.offer(freed, undefined))
-    })))
+    }).pipe(Effect.ensuring(Effect.andThen(answer, Effect.andThen(unwritten.release(chunk.items.length), Queue.offer(freed, undefined)))))
+  }
 
   /**
    * Bodies and signatures for deliveries claimed for the first time, stored before anything is sent.
@@ -276,9 +311,11 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       yield* FiberSet.run(sends, sendChunk(chunk))
       progress.started += chunk.items.length
     }
-    // Not sent, but an outcome like any other: the writer records it and returns its permit.
-    for (const row of failed) track(row.receiver, 1)
-    if (failed.length > 0) yield* Queue.offerAll(results, failed)
+    // Not sent (its slot back at once), but an outcome like any other: the writer records it and returns its permit.
+    if (failed.length > 0) {
+      yield* slots.release(failed.length)
+      yield* Queue.offerAll(results, failed)
+    }
     progress.started += ready.length + failed.length
   })
 
@@ -309,15 +346,20 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
    */
   const claimOnce = Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      yield* restore(slots.take(1))
+      yield* restore(unwritten.take(1))
+      yield* restore(slots.take(1)).pipe(Effect.onInterrupt(() => unwritten.release(1)))
       // `release(0)` releases nothing and answers how many permits are free. Only this fiber takes
-      // permits while the dispatcher runs, so they are still free on the next line.
-      const more = Math.min(config.claimBatch - 1, yield* slots.release(0))
-      if (more > 0) yield* slots.take(more)
+      // permits while the dispatcher runs, so they are still free on the next lines.
+      const more = Math.min(config.claimBatch - 1, yield* slots.release(0), yield* unwritten.release(0))
+      if (more > 0) yield* Effect.andThen(slots.take(more), unwritten.take(more))
       const want = 1 + more
       const progress = { started: 0 }
-      const waiting = yield* claimAndStart(want, progress).pipe(Effect.onError(() => slots.release(want - progress.started)))
-      if (progress.started < want) yield* slots.release(want - progress.started)
+      const giveBack = Effect.suspend(() => {
+        const short = want - progress.started
+        return short > 0 ? Effect.andThen(slots.release(short), unwritten.release(short)) : Effect.void
+      })
+      const waiting = yield* claimAndStart(want, progress).pipe(Effect.onError(() => giveBack))
+      yield* giveBack
       return waiting ? "more" as const : "idle" as const
     })
   )
@@ -352,11 +394,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
           // Unrecorded outcomes are not lost work: the leases expire and the deliveries are sent again.
           Effect.as(Effect.logError("webhook outcomes not recorded", { count: batch.length, cause: Cause.pretty(cause) }), [])
         ),
-        // Whatever happened, these attempts are no longer in flight here.
-        Effect.ensuring(Effect.suspend(() => {
-          for (const o of batch) track(o.receiver, -1)
-          return Effect.andThen(slots.release(batch.length), Queue.offer(freed, undefined))
-        }))
+        // Whatever happened, these outcomes are no longer waiting here (their slots came back with their responses).
+        Effect.ensuring(Effect.andThen(unwritten.release(batch.length), Queue.offer(freed, undefined)))
       )
       const next = new Map(written.map((w) => [w.seq, w]))
       let retries = false
@@ -434,7 +473,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       yield* Fiber.interrupt(claimer)
       if (retention !== undefined) yield* Fiber.interrupt(retention)
-      yield* slots.take(config.concurrency)
+      yield* unwritten.take(unwrittenCapacity)
     }).pipe(Effect.timeoutOption(Math.min(config.timeoutMillis + 1_000, 15_000)))
   )
 }))
