@@ -12,7 +12,10 @@
  * node starts, so the node accepts and commits but cuts, anchors and announces nothing — under a closed
  * loop of BENCH_INGEST_CONNECTIONS (default 32) requests of 50, then twice as many, for
  * BENCH_INGEST_SECONDS each (default 20; 0: skip): the higher rate is the ceiling, and a rise of more
- * than 10% from the first to the second is flagged as not a plateau. Then the rates: BENCH_RATES (records/s) when set, else a ladder of BENCH_LADDER × the
+ * than 10% from the first to the second is flagged as not a plateau. Then the physical ceiling: a bare
+ * keep-alive POST loop to the receiver (BENCH_BARE_SECONDS, default 10; 0: skip) gives one delivery's CPU,
+ * sender and receiver; the cores ÷ (ingest alone's CPU per record + that) is the most any pipeline could hold
+ * here, reported × the ingest-alone rate. Then the rates: BENCH_RATES (records/s) when set, else a ladder of BENCH_LADDER × the
  * ingest-alone rate (default "0.3,0.45,0.6,0.8"), climbing until a rate is not held (BENCH_LADDER_ALL=1:
  * every rate).
  *
@@ -319,7 +322,7 @@ const measureIngestAlone = async (serverUrl: string, env: Record<string, string>
     // rise of more than 10% from C to 2C is reported (raise BENCH_INGEST_CONNECTIONS).
     const measure = async (connections: number) => {
       const stats = fresh()
-      const cpu0 = { node: stat(node!.pid!).self, pg: pgPid === undefined ? NaN : treeCpu(pgPid) }
+      const cpu0 = { node: stat(node!.pid!).self, pg: pgPid === undefined ? NaN : treeCpu(pgPid), bench: process.cpuUsage() }
       const t0 = performance.now()
       await Promise.all(Array.from({ length: connections }, () => loop(t0 + INGEST_SECONDS * 1000, stats)))
       const seconds = (performance.now() - t0) / 1000
@@ -327,7 +330,8 @@ const measureIngestAlone = async (serverUrl: string, env: Record<string, string>
       return {
         connections, rate: stats.accepted / seconds, refused: stats.refused, p50: pct(latencies, 50), p99: pct(latencies, 99),
         nodeCpuUsPerRecord: ((stat(node!.pid!).self - cpu0.node) * 1000) / Math.max(1, stats.accepted),
-        pgCpuUsPerRecord: ((pgPid === undefined ? NaN : treeCpu(pgPid) - cpu0.pg) * 1000) / Math.max(1, stats.accepted)
+        pgCpuUsPerRecord: ((pgPid === undefined ? NaN : treeCpu(pgPid) - cpu0.pg) * 1000) / Math.max(1, stats.accepted),
+        benchCpuUsPerRecord: cpuMicros(process.cpuUsage(cpu0.bench)) / Math.max(1, stats.accepted)
       }
     }
     const atC = await measure(INGEST_CONNECTIONS)
@@ -341,6 +345,54 @@ const measureIngestAlone = async (serverUrl: string, env: Record<string, string>
     if (node !== undefined) await stopProcess(node)
     await locks.dispose()
     await sqlAt(serverUrl)((s) => s.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).catch(() => {})
+  }
+}
+
+const cpuMicros = (u: NodeJS.CpuUsage) => u.user + u.system
+
+/**
+ * A bare delivery: a keep-alive `node:http` POST loop in a process of its own (as the node is), WEBHOOK_PER_HOST's
+ * default (128) in flight, of an anchor.confirmed-sized body with precomputed headers, to this process's
+ * receiver, for BARE_SECONDS: the same HTTP work a delivery is, with nothing of ours in the way. Its CPU per
+ * request, sender and receiver, is half of the pipeline's physical ceiling (the other half: ingest alone's).
+ */
+const BARE_SECONDS = Number(process.env.BENCH_BARE_SECONDS ?? 10)
+const bareSenderSource = `
+  const http = require("node:http")
+  const [url, seconds] = [process.argv[1], Number(process.argv[2])]
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, scheduling: "lifo" })
+  const body = JSON.stringify({ type: "anchor.confirmed", recordId: "bare", data: { hash: "ab".repeat(32),
+    merkleProof: Array.from({ length: 14 }, (_, k) => "0x" + String(k).padStart(64, "0")), metadata: { note: "x".repeat(600) } } })
+  const headers = { "content-type": "application/json", "content-length": Buffer.byteLength(body), "user-agent": "bare",
+    "webhook-id": "evt_bare", "webhook-timestamp": "0", "webhook-signature": "v1," + "A".repeat(44), "x-webhook-signature": "sha256=" + "cd".repeat(32) }
+  let n = 0
+  const until = performance.now() + seconds * 1000
+  const one = () => new Promise((done) => {
+    const req = http.request(url, { method: "POST", headers, agent }, (res) => { res.resume(); res.on("end", done) })
+    req.on("error", done)
+    req.end(body)
+  })
+  const loop = async () => { while (performance.now() < until) { await one(); n++ } }
+  const t0 = performance.now()
+  const cpu0 = process.cpuUsage()
+  Promise.all(Array.from({ length: 128 }, loop)).then(() => {
+    const cpu = process.cpuUsage(cpu0)
+    process.stdout.write(JSON.stringify({ requests: n, seconds: (performance.now() - t0) / 1000, cpuMicros: cpu.user + cpu.system }) + "\\n")
+    agent.destroy()
+  })
+`
+const measureBareDelivery = async (receiverUrl: string) => {
+  const bench0 = process.cpuUsage()
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = ChildProcess.execFile(process.execPath, ["-e", bareSenderSource, receiverUrl, String(BARE_SECONDS)], { encoding: "utf8" },
+      (error, stdout) => error ? reject(error) : resolve(stdout))
+    child.stdin?.end()
+  })
+  const r = JSON.parse(out) as { requests: number; seconds: number; cpuMicros: number }
+  return {
+    perSecond: r.requests / r.seconds,
+    senderCpuUsPerRequest: r.cpuMicros / Math.max(1, r.requests),
+    receiverCpuUsPerRequest: cpuMicros(process.cpuUsage(bench0)) / Math.max(1, r.requests)
   }
 }
 
@@ -443,6 +495,21 @@ const main = async () => {
         `${ingestAlone.plateau ? "" : " — NOT A PLATEAU: raise BENCH_INGEST_CONNECTIONS"}`)
       log(`ingest alone: ${ingestAlone.rate.toFixed(0)} records/s (${ingestAlone.refused} refused), request p50/p99 ${ingestAlone.p50.toFixed(0)} / ${ingestAlone.p99.toFixed(0)} ms, ` +
         `CPU per record node ${ingestAlone.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${ingestAlone.pgCpuUsPerRecord.toFixed(0)} µs`)
+    }
+    // The physical ceiling of held ÷ ingest alone: what the machine's cores give if each record costs its
+    // ingest (node, PostgreSQL, load generator: ingest alone's CPU per record) plus one bare delivery
+    // (sender and receiver) and nothing else, i.e. no cutting, anchoring or delivery bookkeeping.
+    let ceiling: { bare: Awaited<ReturnType<typeof measureBareDelivery>>; perRecordUs: number; rate: number; ratio: number } | undefined
+    if (ingestAlone !== undefined && BARE_SECONDS > 0) {
+      const bare = await measureBareDelivery(receiverUrl)
+      const perRecordUs = ingestAlone.nodeCpuUsPerRecord + ingestAlone.pgCpuUsPerRecord + ingestAlone.benchCpuUsPerRecord +
+        bare.senderCpuUsPerRequest + bare.receiverCpuUsPerRequest
+      const rate = (Os.availableParallelism() * 1e6) / perRecordUs
+      ceiling = { bare, perRecordUs, rate, ratio: rate / ingestAlone.rate }
+      log(`bare delivery: ${bare.perSecond.toFixed(0)} requests/s alone, CPU per request sender ${bare.senderCpuUsPerRequest.toFixed(0)} µs / receiver ${bare.receiverCpuUsPerRequest.toFixed(0)} µs`)
+      log(`physical ceiling: ingest ${(perRecordUs - bare.senderCpuUsPerRequest - bare.receiverCpuUsPerRequest).toFixed(0)} µs + bare delivery ` +
+        `${(bare.senderCpuUsPerRequest + bare.receiverCpuUsPerRequest).toFixed(0)} µs of CPU per record on ${Os.availableParallelism()} cores: ` +
+        `${rate.toFixed(0)} records/s, ${ceiling.ratio.toFixed(2)} × the ingest-alone rate`)
     }
     const rates = ROOTS !== undefined ? RATES ?? [2000] : RATES ?? LADDER.map((f) => Math.max(BATCH, Math.round((f * (ingestAlone?.rate ?? NaN)) / BATCH) * BATCH))
     if (rates.some((r) => !Number.isFinite(r))) throw new Error("BENCH_RATES unset needs the ingest-alone rate (BENCH_INGEST_SECONDS > 0)")
@@ -740,7 +807,8 @@ const main = async () => {
       const ratio = ingestAlone === undefined ? "" : held > 0
         ? ` — **${(held / ingestAlone.rate).toFixed(2)} × the ingest-alone rate**`
         : ` — below ${(Math.min(...rates) / ingestAlone.rate).toFixed(2)} × the ingest-alone rate`
-      return `Highest rate held, ${configLabel(c)}, ${chain}: **${held || "none of those tried"}**${held ? " records/s" : ""}${ratio} (p99 POST → webhook ≤ 3 s, backlog flat, all delivered).`
+      const ofCeiling = ceiling === undefined || held === 0 ? "" : `, ${(held / ceiling.rate).toFixed(2)} of the physical ceiling`
+      return `Highest rate held, ${configLabel(c)}, ${chain}: **${held || "none of those tried"}**${held ? " records/s" : ""}${ratio}${ofCeiling} (p99 POST → webhook ≤ 3 s, backlog flat, all delivered).`
     }
     const loaded = loadBefore >= LOADED_PERCENT
     const lines = [
@@ -758,6 +826,13 @@ const main = async () => {
         `Ingest alone (the ceiling): **${ingestAlone.rate.toFixed(0)} records/s** on POST /v1/anchor/batch (the higher of ${INGEST_CONNECTIONS} and ${2 * INGEST_CONNECTIONS} requests of ${BATCH} in flight, ${INGEST_SECONDS} s each: ${ingestAlone.atC.toFixed(0)} and ${ingestAlone.at2C.toFixed(0)}/s${ingestAlone.plateau ? "" : ", NOT A PLATEAU"}; ` +
           `request p50 / p99 ${ingestAlone.p50.toFixed(0)} / ${ingestAlone.p99.toFixed(0)} ms; CPU per record node ${ingestAlone.nodeCpuUsPerRecord.toFixed(0)} / PostgreSQL ${ingestAlone.pgCpuUsPerRecord.toFixed(0)} µs), the production node with its pipeline held off ` +
           `(the bench holds its networks' leadership in a database of its own on the same server). Rates tried: ${RATES === undefined ? `${LADDER.join(", ")} × that` : "BENCH_RATES"}.`,
+        ""
+      ]),
+      ...(ceiling === undefined ? [] : [
+        `Physical ceiling: **${ceiling.ratio.toFixed(2)} × the ingest-alone rate** (${ceiling.rate.toFixed(0)} records/s): ${Os.availableParallelism()} cores ÷ ${ceiling.perRecordUs.toFixed(0)} µs of CPU per record, ` +
+          `ingest alone's (node, PostgreSQL, load generator ${ingestAlone!.benchCpuUsPerRecord.toFixed(0)} µs) plus one bare delivery (a keep-alive POST loop in a process of its own, 128 in flight, ` +
+          `to the same receiver: ${ceiling.bare.perSecond.toFixed(0)} requests/s alone, sender ${ceiling.bare.senderCpuUsPerRequest.toFixed(0)} / receiver ${ceiling.bare.receiverCpuUsPerRequest.toFixed(0)} µs per request), ` +
+          "with nothing for cutting, anchoring or delivery bookkeeping: no pipeline can hold more on this machine.",
         ""
       ]),
       "| config | chain | rate | × ingest alone | accepted/s | POST → ANCHORED p50 / p99 | POST → webhook p50 / p99 | backlog (1st half → 2nd) | at end | undelivered 60 s later | CPU/record node / PostgreSQL | machine busy | WAL/record (full pages) | checkpoints | held |",
