@@ -290,7 +290,8 @@ describe("records", () => {
       method: "PATCH", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: `{"metadata":${text}}`
     })
     expect(r.status).toBe(200)
-    expect(JSON.stringify((await r.json()).data.metadata)).toBe(text)
+    const answer: any = await r.json()
+    expect(JSON.stringify(answer.data.metadata)).toBe(text)
     // Sent again in another order: no change (the same JSON value), and the answer follows this request's order.
     const again = await api("PATCH", `/v1/records/${created.recordId}`, { metadata: { a_2: 2, mm: { b: [{ a: 2, q: 1 }], y: 1 }, zzz_1: 1 } })
     expect(JSON.stringify(again.json.data.metadata)).toBe('{"a_2":2,"mm":{"b":[{"a":2,"q":1}],"y":1},"zzz_1":1}')
