@@ -345,15 +345,18 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
               const backlog = yield* stats.backlog(s.networkId)
               const signer = yield* stats.signer(s.networkId)
               // A follower asks the lock table who leads; a failed lookup is "unknown", not an error page.
-              const holder = s.leader
-                ? undefined
-                : yield* stats.leader(leaderLockKey(s.chainType, s.networkId)).pipe(Effect.map((h) => h ?? null), Effect.orElseSucceed(() => "unknown" as const))
+              const holder = s.leader ? undefined : yield* stats.leader(leaderLockKey(s.chainType, s.networkId)).pipe(
+                Effect.map((h) => h ?? null),
+                Effect.orElseSucceed(() => "unknown" as const)
+              )
               return {
                 networkId: s.networkId,
                 chainType: s.chainType,
                 environment: environmentOf.get(s.networkId) ?? "test",
                 leader: s.leader,
-                ledBy: s.leader ? "this-node" as const : holder === "unknown" ? "unknown" as const : holder === null ? "no-node" as const : "another-node" as const,
+                ledBy: s.leader
+                  ? "this-node" as const
+                  : holder === "unknown" ? "unknown" as const : holder === null ? "no-node" as const : "another-node" as const,
                 leaderAddress: typeof holder === "object" && holder !== null ? holder.clientAddress : null,
                 leaderSince: typeof holder === "object" && holder !== null ? holder.since.toISOString() : null,
                 rpc: s.rpc,

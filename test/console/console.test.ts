@@ -593,7 +593,15 @@ describe("the console", () => {
     await page.route((url) => url.pathname === "/console/api/networks", (route) => route.fulfill({
       status: 200,
       contentType: "application/json",
-      body: JSON.stringify({ ...real, data: { networks: [{ ...real.data.networks[0], leader: false, ledBy: "another-node", leaderAddress: "10.0.0.7", leaderSince: "2026-01-02T03:04:05.000Z", rpc: "unknown", status: "follower", head: null }] } })
+      body: JSON.stringify({
+        ...real,
+        data: {
+          networks: [{
+            ...real.data.networks[0], leader: false, ledBy: "another-node", leaderAddress: "10.0.0.7", leaderSince: "2026-01-02T03:04:05.000Z",
+            rpc: "unknown", status: "follower", head: null
+          }]
+        }
+      })
     }))
     await page.reload()
     await heading(page, "Networks")

@@ -66,10 +66,12 @@ describe("the OpenAPI document, as integrators use it", () => {
       .flatMap((op) => (op.parameters ?? []) as Array<Json>).filter((p) => p.in === "header").map((p) => p.name)
     expect(new Set(headers)).toEqual(new Set(["Idempotency-Key", "X-Encryption-Key", "If-None-Match"]))
     // Header names are case-insensitive on the wire: the documented spelling and lower case both replay.
-    const body = { data: { spelled: Date.now() } }
-    const first = await fetch(`${node.baseUrl}/v1/anchor`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "Idempotency-Key": "spelling-1" }, body: JSON.stringify(body) })
+    const body = JSON.stringify({ data: { spelled: Date.now() } })
+    const post = (idempotency: Record<string, string>) =>
+      fetch(`${node.baseUrl}/v1/anchor`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...idempotency }, body })
+    const first = await post({ "Idempotency-Key": "spelling-1" })
     expect(first.status).toBe(202)
-    const again = await fetch(`${node.baseUrl}/v1/anchor`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "spelling-1" }, body: JSON.stringify(body) })
+    const again = await post({ "idempotency-key": "spelling-1" })
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([202, "true"])
   })
 

@@ -128,6 +128,7 @@ export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
   }
   return h("section", {},
     h("h1", {}, "Deliveries"),
-    h("p", {}, `Webhook deliveries of the ${ctx.environment} environment, newest first, each row opens to every attempt. Failed ones stay here for redelivery.`),
+    h("p", {}, `Webhook deliveries of the ${ctx.environment} environment, newest first; each row opens to every attempt. ` +
+      "Failed ones stay here for redelivery."),
     form, status, list)
 }

@@ -71,6 +71,7 @@ export const accountsPage = async (ctx: PageContext): Promise<Node> => {
 }
 
 const UNKNOWN = h("span", { class: "hint" }, "unknown")
+const NETWORK_COLUMNS = ["Network", "Leader", "Endpoint", "State", "Head", "Confirmation lag", "Backlog", "Last confirmed", "Signer"]
 
 /** Which node leads the network, from the lock table (what this node can know of the others). */
 const leaderOf = (n: Network) => {
@@ -94,7 +95,7 @@ export const networksPage = async (_ctx: PageContext): Promise<Node> => {
     h("p", {}, "As this node sees them: which node leads each network (batches, sends, watches), the endpoint as this node last used it, " +
       "the last block seen, the backlog, and the signer's balance. What this node cannot know (the head of a network another node leads, " +
       "an endpoint it has not used) says \"unknown\"."),
-    networks.length === 0 ? h("p", {}, "No network is configured.") : table("Networks", ["Network", "Leader", "Endpoint", "State", "Head", "Confirmation lag", "Backlog", "Last confirmed", "Signer"], networks.map((n) => [
+    networks.length === 0 ? h("p", {}, "No network is configured.") : table("Networks", NETWORK_COLUMNS, networks.map((n) => [
       h("span", {}, h("strong", {}, n.networkId), ` ${n.chainType}, ${n.environment}`),
       leaderOf(n),
       n.rpc === "unknown" ? UNKNOWN.cloneNode(true) : badge(n.rpc),

@@ -35,7 +35,13 @@ const dailyChart = (usage: Overview["usage"]) => {
   for (let day = 1; day <= days; day++) {
     const n = counts.get(day) ?? 0
     const barHeight = n === 0 ? 0 : Math.max(2, (n / top) * height)
-    const rect = svg("rect", { x: (left + (day - 1) * bar + 1).toFixed(1), y: (height - barHeight).toFixed(1), width: Math.max(1, bar - 2).toFixed(1), height: barHeight.toFixed(1), class: "bar" },
+    const rect = svg("rect", {
+      x: (left + (day - 1) * bar + 1).toFixed(1),
+      y: (height - barHeight).toFixed(1),
+      width: Math.max(1, bar - 2).toFixed(1),
+      height: barHeight.toFixed(1),
+      class: "bar"
+    },
       svg("title", {}, `${usage.month}-${String(day).padStart(2, "0")}: ${n}`))
     chart.append(rect)
     if (day === 1 || day % 7 === 0) chart.append(svg("text", { x: (left + (day - 0.5) * bar).toFixed(1), y: height + 10, class: "axis x-tick" }, String(day)))
