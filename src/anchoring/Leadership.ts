@@ -21,6 +21,9 @@ import type { SqlClient } from "effect/sql"
 /** How long a leader that stops answering keeps its lock (PostgreSQL's idle_session_timeout on the lock session). */
 export const LEADER_LEASE_MS = 10_000
 
+/** The advisory lock's key of a network's leadership (Pipeline.ts takes it; the console looks up who holds it). */
+export const leaderLockKey = (chainType: string, networkId: string) => `anchord:${chainType}:${networkId}`
+
 /** The lock session of the leadership a pipeline runs under (unset outside a pipeline: no check). */
 export interface LeaderLease {
   readonly key: string

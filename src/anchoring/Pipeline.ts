@@ -20,7 +20,7 @@ import { SqlClient } from "effect/sql"
 import type { AnchorChain } from "./AnchorChain.ts"
 import { batcherPeriodMs, batcherTick } from "./Batcher.ts"
 import type { AnchorChainType } from "./model.ts"
-import { CurrentLeadership, LEADER_LEASE_MS, type LeaderLease } from "./Leadership.ts"
+import { CurrentLeadership, LEADER_LEASE_MS, type LeaderLease, leaderLockKey } from "./Leadership.ts"
 import { NetworkHealth } from "./NetworkHealth.ts"
 
 const LEADER_RETRY = "2 seconds"
@@ -117,7 +117,7 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
 export const runAnchorChain = <E, R>(chain: AnchorChain<E, R>) => {
   const networkId = chain.target.networkId
   return leaderLoop(
-    `anchord:${chain.chainType}:${networkId}`,
+    leaderLockKey(chain.chainType, networkId),
     networkId,
     Effect.gen(function*() {
       const connected = yield* chain.connect

@@ -1,5 +1,6 @@
 /** The whole HTTP API definition: imported by the server and by the typed client alike. */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { VERSION } from "../version.ts"
 import { CertificatesApi } from "./certificates.ts"
 import { ConsoleApi, ConsoleAuthApi } from "./console.ts"
 import { ErrorEnvelope } from "./http.ts"
@@ -24,7 +25,8 @@ export class Api extends HttpApi.make("anchord")
   .middleware(ErrorEnvelope)
   .annotateMerge(OpenApi.annotations({
     title: "anchord",
-    version: "1",
+    // The package's version (the API's own version is its /v1 path).
+    version: VERSION,
     description: "Record anchoring node: JSON records hashed with RFC 8785 JCS + SHA-256, anchored on EVM and Fabric. " +
       "Every /v1 response carries X-RateLimit-*; authenticated ones X-Quota-*. A path that exists with another method " +
       "answers 405 METHOD_NOT_ALLOWED with Allow; an unknown path 404 NOT_FOUND (docs/api.md).",

@@ -216,6 +216,14 @@ export const NetworkView = Schema.Struct({
   environment: Environment,
   /** This node holds the network's lock: it batches, sends and watches. */
   leader: Schema.Boolean,
+  /**
+   * Which node leads the network, as the database's lock table says: this one, another one (its
+   * address as PostgreSQL sees it, and since when at the latest), none, or unknown (the lookup failed).
+   */
+  ledBy: Schema.Literals(["this-node", "another-node", "no-node", "unknown"]),
+  leaderAddress: Schema.NullOr(Schema.String),
+  leaderSince: Schema.NullOr(Schema.String),
+  /** The endpoint as this node last saw it (unknown: this node has not used it, e.g. a follower). */
   rpc: Schema.Literals(["up", "down", "unknown"]),
   status: Schema.String,
   head: Schema.NullOr(Schema.String),

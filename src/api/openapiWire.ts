@@ -11,7 +11,11 @@
  *  2. Header and query values as the integers they stand for (Retry-After; `limit`): the generator
  *     describes the encoded side, which on the wire is text; OpenAPI describes parameters and headers
  *     by the value they serialize (a `type: integer` header is sent as its digits).
- *  3. The items of a batch as AnchorRequest: the handler decodes items one by one so that a bad
+ *  3. Request headers by their documented spelling (`Idempotency-Key`, `X-Encryption-Key`, `If-None-Match`): the endpoints declare them as
+ *     Node gives them to handlers, lower-cased, and generated clients take a header parameter's name
+ *     as it is written (openapi-fetch refused `Idempotency-Key`, TS2353). HTTP header names are
+ *     case-insensitive, so the node accepts either spelling.
+ *  4. The items of a batch as AnchorRequest: the handler decodes items one by one so that a bad
  *     item is reported in place instead of refusing the batch, so the body schema takes any item.
  */
 
@@ -38,6 +42,12 @@ export const RESPONSE_HEADERS: Record<string, Json> = {
   ETag: { description: "The document's entity tag (weak when the body is compressed), for If-None-Match", schema: { type: "string" } }
 }
 
+/** Request headers' documented names, by the lower-case name the endpoints declare. */
+const REQUEST_HEADERS: Record<string, string> = {
+  "idempotency-key": "Idempotency-Key",
+  "x-encryption-key": "X-Encryption-Key",
+  "if-none-match": "If-None-Match"
+}
 
 const RATE = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
 const QUOTA = ["X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset"]
@@ -78,6 +88,8 @@ export const wireInOpenApi = (spec: Json): Json => {
       const parameters = (op.parameters ?? []).map((p: Json) =>
         p.in === "query" && p.name === "limit"
           ? { ...p, description: "Page size, 1 to 100 (default 50)", schema: { type: "integer", minimum: 1, maximum: 100 } }
+          : p.in === "header" && typeof p.name === "string" && REQUEST_HEADERS[p.name] !== undefined
+          ? { ...p, name: REQUEST_HEADERS[p.name] }
           : p)
       out[method] = { ...op, parameters, responses }
     }

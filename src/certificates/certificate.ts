@@ -299,7 +299,7 @@ export const renderCertificate = async (bundle: CertificateBundle, options: Cert
     flow.row("Transaction", a.txHash)
     flow.row("Block", a.blockNumber)
     flow.row("Block hash", a.blockHash)
-    flow.row("Batch", `${a.batchId}${a.leafCount !== undefined ? ` (${a.leafCount} records)` : ""}`)
+    flow.row("Batch", `${a.batchId}${a.leafCount !== undefined ? ` (${a.leafCount} record${a.leafCount === 1 ? "" : "s"})` : ""}`)
     flow.row("Merkle root", a.merkleRoot)
     flow.row("Anchored at", a.anchoredAt ? utc(new Date(a.anchoredAt)) : undefined)
   })

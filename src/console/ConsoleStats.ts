@@ -26,6 +26,14 @@ export interface SignerBalance {
   readonly error: string | null
 }
 
+/** The PostgreSQL session that holds a network's leadership lock: the node that leads it, as the database sees it. */
+export interface LeaderSession {
+  /** The leading node's address as PostgreSQL sees it (null over a Unix socket, or when not visible to this role). */
+  readonly clientAddress: string | null
+  /** When that session started: the leader has held the lock since then at the latest. */
+  readonly since: Date
+}
+
 const BALANCE_CACHE_MS = 15_000
 const BALANCE_TIMEOUT_MS = 3_000
 
@@ -39,6 +47,8 @@ const BacklogRow = Schema.Struct({
   lastConfirmedAt: Schema.NullOr(Schema.Date)
 })
 
+const LeaderRow = Schema.Struct({ clientAddr: Schema.NullOr(Schema.String), backendStart: Schema.Date })
+
 type Sql<A> = Effect.Effect<A, SqlError.SqlError>
 
 /** The smallest record id created at or after `at` (ids start with their creation's Unix seconds, src/records/ids.ts). */
@@ -50,6 +60,8 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
   /** Records of the environment by status; soft-deleted ones as DELETED. */
   readonly byStatus: (accountId: string, environment: Environment) => Sql<Record<string, number>>
   readonly backlog: (networkId: string) => Sql<Backlog>
+  /** Who holds a network's leadership lock (src/anchoring/Leadership.ts); undefined when nobody does. */
+  readonly leader: (lockKey: string) => Sql<LeaderSession | undefined>
   /** The network's signer and its balance (EVM networks; cached 15 s; undefined for others). */
   readonly signer: (networkId: string) => Effect.Effect<SignerBalance | undefined>
 }>()("anchord/console/ConsoleStats") {
@@ -60,6 +72,7 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
     const statusRows = decodeRows(ByStatus)
     const inFlightRow = decodeFirst(InFlight)
     const backlogRow = decodeFirst(BacklogRow)
+    const leaderRow = decodeFirst(LeaderRow)
 
     // The signer's address is derived once; the key itself stays Redacted and is never shown.
     const signers = new Map(networks.map((n) => [n.networkId, {
@@ -116,6 +129,19 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
             oldestUnconfirmedSentAt: row?.oldestSentAt ?? null,
             lastConfirmedAt: row?.lastConfirmedAt ?? null
           }))
+        )),
+
+      // The same lock lookup as the leader's fence (Leadership.ts), read from any node.
+      leader: Effect.fn("ConsoleStats.leader")((lockKey) =>
+        sql`
+          SELECT host(s.client_addr) AS client_addr, s.backend_start
+          FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${lockKey}, 0)
+          LIMIT 1`.pipe(
+          Effect.flatMap(leaderRow),
+          Effect.map((row) => row === undefined ? undefined : { clientAddress: row.clientAddr, since: row.backendStart })
         )),
 
       signer: Effect.fn("ConsoleStats.signer")(function*(networkId) {

@@ -43,6 +43,7 @@ import { WebhookSettingsStore } from "../webhooks/WebhookSettingsStore.ts"
 import { type SignedIn, ConsoleAuth } from "./ConsoleAuth.ts"
 import { ConsoleConfig } from "./config.ts"
 import { ConsoleStats } from "./ConsoleStats.ts"
+import { leaderLockKey } from "../anchoring/Leadership.ts"
 import { AccountInactive, ConsoleNotFound, InvalidConsoleInput, NotAllowed } from "./errors.ts"
 import { ConsoleLinks, type LinkRow, linkPath } from "./Links.ts"
 import { clearSessionCookie, secureCookieFor, setSessionCookie } from "./middleware.ts"
@@ -343,11 +344,21 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             Effect.gen(function*() {
               const backlog = yield* stats.backlog(s.networkId)
               const signer = yield* stats.signer(s.networkId)
+              // A follower asks the lock table who leads; a failed lookup is "unknown", not an error page.
+              const holder = s.leader ? undefined : yield* stats.leader(leaderLockKey(s.chainType, s.networkId)).pipe(
+                Effect.map((h) => h ?? null),
+                Effect.orElseSucceed(() => "unknown" as const)
+              )
               return {
                 networkId: s.networkId,
                 chainType: s.chainType,
                 environment: environmentOf.get(s.networkId) ?? "test",
                 leader: s.leader,
+                ledBy: s.leader
+                  ? "this-node" as const
+                  : holder === "unknown" ? "unknown" as const : holder === null ? "no-node" as const : "another-node" as const,
+                leaderAddress: typeof holder === "object" && holder !== null ? holder.clientAddress : null,
+                leaderSince: typeof holder === "object" && holder !== null ? holder.since.toISOString() : null,
                 rpc: s.rpc,
                 status: !s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting",
                 head: s.head === undefined ? null : s.head.toString(),

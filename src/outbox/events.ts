@@ -102,6 +102,19 @@ export const AnchorFailed = Schema.Struct({
 ))
 export type AnchorFailed = typeof AnchorFailed.Type
 
+/**
+ * Changed metadata as an event stores it: its JSON text, because `events.payload` is jsonb, which
+ * reorders an object's members, and receivers get `changes.metadata` in the client's order (issue 28).
+ * Events stored before as an object still decode.
+ */
+const StoredMetadata = Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)]).pipe(Schema.decodeTo(
+  Schema.Record(Schema.String, Schema.Unknown),
+  SchemaTransformation.transform({
+    decode: (stored): Record<string, unknown> => typeof stored === "string" ? JSON.parse(stored) : stored,
+    encode: (metadata) => JSON.stringify(metadata)
+  })
+))
+
 /** The owner changed mutable fields (only those that changed are listed). */
 export const RecordUpdated = Schema.Struct({
   kind: Schema.Literal("record.updated"),
@@ -109,7 +122,7 @@ export const RecordUpdated = Schema.Struct({
   hash: Schema.String,
   status: RecordStatus,
   changes: Schema.Struct({
-    metadata: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
+    metadata: Schema.optionalKey(StoredMetadata),
     webhookUrl: Schema.optionalKey(Schema.NullOr(Schema.String))
   })
 })

@@ -179,13 +179,16 @@ export class RecordStore extends Context.Service<RecordStore, {
             if (found._tag !== "Found") return found
             // Only what differs from the stored value is a change (docs/api.md): a PATCH of `{}` or of the
             // current values writes nothing, keeps updatedAt and emits no record.updated. Metadata is
-            // compared as JSON values (member order is not kept by jsonb anyway).
+            // compared as JSON values: jsonb keeps no member order, so a reordered copy is no change.
             const diff: { metadata?: Record<string, unknown>; webhookUrl?: string | null } = {}
             if (changes.metadata !== undefined && canonicalize(changes.metadata) !== canonicalize(found.row.metadata)) {
               diff.metadata = changes.metadata
             }
             if (changes.webhookUrl !== undefined && changes.webhookUrl !== found.row.webhookUrl) diff.webhookUrl = changes.webhookUrl
-            if (Object.keys(diff).length === 0) return { _tag: "Found", row: (yield* attachAnchors([found.row]))[0] } as Lookup
+            // The answer shows the metadata as the client sent it, in its order (jsonb sorts members; the
+            // event keeps the order too, src/outbox/events.ts). Later reads show the stored (jsonb) order.
+            const asSent = (row: RecordRow): RecordRow => changes.metadata === undefined ? row : { ...row, metadata: changes.metadata }
+            if (Object.keys(diff).length === 0) return { _tag: "Found", row: asSent((yield* attachAnchors([found.row]))[0]!) } as Lookup
             const metadata = changes.metadata ?? found.row.metadata
             const webhookUrl = changes.webhookUrl === undefined ? found.row.webhookUrl : changes.webhookUrl
             yield* sql`
@@ -193,7 +196,7 @@ export class RecordStore extends Context.Service<RecordStore, {
               WHERE id = ${id}`
             const updated = yield* reread(id)
             yield* event(owner, { kind: "record.updated", recordId: id, hash: found.row.hash, status: found.row.status, changes: diff })
-            return { _tag: "Found", row: (yield* attachAnchors(updated))[0] } as Lookup
+            return { _tag: "Found", row: asSent((yield* attachAnchors(updated))[0]!) } as Lookup
           }))),
         remove: Effect.fn("RecordStore.remove")((owner, id, mode) =>
           sql.withTransaction(Effect.gen(function*() {

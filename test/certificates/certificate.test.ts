@@ -98,6 +98,15 @@ describe("certificates", () => {
     expect(JSON.parse((await decodeBundleFragment(link.hash))!)).toEqual(bundle)
   }, 60_000)
 
+  it("names a batch's size with the right plural: 1 record, 1000 records", async () => {
+    // PDF.js gives the words of a line as separate items: compare with single spaces.
+    const textOf = async (bundle: CertificateBundle) => (await pdfText(await renderCertificate(bundle, { verifyUrl: VERIFY_URL }))).join(" ").replace(/\s+/g, " ")
+    const one = await textOf(bundleOf(0, ["evm"]))
+    expect(one).toContain("Batch 48213 (1 record) Merkle root")
+    expect(one).not.toContain("(1 records)")
+    expect(await textOf(bundleOf(10, ["evm"]))).toContain("Batch 48213 (1000 records) Merkle root")
+  }, 60_000)
+
   it("is pure: the same bundle gives the same bytes; the id and dates follow the earliest anchoring time", async () => {
     const bundle = bundleOf(3, ["fabric", "evm"])
     const a = await renderCertificate(bundle, { verifyUrl: VERIFY_URL })

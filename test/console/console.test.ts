@@ -234,6 +234,9 @@ describe("the console", () => {
     const key = (await page.locator("#new-key").textContent({ timeout: WAIT_MS }))!
     expect(key).toMatch(/^dcp_test_[A-Za-z0-9]{32}$/)
     expect(await page.locator(".once").innerText()).toContain("shown this once")
+    // Listed at once, beside the panel that shows it (before "Done" or a reload).
+    await page.locator("#keys-list tr", { hasText: "billing service" }).waitFor({ timeout: WAIT_MS })
+    expect(await page.locator("#keys-list tr", { hasText: "billing service" }).innerText()).toContain(`${key.slice(0, 13)}…${key.slice(-4)}`)
     await page.locator(".once").getByRole("button", { name: "Copy" }).click()
     await expect.poll(() => page.evaluate(() => (globalThis as any).navigator.clipboard.readText()), { timeout: WAIT_MS }).toBe(key)
     await docsScreenshot(browser(), page, "api-keys-created")
@@ -243,6 +246,7 @@ describe("the console", () => {
     expect(anchored.status).toBe(202)
     // Shown once: after "Done" the page shows only its prefix and last four characters; its last use arrives within seconds.
     await page.getByRole("button", { name: "Done: I stored it" }).click()
+    await page.locator("#new-key").waitFor({ state: "detached", timeout: WAIT_MS })
     const row = page.locator("tr", { hasText: "billing service" })
     await row.waitFor({ timeout: WAIT_MS })
     expect(await page.locator("main").innerText()).not.toContain(key)
@@ -273,9 +277,18 @@ describe("the console", () => {
     await page.getByLabel("Enabled: send events here").check()
     await page.getByRole("button", { name: "Save" }).click()
     await expect.poll(() => page.getByRole("status").filter({ hasText: "Saved." }).count(), { timeout: WAIT_MS }).toBe(1)
+    const secretLine = page.locator("#secret-line")
+    expect(await secretLine.innerText()).toMatch(/^Secret: whsec_\S*… \(hidden\)$/)
     await page.getByRole("button", { name: "Reveal secret" }).click()
     const secret = (await page.locator("#secret-value").textContent({ timeout: WAIT_MS }))!
     expect(secret).toMatch(/^whsec_/)
+    // Revealed in place of the preview, which is gone ("(hidden)" too); the same button hides it again.
+    expect(await secretLine.innerText()).not.toContain("(hidden)")
+    expect(await page.locator("#secret-preview").count()).toBe(0)
+    await page.getByRole("button", { name: "Hide secret" }).click()
+    await expect.poll(() => secretLine.innerText(), { timeout: WAIT_MS }).toMatch(/^Secret: whsec_\S*… \(hidden\)$/)
+    expect(await page.locator("#secret-value").count()).toBe(0)
+    expect(await page.getByRole("button", { name: "Reveal secret" }).getAttribute("aria-expanded")).toBe("false")
 
     const before = receiver.received.length
     await page.getByRole("button", { name: "Send test event" }).click()
@@ -294,9 +307,17 @@ describe("the console", () => {
     // In the deliveries page, with its attempt; then redelivered.
     await page.getByRole("link", { name: "See it in the deliveries" }).click()
     await heading(page, "Deliveries")
-    const card = page.locator("article.delivery[data-event=\"webhook.test\"]")
-    await card.waitFor({ timeout: WAIT_MS })
-    expect(await card.getAttribute("data-status")).toBe("SUCCEEDED")
+    // One dense row per delivery; its attempts open below it.
+    const row = page.locator("tr.delivery[data-event=\"webhook.test\"]")
+    await row.waitFor({ timeout: WAIT_MS })
+    expect(await row.getAttribute("data-status")).toBe("SUCCEEDED")
+    expect(await row.locator("td[data-label=\"Last attempt\"]").innerText()).toMatch(/^HTTP 200 in \d+ ms$/)
+    const deliveryId = (await row.getAttribute("data-delivery"))!
+    const card = page.locator(`tr.delivery-detail[data-delivery="${deliveryId}"]`)
+    expect(await card.isVisible()).toBe(false)
+    await row.getByRole("button", { name: `Details of ${deliveryId}` }).click()
+    await card.waitFor({ state: "visible", timeout: WAIT_MS })
+    expect(await row.getByRole("button", { name: `Details of ${deliveryId}` }).getAttribute("aria-expanded")).toBe("true")
     expect(await card.locator("td[data-label=\"Status\"]").first().innerText()).toBe("HTTP 200")
     expect(await card.locator("td[data-label=\"Latency\"]").first().innerText()).toMatch(/^\d+ ms$/)
     await card.getByRole("button", { name: /^Redeliver/ }).click()
@@ -306,13 +327,18 @@ describe("the console", () => {
       await page.getByRole("button", { name: "Refresh" }).click()
       return card.locator("tbody tr").count()
     }, { timeout: WAIT_MS, interval: 500 }).toBe(2)
+    // Still open after the page is drawn again.
+    expect(await card.isVisible()).toBe(true)
     expect(await card.locator("td[data-label=\"Round\"]").allInnerTexts()).toEqual(["0", "1"])
+    expect(await row.locator("td[data-label=\"Attempts\"]").innerText()).toBe("2")
     // Filtered by status.
     await page.getByLabel("Status").selectOption("FAILED")
     await page.getByRole("button", { name: "Apply" }).click()
     await page.getByText("No delivery matches.").waitFor({ timeout: WAIT_MS })
     await page.getByRole("link", { name: "Clear" }).click()
     await card.waitFor({ timeout: WAIT_MS })
+    // Dense: a delivery's row is one line of text at 1100 px (a card with its attempts was ~450 px).
+    expect(await row.evaluate((e) => (e as any).getBoundingClientRect().height)).toBeLessThan(60)
     await docsScreenshot(browser(), page, "deliveries")
 
     // Rotation: confirmed with the overlap's end shown, then the switch confirmed.
@@ -416,6 +442,14 @@ describe("the console", () => {
     // One record was submitted with a collection: the filter finds it alone.
     await apply({ collection: "invoices-2026" })
     expect(await ids()).toEqual([evmIds[2]])
+    // The list shows each record's collection.
+    expect(await page.locator("td[data-label=\"Collection\"]").allInnerTexts()).toEqual(["invoices-2026"])
+    await page.getByRole("link", { name: evmIds[2] }).click()
+    await heading(page, `Record ${evmIds[2]}`)
+    expect(await page.locator(".facts dt", { hasText: "Collection" }).locator("xpath=following-sibling::dd[1]").innerText()).toBe("invoices-2026")
+    await go(page, acct("records"), "Records")
+    await page.locator("main table").waitFor({ timeout: WAIT_MS })
+    expect(await page.locator("tr", { hasText: evmIds[0]! }).locator("td[data-label=\"Collection\"]").innerText()).toBe("—")
     await apply({ q: evmIds[1] })
     expect(await ids()).toEqual([evmIds[1]])
     const record = await call(base, "GET", `/v1/records/${evmIds[1]}`, { key: apiKey })
@@ -427,6 +461,10 @@ describe("the console", () => {
     await heading(page, `Record ${evmIds[1]}`)
     const tx = record.json.data.anchors[0].txHash
     expect(await page.getByRole("link", { name: tx }).getAttribute("href")).toBe(`${EXPLORER}/tx/${tx}`)
+    // "Anchors" is said once (the section's heading); the table's caption is for screen readers only.
+    expect(await page.getByText("Anchors", { exact: true }).count()).toBe(1)
+    expect(await page.locator("caption", { hasText: "Anchors of this record" }).evaluate((e) => (e as any).className)).toBe("visually-hidden")
+    expect(await page.locator(".facts dt", { hasText: "Collection" }).locator("xpath=following-sibling::dd[1]").innerText()).toBe("— (none)")
     expect(await page.locator("pre.json").first().innerText()).toContain("\"customer\": \"c-7\"")
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download proof bundle" }).click()])
     const bundle = JSON.parse(Fs.readFileSync((await download.path())!, "utf8"))
@@ -542,12 +580,46 @@ describe("the console", () => {
     await heading(page, "Networks")
     const net = page.locator("tr", { hasText: env.networkId })
     await expect.poll(() => net.locator("td[data-label=\"State\"]").innerText(), { timeout: WAIT_MS }).toBe("up")
+    expect(await net.locator("td[data-label=\"Leader\"]").innerText()).toMatch(/^this node\s+leader: batches, sends, watches$/)
+    expect(await net.locator("td[data-label=\"Endpoint\"]").innerText()).toBe("up")
     expect(Number(await net.locator("td[data-label=\"Head\"]").innerText())).toBeGreaterThan(0)
     expect(await net.locator("td[data-label=\"Signer\"]").innerText()).toMatch(/^0x[0-9a-fA-F]{40}\s+\d+(\.\d+)? ETH$/)
     expect(await net.locator("td[data-label=\"Confirmation lag\"]").innerText()).toBe("nothing waiting")
     await docsScreenshot(browser(), page, "networks")
-    // Operators open any account's pages.
+    // A network another node leads, as the page shows it: what this node does not know says "unknown".
+    // (The lock lookup itself runs against PostgreSQL in test/console/leader.test.ts; here the answer is held up.)
+    const real = (await pageFetch(page, "/console/api/networks", { method: "GET" })).json
+    expect(real.data.networks[0]).toMatchObject({ ledBy: "this-node", leaderAddress: null, leaderSince: null, rpc: "up" })
+    await page.route((url) => url.pathname === "/console/api/networks", (route) => route.fulfill({
+      status: 200,
+      contentType: "application/json",
+      body: JSON.stringify({
+        ...real,
+        data: {
+          networks: [{
+            ...real.data.networks[0], leader: false, ledBy: "another-node", leaderAddress: "10.0.0.7", leaderSince: "2026-01-02T03:04:05.000Z",
+            rpc: "unknown", status: "follower", head: null
+          }]
+        }
+      })
+    }))
+    await page.reload()
+    await heading(page, "Networks")
+    expect(await net.locator("td[data-label=\"Leader\"]").innerText()).toMatch(/^another node\s+10\.0\.0\.7, since 2026-01-02 03:04:05 UTC at the latest; this node follows$/)
+    expect(await net.locator("td[data-label=\"Endpoint\"]").innerText()).toBe("unknown")
+    expect(await net.locator("td[data-label=\"Head\"]").innerText()).toBe("unknown")
+    await page.unroute((url) => url.pathname === "/console/api/networks")
+    // An account without members (Globex): the Members page says so instead of bare column headers.
+    const globex = (await accountNamed(env.node, "Globex"))!
+    await go(page, `#/a/${globex.id}/members`, "Members")
+    expect(await page.locator("#no-members").innerText()).toBe("No member yet: nobody signs in to this account. Invite its first admin above.")
+    expect(await page.locator("table", { has: page.locator("caption", { hasText: /^Members$/ }) }).count()).toBe(0)
+    // Operators open any account's pages. At 1280 px the sections (8 for an operator on an account page) stay on one line.
+    await page.setViewportSize({ width: 1280, height: 800 })
     await go(page, acct("overview"), "Overview — Acme Records")
+    const tops = await page.locator("#top .nav a").evaluateAll((links) => links.map((a) => Math.round((a as any).getBoundingClientRect().top)))
+    expect(tops).toHaveLength(8)
+    expect(new Set(tops).size).toBe(1)
     // Members cannot see the operators' pages.
     const admin = await signedInAs(ADMIN)
     const list = await pageFetch(admin, "/console/api/accounts", { method: "GET" })
@@ -574,6 +646,14 @@ describe("the console", () => {
     expect(overview).toContain(`QUEUED 1 BATCHING 0 ANCHORED ${anchored} FAILED 0 DELETED 0`)
     expect(await page.locator("svg.chart rect.bar").count()).toBeGreaterThanOrEqual(28)
     expect(await page.locator("svg.chart title").first().textContent()).toMatch(/^Records created per day in \d{4}-\d{2}: /)
+    // A scale: records per day on the left from 0 to a round top (1, 2 or 5 × 10^k, at or above the busiest day), days below.
+    const ticks = (await page.locator("svg.chart text.y-tick").allTextContents()).map(Number)
+    const busiest = Math.max(...(await page.locator("svg.chart rect.bar title").allTextContents()).map((t) => Number(t.split(": ")[1])))
+    expect(ticks[0]).toBe(0)
+    expect(ticks.at(-1)).toBeGreaterThanOrEqual(busiest)
+    expect(String(ticks.at(-1))).toMatch(/^[125]0*$/)
+    expect(await page.locator("svg.chart text.x-tick").first().textContent()).toBe("1")
+    expect(await page.locator("svg.chart text.x-label").textContent()).toMatch(/^day of \d{4}-\d{2}/)
     await docsScreenshot(browser(), page, "overview-360px")
     // By keyboard: back from the heading through the header's controls to the skip link, which leads to the content.
     const active = () => page.evaluate(() => (globalThis as any).document.activeElement?.textContent as string)
@@ -591,8 +671,16 @@ describe("the console", () => {
     await heading(page, "Overview — Acme Records")
     await page.context().close()
 
-    const wide = await signedInAs(ADMIN)
+    const wide = await signedInAs(ADMIN, { width: 1280, height: 800 })
     await go(wide, acct("overview"), "Overview — Acme Records")
+    // At 1280 px a member's header is one line: sections, environment, who, sign out.
+    const lineOf = (selector: string) => wide.locator(selector).evaluateAll((es) => es.map((e) => {
+      const r = (e as any).getBoundingClientRect()
+      return Math.round(r.top + r.height / 2)
+    }))
+    const middles = [...await lineOf("#top .nav a"), ...await lineOf("#top .who > *")]
+    expect(Math.max(...middles) - Math.min(...middles), JSON.stringify(middles)).toBeLessThan(12)
+    expect(await wide.locator("#top .user").getAttribute("title")).toBe("admin@example.com (admin of Acme Records)")
     await docsScreenshot(browser(), wide, "overview")
     await wide.context().close()
   })

@@ -943,7 +943,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1131,7 +1131,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1319,7 +1319,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1507,7 +1507,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1857,7 +1857,7 @@ export interface operations {
                 includeDeleted?: "true" | "false";
             };
             header?: {
-                "x-encryption-key"?: string;
+                "X-Encryption-Key"?: string;
             };
             path: {
                 recordId: string;
@@ -2965,7 +2965,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "if-none-match"?: string;
+                "If-None-Match"?: string;
             };
             path?: never;
             cookie?: never;

@@ -59,6 +59,22 @@ describe("the OpenAPI document, as integrators use it", () => {
     console.log(`swagger-parser: valid OpenAPI ${(api as Json).openapi}, ${Object.keys((api as Json).paths).length} paths`)
   })
 
+  it("says the package's version and names request headers as the README does (Idempotency-Key, X-Encryption-Key, If-None-Match), which the node takes in any case", async () => {
+    const pkg = JSON.parse(Fs.readFileSync(Path.join(import.meta.dirname, "..", "..", "package.json"), "utf8"))
+    expect(document.info.version).toBe(pkg.version)
+    const headers = Object.values<Json>(document.paths).flatMap((item) => Object.values<Json>(item))
+      .flatMap((op) => (op.parameters ?? []) as Array<Json>).filter((p) => p.in === "header").map((p) => p.name)
+    expect(new Set(headers)).toEqual(new Set(["Idempotency-Key", "X-Encryption-Key", "If-None-Match"]))
+    // Header names are case-insensitive on the wire: the documented spelling and lower case both replay.
+    const body = JSON.stringify({ data: { spelled: Date.now() } })
+    const post = (idempotency: Record<string, string>) =>
+      fetch(`${node.baseUrl}/v1/anchor`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...idempotency }, body })
+    const first = await post({ "Idempotency-Key": "spelling-1" })
+    expect(first.status).toBe(202)
+    const again = await post({ "idempotency-key": "spelling-1" })
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([202, "true"])
+  })
+
   it("generates the committed client types, and the sample client type-checks against them without casts", async () => {
     const fresh = await clientTypes(document)
     expect(fresh === Fs.readFileSync(CLIENT_TYPES_PATH, "utf8"), "test/openapi/anchord-api.ts is stale: npm run openapi:client-types").toBe(true)

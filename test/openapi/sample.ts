@@ -42,13 +42,13 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   await anonymous.GET("/v1/health")
   const document = await anonymous.GET("/v1/openapi.json")
   const etag = document.response.headers.get("etag") ?? ""
-  await anonymous.GET("/v1/openapi.json", { params: { header: { "if-none-match": etag } } })
+  await anonymous.GET("/v1/openapi.json", { params: { header: { "If-None-Match": etag } } })
 
   // Records
   const body = { data: { invoice: "INV-1", total: 12.5, lines: [{ sku: "A", qty: 2 }] }, metadata: { customer: "acme" }, collection: "invoices" }
-  const anchored = await client.POST("/v1/anchor", { body, params: { header: { "idempotency-key": "sample-1" } } })
-  await client.POST("/v1/anchor", { body, params: { header: { "idempotency-key": "sample-1" } } })
-  await client.POST("/v1/anchor", { body: { ...body, data: { other: true } }, params: { header: { "idempotency-key": "sample-1" } } })
+  const anchored = await client.POST("/v1/anchor", { body, params: { header: { "Idempotency-Key": "sample-1" } } })
+  await client.POST("/v1/anchor", { body, params: { header: { "Idempotency-Key": "sample-1" } } })
+  await client.POST("/v1/anchor", { body: { ...body, data: { other: true } }, params: { header: { "Idempotency-Key": "sample-1" } } })
   await client.POST("/v1/anchor", { body: { data: { bad: 1 }, collection: "" } })
   await anonymous.POST("/v1/anchor", { body })
   const encryptionKey = "0123456789abcdef0123456789abcdef"
@@ -64,7 +64,7 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   await client.GET("/v1/records", { params: { query: { status: "QUEUED", includeDeleted: "true" } } })
   await client.GET("/v1/records/{recordId}", { params: { path: { recordId } } })
   await client.GET("/v1/records/{recordId}", {
-    params: { path: { recordId: encrypted.data?.data.recordId ?? "" }, header: { "x-encryption-key": encryptionKey } }
+    params: { path: { recordId: encrypted.data?.data.recordId ?? "" }, header: { "X-Encryption-Key": encryptionKey } }
   })
   await client.GET("/v1/records/{recordId}", { params: { path: { recordId: "ffffffffffffffffffffffff" } } })
   await client.GET("/v1/records/{recordId}", { params: { path: { recordId: "not-an-id" } } })

@@ -276,9 +276,27 @@ describe("records", () => {
     expectError(await api("PATCH", `/v1/records/${created.recordId}`, { metadata: [1] }), 400, "VALIDATION_ERROR")
     const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM all_events WHERE record_id = $1", [created.recordId])
     // webhookUrl was null already: not a change, so not in `changes` (docs/api.md, "Update and delete")
-    expect(events).toEqual([{ kind: "record.updated", payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: { tag: "x" } } }) }])
+    // The changed metadata is stored as its JSON text (jsonb would sort its members: src/outbox/events.ts).
+    expect(events).toEqual([{ kind: "record.updated", payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: "{\"tag\":\"x\"}" } }) }])
     const unchanged = await query<{ data_jcs: string }>(node.databaseUrl, "SELECT data_jcs FROM records WHERE id = $1", [created.recordId])
     expect(unchanged[0].data_jcs).toBe('{"v":1}')
+  })
+
+  it("PATCH answers the metadata in the client's member order (jsonb would sort it), nested members too", async () => {
+    const created = (await api("POST", "/v1/anchor", { data: { order: 1 } })).json.data
+    // Sorted by jsonb these would read a_2, mm, zzz_1 (shorter keys first, then bytes): the client sent them otherwise.
+    const text = '{"zzz_1":1,"mm":{"y":1,"b":[{"q":1,"a":2}]},"a_2":2}'
+    const r = await fetch(`${node.baseUrl}/v1/records/${created.recordId}`, {
+      method: "PATCH", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: `{"metadata":${text}}`
+    })
+    expect(r.status).toBe(200)
+    const answer: any = await r.json()
+    expect(JSON.stringify(answer.data.metadata)).toBe(text)
+    // Sent again in another order: no change (the same JSON value), and the answer follows this request's order.
+    const again = await api("PATCH", `/v1/records/${created.recordId}`, { metadata: { a_2: 2, mm: { b: [{ a: 2, q: 1 }], y: 1 }, zzz_1: 1 } })
+    expect(JSON.stringify(again.json.data.metadata)).toBe('{"a_2":2,"mm":{"b":[{"a":2,"q":1}],"y":1},"zzz_1":1}')
+    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1", [created.recordId])
+    expect(events.map((e) => e.payload.changes)).toEqual([{ metadata: text }])
   })
 
   it("PATCH that changes nothing ({} or the current values): 200 with the record as it is, no event, updatedAt kept", async () => {
@@ -294,11 +312,11 @@ describe("records", () => {
     const r = await api("PATCH", `/v1/records/${created.recordId}`, { metadata: { a: 2 }, webhookUrl: "http://127.0.0.1:9/hook" })
     expect(r.json.data).toMatchObject({ metadata: { a: 2 }, webhookUrl: "http://127.0.0.1:9/hook" })
     expect(r.json.data.updatedAt >= created.updatedAt).toBe(true)
-    expect((await eventsOf()).map((e) => e.payload.changes)).toEqual([{ metadata: { a: 2 } }])
+    expect((await eventsOf()).map((e) => e.payload.changes)).toEqual([{ metadata: "{\"a\":2}" }])
     // clearing the URL is a change; clearing it again is not
     await api("PATCH", `/v1/records/${created.recordId}`, { webhookUrl: null })
     await api("PATCH", `/v1/records/${created.recordId}`, { webhookUrl: null })
-    expect((await eventsOf()).map((e) => e.payload.changes)).toEqual([{ metadata: { a: 2 } }, { webhookUrl: null }])
+    expect((await eventsOf()).map((e) => e.payload.changes)).toEqual([{ metadata: "{\"a\":2}" }, { webhookUrl: null }])
   })
 
   it("soft delete hides the record (410), hard delete erases data and keeps a tombstone", async () => {

@@ -121,7 +121,8 @@ const showHeader = (current: { accountId?: string; page?: string }) => {
     h("nav", { "aria-label": "Sections" }, nav),
     h("div", { class: "who" },
       current.accountId !== undefined ? h("span", { class: "field inline" }, h("label", { for: "environment" }, "Environment"), env) : null,
-      h("span", { class: "user" }, `${s.user.email} (${who})`),
+      // Cut with an ellipsis on wide screens (one header line): the whole text is its title.
+      h("span", { class: "user", title: `${s.user.email} (${who})` }, `${s.user.email} (${who})`),
       signOut,
       everywhere)
   )

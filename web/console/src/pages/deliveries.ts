@@ -1,35 +1,46 @@
-/** Deliveries: every attempt with status, latency and error; filter; redeliver. */
+/**
+ * Deliveries: a dense table, one row per delivery (event, status, record, last attempt), each row
+ * expanding to its facts and every attempt (round, attempt, status, latency, error), with Redeliver;
+ * filter. Tall cards made 5 deliveries ~2,260 px high; the table shows some 20 in a screen.
+ */
 import { api, type Delivery } from "../api.ts"
 import { accountHash, type PageContext } from "../context.ts"
 import { badge, field, formatDate, h, message, select, table } from "../dom.ts"
 
 const FILTERS = ["status", "recordId", "eventId"] as const
+const COLUMNS = ["Event", "Status", "Record", "Created", "Attempts", "Last attempt", ""] as const
 
-const deliveryCard = (ctx: PageContext, d: Delivery, status: HTMLElement) => {
-  const attempts = d.attempts.length === 0
-    ? h("p", { class: "hint" }, "No attempt yet.")
-    : table(`Attempts of ${d.id}`, ["Round", "Attempt", "Started", "Status", "Latency", "Error"], d.attempts.map((a) => [
-      String(a.round),
-      String(a.attempt),
-      formatDate(a.startedAt),
-      a.statusCode === null ? "—" : `HTTP ${a.statusCode}`,
-      `${a.latencyMs} ms`,
-      a.error ?? ""
-    ]), { captionHidden: true })
-  return h("article", { class: "card delivery", "data-delivery": d.id, "data-event": d.event, "data-status": d.status, "aria-labelledby": `h-${d.id}` },
-    h("h2", { id: `h-${d.id}` }, h("code", {}, d.event), " ", badge(d.status)),
+/** Rows opened by the user stay open when the page is drawn again (Refresh, a redelivery). */
+const expanded = new Set<string>()
+
+const lastAttempt = (d: Delivery) => {
+  const a = d.attempts.at(-1)
+  if (a === undefined) return d.status === "PENDING" && d.nextAttemptAt !== null ? `none yet (next ${formatDate(d.nextAttemptAt)})` : "none yet"
+  const outcome = a.statusCode === null ? (a.error ?? "no answer") : `HTTP ${a.statusCode}`
+  return `${outcome} in ${a.latencyMs} ms`
+}
+
+const details = (ctx: PageContext, d: Delivery, status: HTMLElement) =>
+  h("div", { class: "delivery-detail-body" },
     h("dl", { class: "facts" },
       h("dt", {}, "Delivery"), h("dd", {}, h("code", {}, d.id)),
       h("dt", {}, "Event id"), h("dd", {}, h("code", {}, d.eventId)),
-      h("dt", {}, "Record"), h("dd", {}, d.recordId === "" ? "— (test event)" : h("a", { href: accountHash(ctx.accountId, `records/${d.recordId}`) }, h("code", {}, d.recordId))),
       h("dt", {}, "URL"), h("dd", {}, h("code", {}, d.url), d.target === "record" ? " (the record's webhookUrl)" : " (the account's webhook)"),
-      h("dt", {}, "Created"), h("dd", {}, formatDate(d.createdAt)),
       d.status === "PENDING" && d.nextAttemptAt !== null ? [h("dt", {}, "Next attempt"), h("dd", {}, formatDate(d.nextAttemptAt))] : null),
-    attempts,
+    d.attempts.length === 0
+      ? h("p", { class: "hint" }, "No attempt yet.")
+      : table(`Attempts of ${d.id}`, ["Round", "Attempt", "Started", "Status", "Latency", "Error"], d.attempts.map((a) => [
+        String(a.round),
+        String(a.attempt),
+        formatDate(a.startedAt),
+        a.statusCode === null ? "—" : `HTTP ${a.statusCode}`,
+        `${a.latencyMs} ms`,
+        a.error ?? ""
+      ]), { captionHidden: true }),
     ctx.canChange
       ? h("div", { class: "actions" }, h("button", {
         type: "button",
-        class: "secondary",
+        class: "secondary small",
         "aria-label": `Redeliver ${d.id}`,
         onclick: async () => {
           try {
@@ -42,7 +53,48 @@ const deliveryCard = (ctx: PageContext, d: Delivery, status: HTMLElement) => {
         }
       }, "Redeliver"))
       : null)
+
+/** A delivery's row and, below it, its detail row (hidden until the row's button opens it). */
+const deliveryRows = (ctx: PageContext, d: Delivery, status: HTMLElement) => {
+  const detailId = `detail-${d.id}`
+  const open = expanded.has(d.id)
+  const detail = h("tr", { class: "delivery-detail", id: detailId, "data-delivery": d.id, hidden: !open },
+    h("td", { colspan: COLUMNS.length, "data-label": "" }, details(ctx, d, status)))
+  const toggle = h("button", {
+    type: "button",
+    class: "secondary small",
+    "aria-expanded": String(open),
+    "aria-controls": detailId,
+    "aria-label": `Details of ${d.id}`,
+    onclick: () => {
+      const opening = detail.hidden
+      detail.hidden = !opening
+      toggle.setAttribute("aria-expanded", String(opening))
+      toggle.textContent = opening ? "Hide" : "Details"
+      if (opening) expanded.add(d.id)
+      else expanded.delete(d.id)
+    }
+  }, open ? "Hide" : "Details")
+  const cells = [
+    h("code", {}, d.event),
+    badge(d.status),
+    d.recordId === "" ? "— (test event)" : h("a", { href: accountHash(ctx.accountId, `records/${d.recordId}`) }, h("code", {}, d.recordId)),
+    formatDate(d.createdAt),
+    String(d.attempts.length),
+    lastAttempt(d),
+    toggle
+  ]
+  const row = h("tr", { class: "delivery", "data-delivery": d.id, "data-event": d.event, "data-status": d.status },
+    ...cells.map((c, i) => h("td", { "data-label": COLUMNS[i] }, c)))
+  return [row, detail]
 }
+
+const deliveriesTable = (ctx: PageContext, deliveries: ReadonlyArray<Delivery>, status: HTMLElement) =>
+  h("div", { class: "table-wrap" },
+    h("table", { class: "cards dense" },
+      h("caption", { class: "visually-hidden" }, `Deliveries (${ctx.environment})`),
+      h("thead", {}, h("tr", {}, ...COLUMNS.map((x) => h("th", { scope: "col" }, x)))),
+      h("tbody", {}, ...deliveries.flatMap((d) => deliveryRows(ctx, d, status)))))
 
 export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
   const params = Object.fromEntries(FILTERS.map((k) => [k, ctx.query.get(k) ?? undefined]))
@@ -66,7 +118,7 @@ export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
     list = page.deliveries.length === 0
       ? h("p", {}, "No delivery matches.")
       : h("div", {},
-        ...page.deliveries.map((d) => deliveryCard(ctx, d, status)),
+        deliveriesTable(ctx, page.deliveries, status),
         page.nextCursor === null ? null : h("p", {}, h("a", {
           href: accountHash(ctx.accountId, "deliveries", { ...params, cursor: page.nextCursor }),
           class: "button secondary"
@@ -76,6 +128,7 @@ export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
   }
   return h("section", {},
     h("h1", {}, "Deliveries"),
-    h("p", {}, `Webhook deliveries of the ${ctx.environment} environment, newest first, with every attempt. Failed ones stay here for redelivery.`),
+    h("p", {}, `Webhook deliveries of the ${ctx.environment} environment, newest first; each row opens to every attempt. ` +
+      "Failed ones stay here for redelivery."),
     form, status, list)
 }

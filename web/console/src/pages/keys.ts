@@ -22,7 +22,7 @@ export const keysPage = async (ctx: PageContext): Promise<Node> => {
     }
   }
 
-  const rows = keys.map((k) => [
+  const rows = (keys: ReadonlyArray<Key>) => keys.map((k) => [
     k.name ?? "—",
     h("code", {}, k.display),
     k.environment,
@@ -34,6 +34,13 @@ export const keysPage = async (ctx: PageContext): Promise<Node> => {
       ? h("button", { type: "button", class: "danger small", "aria-label": `Revoke ${k.name ?? k.display}`, onclick: () => void revoke(k) }, "Revoke")
       : ""
   ])
+  // The list is its own region so that a new key joins it at once, beside the panel that shows it once.
+  const list = h("div", { id: "keys-list" })
+  const drawList = (keys: ReadonlyArray<Key>) =>
+    list.replaceChildren(keys.length === 0
+      ? h("p", {}, "No keys yet.")
+      : table("API keys", ["Name", "Key", "Environment", "Status", "Created", "Last used", "Expires", ""], rows(keys)))
+  drawList(keys)
 
   let create: Node
   if (ctx.canChange) {
@@ -71,6 +78,7 @@ export const keysPage = async (ctx: PageContext): Promise<Node> => {
         panel.focus()
         name.value = ""
         days.value = ""
+        drawList((await api.keys(ctx.accountId)).keys)
       } catch (error) {
         created.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
       }
@@ -86,7 +94,5 @@ export const keysPage = async (ctx: PageContext): Promise<Node> => {
       "the list shows its prefix and last four characters. \"Last used\" is recorded to the minute."),
     create,
     status,
-    keys.length === 0
-      ? h("p", {}, "No keys yet.")
-      : table("API keys", ["Name", "Key", "Environment", "Status", "Created", "Last used", "Expires", ""], rows))
+    list)
 }

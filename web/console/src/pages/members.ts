@@ -66,7 +66,10 @@ export const membersPage = async (ctx: PageContext): Promise<Node> => {
     invite,
     status,
     pending,
-    table("Members", ["Email", "Role", "Since", ""], members.map((m) => [
+    members.length === 0
+      // Only an operator sees an account without members (a member sees themselves).
+      ? h("p", { id: "no-members" }, "No member yet: nobody signs in to this account. Invite its first admin above.")
+      : table("Members", ["Email", "Role", "Since", ""], members.map((m) => [
       m.email,
       m.role ?? "",
       formatDate(m.createdAt),

@@ -1,5 +1,5 @@
-/** For operators: every account (create, activate, change plan, suspend) and every network (state, head, lag, signer balance). */
-import { api, type Account } from "../api.ts"
+/** For operators: every account (create, activate, change plan, suspend) and every network (leader, endpoint, head, lag, signer balance). */
+import { api, type Account, type Network } from "../api.ts"
 import { accountHash, type PageContext } from "../context.ts"
 import { badge, confirmDialog, field, formatDate, formatEth, formatNumber, h, message, select, table } from "../dom.ts"
 
@@ -70,15 +70,37 @@ export const accountsPage = async (ctx: PageContext): Promise<Node> => {
     table("Accounts", ["Name", "Id", "Plan", "Status", "Created", ""], accounts.map(row)))
 }
 
+const UNKNOWN = h("span", { class: "hint" }, "unknown")
+const NETWORK_COLUMNS = ["Network", "Leader", "Endpoint", "State", "Head", "Confirmation lag", "Backlog", "Last confirmed", "Signer"]
+
+/** Which node leads the network, from the lock table (what this node can know of the others). */
+const leaderOf = (n: Network) => {
+  switch (n.ledBy) {
+    case "this-node":
+      return h("span", {}, h("strong", {}, "this node"), h("span", { class: "hint block" }, "leader: batches, sends, watches"))
+    case "another-node":
+      return h("span", {}, "another node", h("span", { class: "hint block" },
+        `${n.leaderAddress ?? "address unknown"}, since ${formatDate(n.leaderSince)} at the latest; this node follows`))
+    case "no-node":
+      return h("span", {}, "no node", h("span", { class: "hint block" }, "nobody holds the lock now: a node takes it within seconds"))
+    case "unknown":
+      return UNKNOWN.cloneNode(true)
+  }
+}
+
 export const networksPage = async (_ctx: PageContext): Promise<Node> => {
   const { networks } = await api.networks()
   return h("section", {},
     h("h1", {}, "Networks"),
-    h("p", {}, "As this node sees them: whether it leads each network (batches, sends, watches), its endpoint, the last block seen, the backlog, and the signer's balance."),
-    networks.length === 0 ? h("p", {}, "No network is configured.") : table("Networks", ["Network", "State", "Head", "Confirmation lag", "Backlog", "Last confirmed", "Signer"], networks.map((n) => [
+    h("p", {}, "As this node sees them: which node leads each network (batches, sends, watches), the endpoint as this node last used it, " +
+      "the last block seen, the backlog, and the signer's balance. What this node cannot know (the head of a network another node leads, " +
+      "an endpoint it has not used) says \"unknown\"."),
+    networks.length === 0 ? h("p", {}, "No network is configured.") : table("Networks", NETWORK_COLUMNS, networks.map((n) => [
       h("span", {}, h("strong", {}, n.networkId), ` ${n.chainType}, ${n.environment}`),
+      leaderOf(n),
+      n.rpc === "unknown" ? UNKNOWN.cloneNode(true) : badge(n.rpc),
       h("span", {}, badge(n.status), n.lastError !== null ? h("span", { class: "hint block" }, n.lastError) : null),
-      n.head ?? "—",
+      n.head ?? UNKNOWN.cloneNode(true),
       n.confirmationLagSeconds === null ? "nothing waiting" : `${formatNumber(n.confirmationLagSeconds)} s (oldest unconfirmed batch)`,
       `${formatNumber(n.queued)} queued, ${formatNumber(n.unconfirmedBatches)} unconfirmed batch${n.unconfirmedBatches === 1 ? "" : "es"}`,
       formatDate(n.lastConfirmedAt),

@@ -3,26 +3,50 @@ import { api, type Overview } from "../api.ts"
 import { accountHash, type PageContext } from "../context.ts"
 import { badge, formatDate, formatNumber, h, svg, table } from "../dom.ts"
 
-/** Bars per day of the month so far (an SVG drawn with attributes only: no inline style), with a text summary. */
+/** The smallest 1, 2 or 5 × 10^k at or above `n` (the chart's top, so its scale reads in round numbers). */
+const niceCeiling = (n: number) => {
+  const step = 10 ** Math.floor(Math.log10(Math.max(1, n)))
+  return ([1, 2, 5, 10].map((m) => m * step).find((v) => v >= n))!
+}
+
+/**
+ * Bars per day of the month so far (an SVG drawn with attributes only: no inline style), with a text
+ * summary, and a scale: records per day on the left (0, half, top, with grid lines) and the day of the
+ * month below.
+ */
 const dailyChart = (usage: Overview["usage"]) => {
   const [year, month] = usage.month.split("-").map(Number) as [number, number]
   const days = new Date(Date.UTC(year, month, 0)).getUTCDate()
   const counts = new Map(usage.daily.map((d) => [Number(d.day.slice(8, 10)), d.count]))
-  const max = Math.max(1, ...counts.values())
-  const width = 310
+  const top = niceCeiling(Math.max(1, ...counts.values()))
+  const left = 30
+  const width = 320
   const height = 90
-  const bar = width / days
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height + 14}`, role: "img", "aria-labelledby": "chart-title", class: "chart" },
+  const plot = width - left
+  const bar = plot / days
+  const y = (v: number) => height - (v / top) * height
+  const chart = svg("svg", { viewBox: `0 -6 ${width} ${height + 28}`, role: "img", "aria-labelledby": "chart-title", class: "chart" },
     svg("title", { id: "chart-title" }, `Records created per day in ${usage.month}: ${usage.daily.map((d) => `${d.day.slice(8)}: ${d.count}`).join(", ") || "none yet"}`))
+  // The scale: whole numbers only (a top of 1 or 5 has no whole half).
+  for (const v of Number.isInteger(top / 2) ? [0, top / 2, top] : [0, top]) {
+    chart.append(svg("line", { x1: left, y1: y(v).toFixed(1), x2: width, y2: y(v).toFixed(1), class: v === 0 ? "baseline" : "grid" }))
+    chart.append(svg("text", { x: left - 4, y: (y(v) + 2.5).toFixed(1), class: "axis y-tick" }, formatNumber(v)))
+  }
   for (let day = 1; day <= days; day++) {
     const n = counts.get(day) ?? 0
-    const barHeight = n === 0 ? 0 : Math.max(2, (n / max) * height)
-    const rect = svg("rect", { x: ((day - 1) * bar + 1).toFixed(1), y: (height - barHeight).toFixed(1), width: Math.max(1, bar - 2).toFixed(1), height: barHeight.toFixed(1), class: "bar" },
+    const barHeight = n === 0 ? 0 : Math.max(2, (n / top) * height)
+    const rect = svg("rect", {
+      x: (left + (day - 1) * bar + 1).toFixed(1),
+      y: (height - barHeight).toFixed(1),
+      width: Math.max(1, bar - 2).toFixed(1),
+      height: barHeight.toFixed(1),
+      class: "bar"
+    },
       svg("title", {}, `${usage.month}-${String(day).padStart(2, "0")}: ${n}`))
     chart.append(rect)
-    if (day === 1 || day % 7 === 0) chart.append(svg("text", { x: ((day - 0.5) * bar).toFixed(1), y: height + 12, class: "axis" }, String(day)))
+    if (day === 1 || day % 7 === 0) chart.append(svg("text", { x: (left + (day - 0.5) * bar).toFixed(1), y: height + 10, class: "axis x-tick" }, String(day)))
   }
-  chart.append(svg("line", { x1: 0, y1: height + 0.5, x2: width, y2: height + 0.5, class: "baseline" }))
+  chart.append(svg("text", { x: left + plot / 2, y: height + 20, class: "axis x-label" }, `day of ${usage.month} (records per day on the left)`))
   return chart
 }
 

@@ -46,11 +46,12 @@ export const recordsPage = async (ctx: PageContext): Promise<Node> => {
     list = page.records.length === 0
       ? h("p", { id: "records-empty" }, "No record matches.")
       : h("div", {},
-        table(`Records (${ctx.environment})`, ["Record", "Status", "Chain", "Network", "Created", "Anchored"], page.records.map((r) => [
+        table(`Records (${ctx.environment})`, ["Record", "Status", "Chain", "Network", "Collection", "Created", "Anchored"], page.records.map((r) => [
           h("a", { href: accountHash(ctx.accountId, `records/${r.recordId}`) }, h("code", {}, r.recordId)),
           badge(r.status),
           r.chainType,
           r.networkId,
+          r.collection ?? "—",
           formatDate(r.createdAt),
           formatDate(r.anchoredAt)
         ])),
@@ -76,7 +77,8 @@ const download = (name: string, text: string) => {
 const anchorsTable = (ctx: PageContext, r: Record_) => {
   if (r.anchors.length === 0) return h("p", {}, "No anchor yet.")
   const explorerOf = new Map(ctx.config.networks.map((n) => [n.networkId, n.explorerUrl]))
-  return table("Anchors", ["Network", "Chain", "Transaction", "Block", "Batch", "Merkle root", "Anchored"], r.anchors.map((a) => {
+  // The section's heading says "Anchors" already: the table's caption stays for screen readers only.
+  return table("Anchors of this record", ["Network", "Chain", "Transaction", "Block", "Batch", "Merkle root", "Anchored"], r.anchors.map((a) => {
     const explorer = explorerOf.get(a.networkId)
     const tx = h("code", {}, a.txHash)
     return [
@@ -88,7 +90,7 @@ const anchorsTable = (ctx: PageContext, r: Record_) => {
       h("code", {}, a.merkleRoot),
       formatDate(a.anchoredAt)
     ]
-  }))
+  }), { captionHidden: true })
 }
 
 export const recordPage = async (ctx: PageContext): Promise<Node> => {
@@ -132,6 +134,7 @@ export const recordPage = async (ctx: PageContext): Promise<Node> => {
     ["Status", badge(r.status)],
     ["Environment", r.environment],
     ["Chain", `${r.chainType} (primary network ${r.networkId})`],
+    ["Collection", r.collection ?? "— (none)"],
     ["Package mode", r.packageMode],
     ["Created", formatDate(r.createdAt)],
     ["Anchored", formatDate(r.anchoredAt)],

@@ -71,26 +71,42 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
   // ---- secret
   const secretArea = h("div", { id: "secret" })
   const rotation = w.rotation
+  // Revealed in place of the preview, and hidden again by the same button.
+  const secretLine = h("p", { id: "secret-line" })
+  const hideSecret = () => secretLine.replaceChildren("Secret: ", h("code", { id: "secret-preview" }, w.secretPreview), " (hidden)")
+  hideSecret()
+  const revealButton = h("button", {
+    type: "button",
+    class: "secondary",
+    "aria-controls": "secret-line",
+    "aria-expanded": "false",
+    onclick: async () => {
+      secretArea.replaceChildren()
+      if (revealButton.getAttribute("aria-expanded") === "true") {
+        hideSecret()
+        revealButton.setAttribute("aria-expanded", "false")
+        revealButton.textContent = "Reveal secret"
+        return
+      }
+      try {
+        const s = await api.revealSecret(ctx.accountId, ctx.environment)
+        secretLine.replaceChildren("Secret: ", h("code", { class: "secret", id: "secret-value" }, s.secret), " ", copyButton(() => s.secret))
+        revealButton.setAttribute("aria-expanded", "true")
+        revealButton.textContent = "Hide secret"
+      } catch (error) {
+        secretArea.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
+      }
+    }
+  }, "Reveal secret")
   const secretCard = h("section", { class: "card", "aria-labelledby": "wh-secret-h" },
     h("h2", { id: "wh-secret-h" }, `Signing secret (${ctx.environment})`),
-    h("p", {}, "Secret: ", h("code", { id: "secret-preview" }, w.secretPreview), " (hidden)"),
+    secretLine,
     rotation === null ? null : h("p", { class: "msg msg-info", id: "rotation" },
       `A rotation is in progress: the previous secret still signs x-webhook-signature until ${formatDate(rotation.previousSecretExpiresAt)}, ` +
         "and the new one signs x-webhook-signature-next. Confirm the switch once your receiver checks the new secret."),
     ctx.canChange
       ? h("div", { class: "actions" },
-        h("button", {
-          type: "button",
-          class: "secondary",
-          onclick: async () => {
-            try {
-              const s = await api.revealSecret(ctx.accountId, ctx.environment)
-              secretArea.replaceChildren(h("p", {}, h("code", { class: "secret", id: "secret-value" }, s.secret), " ", copyButton(() => s.secret)))
-            } catch (error) {
-              secretArea.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
-            }
-          }
-        }, "Reveal secret"),
+        revealButton,
         h("button", {
           type: "button",
           class: "secondary",
