@@ -490,30 +490,41 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             })
             const written = values.length === 0 ? [] : yield* sql<{ recordId: string; id: string; state: DeliveryState; nextAttemptAt: Date | null }>`
               WITH v AS (
-                SELECT * FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(ord int, id text, batch_event_id bigint,
+                -- each record's seq from the deliveries' sequence, in the chunk's order: its place in the log's order
+                -- whether it lands in a chunk row or a delivery row (the recordset keeps the array's order)
+                SELECT v.*, nextval('webhook_deliveries_seq_seq') AS seq
+                FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(ord int, id text, batch_event_id bigint,
                   event_id text, account_id text, record_id text, environment text, target text, url text, host text, body text,
                   signature text, signature_next text, headers jsonb, ok boolean, started_at timestamptz, status_code int,
                   latency_ms int, error text, retry_ms bigint)
               ), inserted AS (
-                -- the first attempt's outcome as DeliveryClaims.complete would have written it on a claimed row
-                INSERT INTO webhook_deliveries (id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
-                  state, attempts, next_attempt_at, body, signature, signature_next, headers, last_status_code, last_error,
-                  delivered_at, success_started_at, success_latency_ms, success_node_id, updated_at)
-                SELECT v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
-                  CASE WHEN v.ok THEN 'SUCCEEDED' WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END, 1,
-                  CASE WHEN v.ok OR v.retry_ms IS NULL THEN NULL ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
-                  v.body, v.signature, v.signature_next, v.headers, v.status_code, v.error,
-                  CASE WHEN v.ok THEN ${now}::timestamptz END,
-                  CASE WHEN v.ok THEN v.started_at END, CASE WHEN v.ok THEN v.latency_ms END, CASE WHEN v.ok THEN ${nodeId} END,
-                  ${now}
-                FROM v ORDER BY v.ord
+                -- a failed first attempt: its own delivery row, on the ladder, as DeliveryClaims.complete would have left it
+                INSERT INTO webhook_deliveries (seq, id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
+                  state, attempts, next_attempt_at, body, signature, signature_next, headers, last_status_code, last_error, updated_at)
+                SELECT v.seq, v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
+                  CASE WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END, 1,
+                  CASE WHEN v.retry_ms IS NULL THEN NULL ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
+                  v.body, v.signature, v.signature_next, v.headers, v.status_code, v.error, ${now}
+                FROM v WHERE NOT v.ok ORDER BY v.ord
                 RETURNING seq, id, record_id, state, next_attempt_at
               ), logged AS (
                 INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
                 SELECT i.seq, 0, 0, v.started_at, v.status_code, v.latency_ms, v.error, v.retry_ms, ${nodeId}
-                FROM inserted i JOIN v ON v.id = i.id WHERE NOT v.ok
+                FROM inserted i JOIN v ON v.seq = i.seq
+              ), chunked AS (
+                -- the successes: one row per receiver of the chunk (migration 0023), the outcomes as arrays
+                INSERT INTO webhook_chunk_deliveries (batch_event_id, account_id, environment, target, url, host, node_id, delivered_at,
+                  record_ids, ids, event_ids, seqs, status_codes, latencies_ms, started_at, min_seq, max_seq)
+                SELECT v.batch_event_id, v.account_id, v.environment, v.target, v.url, v.host, ${nodeId}, ${now},
+                  array_agg(v.record_id ORDER BY v.ord), array_agg(v.id ORDER BY v.ord), array_agg(v.event_id ORDER BY v.ord),
+                  array_agg(v.seq ORDER BY v.ord), array_agg(v.status_code ORDER BY v.ord), array_agg(v.latency_ms ORDER BY v.ord),
+                  array_agg(v.started_at ORDER BY v.ord), min(v.seq), max(v.seq)
+                FROM v WHERE v.ok
+                GROUP BY v.batch_event_id, v.account_id, v.environment, v.target, v.url, v.host
               )
-              SELECT record_id, id, state, next_attempt_at FROM inserted`
+              SELECT record_id, id, state, next_attempt_at FROM inserted
+              UNION ALL
+              SELECT record_id, id, 'SUCCEEDED', NULL::timestamptz FROM v WHERE v.ok`
             yield* sql`DELETE FROM webhook_fanouts WHERE id = ${chunk.fanoutId}::bigint`
             return written
           }))
