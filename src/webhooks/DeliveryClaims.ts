@@ -251,9 +251,10 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
   /** Records outcomes of claimed attempts (ignored when the claim was lost); the deliveries' next state. */
   readonly complete: (items: ReadonlyArray<Completion>, nodeId: string) => Effect.Effect<ReadonlyArray<CompletionResult>, SqlError.SqlError>
   /**
-   * A chunk's outcomes, once: each record still in the leased row gets its delivery row, finished, or PENDING on
-   * the ladder with its failed attempt logged; the row goes. Nothing when the lease was lost (another node sends
-   * the chunk again). The deliveries written, by record.
+   * A chunk's outcomes, once, for the records still in the leased row: the first-attempt successes in one
+   * `webhook_chunk_deliveries` row per receiver (migration 0023), each failure in a delivery row of its own, PENDING
+   * on the ladder (or FAILED) with its attempt logged; the leased row goes. Nothing when the lease was lost
+   * (another node sends the chunk again). The deliveries written, by record.
    */
   readonly completeChunk: (chunk: Chunk, outcomes: ReadonlyArray<ChunkOutcome>, nodeId: string) =>
     Effect.Effect<ReadonlyArray<{ readonly recordId: string; readonly id: string; readonly state: DeliveryState; readonly nextAttemptAt: Date | null }>, SqlError.SqlError>

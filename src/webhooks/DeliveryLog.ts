@@ -4,7 +4,9 @@
  * The rows are `webhook_deliveries` (one per event and target, created by the trigger on `events` or
  * the dispatcher's fan-out of `batch_events`) and the attempt log `webhook_attempt_log` (failed attempts in
  * `webhook_attempts`, a round's successful one on its delivery row: migration 0011), the same rows the
- * dispatcher claims (./DeliveryClaims.ts).
+ * dispatcher claims (./DeliveryClaims.ts), and the chunk rows `webhook_chunk_deliveries` (migration 0023: a
+ * chunk's first-attempt successes of anchor.confirmed, one row per chunk and receiver), whose entries the log shows
+ * as one delivery each. Each table is read through its own indexes (plans in docs/webhooks.md, "Chunks").
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
