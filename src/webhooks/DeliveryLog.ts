@@ -91,13 +91,13 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
         return (yield* deliveries(entries))[0]
       })
 
-      /** Splits a chunk entry out into its own delivery row (migration 0023's anchord_chunk_split); whether one was. */
+      /** Splits a chunk entry out into its own delivery row (migration 0023's anchord_chunk_split). */
       const splitOut = (owner: Owner, id: string) =>
-        Effect.map(sql<{ seq: string }>`
+        Effect.asVoid(sql<{ seq: string }>`
           SELECT anchord_chunk_split(c.id, ARRAY[${id}::text])::text AS seq
           FROM (SELECT id, account_id, environment FROM webhook_chunk_deliveries c
                 WHERE (c.ids || c.record_ids || c.event_ids) @> ARRAY[${id}::text] OFFSET 0) c
-          WHERE c.account_id = ${owner.accountId} AND c.environment = ${owner.environment}`, (rows) => rows.length > 0)
+          WHERE c.account_id = ${owner.accountId} AND c.environment = ${owner.environment}`)
 
       return DeliveryLog.of({
         list: Effect.fn("DeliveryLog.list")(function*(owner, options) {
@@ -203,7 +203,11 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
             RETURNING id`
           let rows = yield* requeue
           // A chunk entry (migration 0023) is split out into its own row first, then redelivered as any delivery is.
-          if (rows.length === 0 && id.startsWith("dlv_") && (yield* splitOut(owner, id))) rows = yield* requeue
+          // Requeued whether or not this call split it: a concurrent redelivery may have split it out a moment ago.
+          if (rows.length === 0 && id.startsWith("dlv_")) {
+            yield* splitOut(owner, id)
+            rows = yield* requeue
+          }
           if (rows.length === 0) return undefined
           // The answer is the delivery as re-queued; read it before waking the dispatchers, which may
           // otherwise have sent it already by the time we read.
