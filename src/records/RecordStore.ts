@@ -122,7 +122,7 @@ export class RecordStore extends Context.Service<RecordStore, {
           yield* sql`
             SELECT anchord_chunk_split(c.id, ARRAY[${row.id}::text])
             FROM (SELECT id, account_id FROM webhook_chunk_deliveries c
-                  WHERE (c.ids || c.record_ids || c.event_ids) @> ARRAY[${row.id}::text] OFFSET 0) c
+                  WHERE (c.record_ids || c.event_ids) @> ARRAY[${row.id}::text] OFFSET 0) c
             WHERE c.account_id = ${owner.accountId}`
           // Pending deliveries but the hard delete's own are cancelled (a body rendered before now holds the
           // metadata); then every delivery of the record loses its body, and per-record URLs of finished ones are

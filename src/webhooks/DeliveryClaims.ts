@@ -120,6 +120,20 @@ export interface CompletionResult {
  */
 const parseJson = (text: string | null): Record<string, unknown> | null => text === null ? null : JSON.parse(text)
 
+/**
+ * A chunk entry's delivery id (migration 0023): `dlv_` + its seq in 16 hex digits + the last 16 of the id drawn at
+ * fan-out (random). The same form as every delivery id (`dlv_` + 32 hex); the seq in it finds the entry through the
+ * chunk rows' seq ranges (DeliveryLog), so no index over every entry's id is written. The seq was visible already
+ * (the list's cursor is the seq in base64url).
+ */
+const CHUNK_ENTRY_ID_SQL = "'dlv_' || lpad(to_hex(v.seq), 16, '0') || right(v.id, 16)"
+
+/** The seq a chunk entry's delivery id carries (CHUNK_ENTRY_ID_SQL), undefined for an id of another form. */
+export const chunkEntrySeq = (id: string): string | undefined => {
+  if (!/^dlv_[0-7][0-9a-f]{31}$/.test(id)) return undefined
+  return BigInt(`0x${id.slice(4, 20)}`).toString()
+}
+
 /** Fan-out rows (of at most 128 events each, migration 0011) one step looks at. */
 const FANOUT_ROWS = 8
 
@@ -517,7 +531,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 INSERT INTO webhook_chunk_deliveries (batch_event_id, account_id, environment, target, url, host, node_id, delivered_at,
                   record_ids, ids, event_ids, seqs, status_codes, latencies_ms, started_at, min_seq, max_seq)
                 SELECT v.batch_event_id, v.account_id, v.environment, v.target, v.url, v.host, ${nodeId}, ${now},
-                  array_agg(v.record_id ORDER BY v.ord), array_agg(v.id ORDER BY v.ord), array_agg(v.event_id ORDER BY v.ord),
+                  array_agg(v.record_id ORDER BY v.ord), array_agg(${sql.unsafe(CHUNK_ENTRY_ID_SQL)} ORDER BY v.ord), array_agg(v.event_id ORDER BY v.ord),
                   array_agg(v.seq ORDER BY v.ord), array_agg(v.status_code ORDER BY v.ord), array_agg(v.latency_ms ORDER BY v.ord),
                   array_agg(v.started_at ORDER BY v.ord), min(v.seq), max(v.seq)
                 FROM v WHERE v.ok
@@ -525,7 +539,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               )
               SELECT record_id, id, state, next_attempt_at FROM inserted
               UNION ALL
-              SELECT record_id, id, 'SUCCEEDED', NULL::timestamptz FROM v WHERE v.ok`
+              SELECT record_id, ${sql.unsafe(CHUNK_ENTRY_ID_SQL)}, 'SUCCEEDED', NULL::timestamptz FROM v WHERE v.ok`
             yield* sql`DELETE FROM webhook_fanouts WHERE id = ${chunk.fanoutId}::bigint`
             return written
           }))

@@ -12,7 +12,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { Environment } from "../api/recordSchemas.ts"
-import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { chunkEntrySeq, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { AttemptRow, decodeRows, DeliveryRow, type DeliveryState } from "./rows.ts"
 
 export interface Owner {
@@ -45,8 +45,10 @@ const chunkColumns = `
   NULL::text AS last_error, c.created_at, c.delivered_at`
 const chunkEntries = (rows: string) => `${rows}
   CROSS JOIN LATERAL unnest(c.seqs, c.ids, c.event_ids, c.record_ids, c.status_codes) AS u(seq, id, event_id, record_id, status_code)`
-/** The GIN-indexed keys of a chunk row (webhook_chunk_deliveries_keys): its delivery ids, record ids and event ids. */
-const CHUNK_KEYS = "(c.ids || c.record_ids || c.event_ids)"
+/** The GIN-indexed keys of a chunk row (webhook_chunk_deliveries_keys): its record ids and event ids. */
+const CHUNK_KEYS = "(c.record_ids || c.event_ids)"
+/** The chunk rows `c` whose seq range holds the seq in parameter `param` (webhook_chunk_deliveries_seqs). */
+const CHUNK_HOLDS_SEQ = (param: string) => `WHERE int8range(c.min_seq, c.max_seq, '[]') @> ${param}::bigint`
 
 export class DeliveryLog extends Context.Service<DeliveryLog, {
   /** Newest first. */
@@ -81,22 +83,23 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
           [id, owner.accountId, owner.environment]
         )
         const found = (yield* deliveries(rows))[0]
-        if (found !== undefined || !id.startsWith("dlv_")) return found
-        // Else an entry of a chunk row (migration 0023), by the keys' GIN index.
+        const seq = chunkEntrySeq(id)
+        if (found !== undefined || seq === undefined) return found
+        // Else an entry of a chunk row (migration 0023): its id carries its seq, found by the rows' seq ranges.
         const entries = yield* sql.unsafe(
-          `SELECT ${chunkColumns} FROM ${chunkEntries(`(SELECT * FROM webhook_chunk_deliveries c WHERE ${CHUNK_KEYS} @> ARRAY[$1::text] OFFSET 0) c`)}
+          `SELECT ${chunkColumns} FROM ${chunkEntries(`(SELECT * FROM webhook_chunk_deliveries c ${CHUNK_HOLDS_SEQ("$4")} OFFSET 0) c`)}
            WHERE u.id = $1 AND c.account_id = $2 AND c.environment = $3`,
-          [id, owner.accountId, owner.environment]
+          [id, owner.accountId, owner.environment, seq]
         )
         return (yield* deliveries(entries))[0]
       })
 
       /** Splits a chunk entry out into its own delivery row (migration 0023's anchord_chunk_split). */
-      const splitOut = (owner: Owner, id: string) =>
+      const splitOut = (owner: Owner, id: string, seq: string) =>
         Effect.asVoid(sql<{ seq: string }>`
           SELECT anchord_chunk_split(c.id, ARRAY[${id}::text])::text AS seq
           FROM (SELECT id, account_id, environment FROM webhook_chunk_deliveries c
-                WHERE (c.ids || c.record_ids || c.event_ids) @> ARRAY[${id}::text] OFFSET 0) c
+                WHERE int8range(c.min_seq, c.max_seq, '[]') @> ${seq}::bigint OFFSET 0) c
           WHERE c.account_id = ${owner.accountId} AND c.environment = ${owner.environment}`)
 
       return DeliveryLog.of({
@@ -204,8 +207,9 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
           let rows = yield* requeue
           // A chunk entry (migration 0023) is split out into its own row first, then redelivered as any delivery is.
           // Requeued whether or not this call split it: a concurrent redelivery may have split it out a moment ago.
-          if (rows.length === 0 && id.startsWith("dlv_")) {
-            yield* splitOut(owner, id)
+          const seq = chunkEntrySeq(id)
+          if (rows.length === 0 && seq !== undefined) {
+            yield* splitOut(owner, id, seq)
             rows = yield* requeue
           }
           if (rows.length === 0) return undefined
