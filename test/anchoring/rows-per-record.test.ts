@@ -33,9 +33,11 @@ const TEST_APPLICATION = "rows-per-record-test"
  * land after ingest's). Measured 2026-11-26 (docs/benchmarks.md, issue 26): 1.042, one `anchors` insert
  * per record, and per chunk of 128 records a fan-out row (insert, lease, delete) and one
  * `webhook_chunk_deliveries` insert (record state read from its batch, 0016; an anchor's confirmation
- * too, 0019; a chunk's first-attempt successes kept in one row, 0023). Before 0023: 2.061.
+ * too, 0019; a chunk's first-attempt successes kept in one row, 0023). Before 0023: 2.061. One run read
+ * 1.069: the migrations' own rows (20 `effect_sql_migrations` inserts, 0.020) counted after ingest; the
+ * margin leaves room for a few more migrations, and a per-record write still adds 1.
  */
-const BOUND_ROWS_PER_RECORD = 1.08
+const BOUND_ROWS_PER_RECORD = 1.1
 
 /**
  * ISSUE 26 TARGET (not asserted yet): ≤ 1 row written per record after ingest for an EVM record
