@@ -49,7 +49,8 @@ describe("chunk rows in the delivery log", () => {
     for (let i = 0; i < 5; i++) global.push(await post())
     const ok = [await post(`${receiver.url}/ok`), await post(`${receiver.url}/ok`), await post(`${receiver.url}/ok`)]
     const failing = [await post(`${receiver.url}/fail`), await post(`${receiver.url}/fail`)]
-    const ids = [...global, ...ok, ...failing]
+    // Interleaved: the two receivers' chunk rows then have interleaved seq ranges (a cursor straddles a row).
+    const ids = [global[0], ok[0], global[1], ok[1], failing[0], global[2], ok[2], global[3], failing[1], global[4]]
     // A record.updated first: a delivery row older than the chunk's entries, in the same log.
     expect((await api("PATCH", `/v1/records/${global[0]}`, { metadata: { a: 1 } })).status).toBe(200)
     const { eventIds } = await confirmBatch(node.databaseUrl, ids)
