@@ -117,6 +117,13 @@ export class RecordStore extends Context.Service<RecordStore, {
               hosts = ARRAY(SELECT u.h FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${row.id} ORDER BY u.o)
             WHERE ${row.id} = ANY (f.record_ids)`
           yield* sql`DELETE FROM webhook_fanouts WHERE cardinality(record_ids) = 0`
+          // Its anchor.confirmed kept in a chunk row (migration 0023) is split out into a delivery row of its own,
+          // to be erased below as any delivery is (its per-record URL cut, no redelivery).
+          yield* sql`
+            SELECT anchord_chunk_split(c.id, ARRAY[${row.id}::text])
+            FROM (SELECT id, account_id FROM webhook_chunk_deliveries c
+                  WHERE (c.record_ids || c.event_ids) @> ARRAY[${row.id}::text] OFFSET 0) c
+            WHERE c.account_id = ${owner.accountId}`
           // Pending deliveries but the hard delete's own are cancelled (a body rendered before now holds the
           // metadata); then every delivery of the record loses its body, and per-record URLs of finished ones are
           // cut to their origin (migration 0015's trigger, on the second statement).

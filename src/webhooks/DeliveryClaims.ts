@@ -120,6 +120,20 @@ export interface CompletionResult {
  */
 const parseJson = (text: string | null): Record<string, unknown> | null => text === null ? null : JSON.parse(text)
 
+/**
+ * A chunk entry's delivery id (migration 0023): `dlv_` + its seq in 16 hex digits + the last 16 of the id drawn at
+ * fan-out (random). The same form as every delivery id (`dlv_` + 32 hex); the seq in it finds the entry through the
+ * chunk rows' seq ranges (DeliveryLog), so no index over every entry's id is written. The seq was visible already
+ * (the list's cursor is the seq in base64url).
+ */
+const CHUNK_ENTRY_ID_SQL = "'dlv_' || lpad(to_hex(v.seq), 16, '0') || right(v.id, 16)"
+
+/** The seq a chunk entry's delivery id carries (CHUNK_ENTRY_ID_SQL), undefined for an id of another form. */
+export const chunkEntrySeq = (id: string): string | undefined => {
+  if (!/^dlv_[0-7][0-9a-f]{31}$/.test(id)) return undefined
+  return BigInt(`0x${id.slice(4, 20)}`).toString()
+}
+
 /** Fan-out rows (of at most 128 events each, migration 0011) one step looks at. */
 const FANOUT_ROWS = 8
 
@@ -251,9 +265,10 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
   /** Records outcomes of claimed attempts (ignored when the claim was lost); the deliveries' next state. */
   readonly complete: (items: ReadonlyArray<Completion>, nodeId: string) => Effect.Effect<ReadonlyArray<CompletionResult>, SqlError.SqlError>
   /**
-   * A chunk's outcomes, once: each record still in the leased row gets its delivery row, finished, or PENDING on
-   * the ladder with its failed attempt logged; the row goes. Nothing when the lease was lost (another node sends
-   * the chunk again). The deliveries written, by record.
+   * A chunk's outcomes, once, for the records still in the leased row: the first-attempt successes in one
+   * `webhook_chunk_deliveries` row per receiver (migration 0023), each failure in a delivery row of its own, PENDING
+   * on the ladder (or FAILED) with its attempt logged; the leased row goes. Nothing when the lease was lost
+   * (another node sends the chunk again). The deliveries written, by record.
    */
   readonly completeChunk: (chunk: Chunk, outcomes: ReadonlyArray<ChunkOutcome>, nodeId: string) =>
     Effect.Effect<ReadonlyArray<{ readonly recordId: string; readonly id: string; readonly state: DeliveryState; readonly nextAttemptAt: Date | null }>, SqlError.SqlError>
@@ -490,30 +505,41 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             })
             const written = values.length === 0 ? [] : yield* sql<{ recordId: string; id: string; state: DeliveryState; nextAttemptAt: Date | null }>`
               WITH v AS (
-                SELECT * FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(ord int, id text, batch_event_id bigint,
+                -- each record's seq from the deliveries' sequence, in the chunk's order: its place in the log's order
+                -- whether it lands in a chunk row or a delivery row (the recordset keeps the array's order)
+                SELECT v.*, nextval('webhook_deliveries_seq_seq') AS seq
+                FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS v(ord int, id text, batch_event_id bigint,
                   event_id text, account_id text, record_id text, environment text, target text, url text, host text, body text,
                   signature text, signature_next text, headers jsonb, ok boolean, started_at timestamptz, status_code int,
                   latency_ms int, error text, retry_ms bigint)
               ), inserted AS (
-                -- the first attempt's outcome as DeliveryClaims.complete would have written it on a claimed row
-                INSERT INTO webhook_deliveries (id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
-                  state, attempts, next_attempt_at, body, signature, signature_next, headers, last_status_code, last_error,
-                  delivered_at, success_started_at, success_latency_ms, success_node_id, updated_at)
-                SELECT v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
-                  CASE WHEN v.ok THEN 'SUCCEEDED' WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END, 1,
-                  CASE WHEN v.ok OR v.retry_ms IS NULL THEN NULL ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
-                  v.body, v.signature, v.signature_next, v.headers, v.status_code, v.error,
-                  CASE WHEN v.ok THEN ${now}::timestamptz END,
-                  CASE WHEN v.ok THEN v.started_at END, CASE WHEN v.ok THEN v.latency_ms END, CASE WHEN v.ok THEN ${nodeId} END,
-                  ${now}
-                FROM v ORDER BY v.ord
+                -- a failed first attempt: its own delivery row, on the ladder, as DeliveryClaims.complete would have left it
+                INSERT INTO webhook_deliveries (seq, id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
+                  state, attempts, next_attempt_at, body, signature, signature_next, headers, last_status_code, last_error, updated_at)
+                SELECT v.seq, v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host,
+                  CASE WHEN v.retry_ms IS NULL THEN 'FAILED' ELSE 'PENDING' END, 1,
+                  CASE WHEN v.retry_ms IS NULL THEN NULL ELSE ${now}::timestamptz + v.retry_ms * interval '1 millisecond' END,
+                  v.body, v.signature, v.signature_next, v.headers, v.status_code, v.error, ${now}
+                FROM v WHERE NOT v.ok ORDER BY v.ord
                 RETURNING seq, id, record_id, state, next_attempt_at
               ), logged AS (
                 INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
                 SELECT i.seq, 0, 0, v.started_at, v.status_code, v.latency_ms, v.error, v.retry_ms, ${nodeId}
-                FROM inserted i JOIN v ON v.id = i.id WHERE NOT v.ok
+                FROM inserted i JOIN v ON v.seq = i.seq
+              ), chunked AS (
+                -- the successes: one row per receiver of the chunk (migration 0023), the outcomes as arrays
+                INSERT INTO webhook_chunk_deliveries (batch_event_id, account_id, environment, target, url, host, node_id, delivered_at,
+                  record_ids, ids, event_ids, seqs, status_codes, latencies_ms, started_at, min_seq, max_seq)
+                SELECT v.batch_event_id, v.account_id, v.environment, v.target, v.url, v.host, ${nodeId}, ${now},
+                  array_agg(v.record_id ORDER BY v.ord), array_agg(${sql.unsafe(CHUNK_ENTRY_ID_SQL)} ORDER BY v.ord), array_agg(v.event_id ORDER BY v.ord),
+                  array_agg(v.seq ORDER BY v.ord), array_agg(v.status_code ORDER BY v.ord), array_agg(v.latency_ms ORDER BY v.ord),
+                  array_agg(v.started_at ORDER BY v.ord), min(v.seq), max(v.seq)
+                FROM v WHERE v.ok
+                GROUP BY v.batch_event_id, v.account_id, v.environment, v.target, v.url, v.host
               )
-              SELECT record_id, id, state, next_attempt_at FROM inserted`
+              SELECT record_id, id, state, next_attempt_at FROM inserted
+              UNION ALL
+              SELECT record_id, ${sql.unsafe(CHUNK_ENTRY_ID_SQL)}, 'SUCCEEDED', NULL::timestamptz FROM v WHERE v.ok`
             yield* sql`DELETE FROM webhook_fanouts WHERE id = ${chunk.fanoutId}::bigint`
             return written
           }))

@@ -452,7 +452,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       yield* Effect.sleep(config.retentionSweepMillis)
       const before = new Date((yield* Clock.currentTimeMillis) - config.retentionMillis)
       let purged = 0
-      for (let n = RETENTION_BATCH; n === RETENTION_BATCH;) {
+      // until a statement finds nothing: a batch's count mixes delivery rows and chunk rows' entries (migration 0023)
+      for (let n = 1; n > 0;) {
         n = yield* deliveryLog.purgeFinished(before, RETENTION_BATCH)
         purged += n
       }

@@ -216,7 +216,7 @@ describe("webhook delivery", () => {
       all.push(...page.json.data.deliveries)
       cursor = page.json.data.nextCursor
     }
-    const total = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM webhook_deliveries WHERE account_id = $1", [accountId])
+    const total = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM webhook_delivery_log WHERE account_id = $1", [accountId])
     expect(all.length).toBe(Number(total[0].n))
     expect(new Set(all.map((d) => d.id)).size).toBe(all.length)
     expectError(await api("GET", "/v1/webhooks/deliveries?cursor=zzz"), 400, "VALIDATION_ERROR")

@@ -99,15 +99,15 @@ describe("webhook durability", () => {
       await receiver.waitFor(1, 15_000)
       await killAndWait(child, "SIGKILL")
       const atKill = receiver.received.length
-      const rowsAtKill = (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries"))[0].n
+      const rowsAtKill = (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_delivery_log"))[0].n
 
       child = await spawnNode(env)
       // none was answered before the kill (3 s delay): each must be sent again, by the restarted node
       await waitFor("every anchor.confirmed delivered again", async () =>
         [...eventIds.values()].every((id) => receiver.received.slice(atKill).some((x) => x.headers["x-service-event-id"] === id)), 30_000)
       await waitFor("every delivery logged", async () =>
-        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'SUCCEEDED'"))[0].n === ids.length, 15_000)
-      const rows = await query<{ record_id: string; n: number }>(databaseUrl, "SELECT record_id, count(*)::int AS n FROM webhook_deliveries GROUP BY record_id")
+        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_delivery_log WHERE state = 'SUCCEEDED'"))[0].n === ids.length, 15_000)
+      const rows = await query<{ record_id: string; n: number }>(databaseUrl, "SELECT record_id, count(*)::int AS n FROM webhook_delivery_log GROUP BY record_id")
       expect(rows.every((x) => x.n === 1)).toBe(true)
       expect(new Set(rows.map((x) => x.record_id))).toEqual(new Set(ids))
       expect((await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_fanouts"))[0].n).toBe(0)
