@@ -8,11 +8,12 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { decode, encode, Tag } from "cbor2"
-import pg from "pg"
-import { createPublicClient, decodeEventLog, http, parseAbi, type Hex } from "viem"
+import { createPublicClient, decodeEventLog, http, keccak256, parseAbi, toFunctionSelector, toHex, type Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
-import { startVerifyEnv, type Anchored, type VerifyEnv } from "../verify/support.ts"
+import { query } from "../support/db.ts"
+import { jsonFile, runCli, startVerifyEnv, type Anchored, type VerifyEnv } from "../verify/support.ts"
+import { LOG_ROOT_TOPIC, VERIFY_LOG_INCLUSION_SELECTOR } from "../../src/verify/receipt.ts"
 
 // The node's receipt key, as an operator would configure it.
 const keyDir = mkdtempSync(join(tmpdir(), "anchord-receipt-"))
@@ -161,15 +162,9 @@ describe("COSE receipts on anvil", () => {
 
   it("a record of a batch anchored without an RFC 9162 tree has no receipt (404), and its proof bundle still serves", async () => {
     const [old] = await env.anchor([{ data: { receipt: "old" } }])
-    const db = new pg.Client({ connectionString: env.node.databaseUrl })
-    await db.connect()
-    try {
-      // As a batch cut before migration 0022 reads.
-      await db.query(
-        "UPDATE anchor_batches SET log_root = NULL WHERE id = (SELECT batch_id FROM anchors WHERE record_id = $1)", [old!.recordId])
-    } finally {
-      await db.end()
-    }
+    // As a batch cut before migration 0022 reads.
+    await query(env.node.databaseUrl,
+      "UPDATE anchor_batches SET log_root = NULL WHERE id = (SELECT batch_id FROM anchors WHERE record_id = $1)", [old!.recordId])
     const res = await get(`/v1/records/${old!.recordId}/receipt`, env.key)
     expect(res.status).toBe(404)
     const body = await res.json() as { errorCode: string; error: string }
@@ -177,5 +172,31 @@ describe("COSE receipts on anvil", () => {
     expect(body.error).toContain("no COSE receipt")
     expect((await get(`/v1/records/${old!.recordId}/proof`, env.key)).status).toBe(200)
     expect((await get(`/v1/records/nonexistent0000000000000/receipt`, env.key)).status).toBe(400)
+  }, 60_000)
+
+  it("anchord verify --receipt: verified with the data and the chain; not verified for other data or another key", async () => {
+    expect(LOG_ROOT_TOPIC).toBe(keccak256(toHex("LogRootAnchored(uint64,bytes32)")))
+    expect(VERIFY_LOG_INCLUSION_SELECTOR).toBe(toFunctionSelector("verifyLogInclusion(bytes32,uint256,uint256,bytes32[],bytes32)"))
+    const [a] = records
+    const receiptFile = join(keyDir, "a.cose")
+    writeFileSync(receiptFile, new Uint8Array(await (await get(`/v1/records/${a!.recordId}/receipt`, env.key)).arrayBuffer()))
+    const keyFile = join(keyDir, "key.pem")
+    writeFileSync(keyFile, await (await get("/.well-known/anchord-receipt-key.pem")).text())
+    const good = await runCli(["--receipt", receiptFile, "--receipt-key", keyFile, "--data", jsonFile(a!.data), "--rpc", env.rpcUrl, "--json"])
+    const report = JSON.parse(good.stdout) as { outcome: string; checks: Array<{ id: string; status: string }> }
+    expect(report.outcome, good.stdout).toBe("verified")
+    expect(good.code).toBe(0)
+    expect(report.checks.map((c) => `${c.id}:${c.status}`)).toEqual([
+      "receipt.format:pass", "receipt.inclusion:pass", "receipt.signature:pass", "evm.chain-id:pass", "evm.log-root:pass",
+      "evm.block:pass", "evm.confirmations:pass", "evm.contract-log-inclusion:pass"
+    ])
+    const otherData = await runCli(["--receipt", receiptFile, "--receipt-key", keyFile, "--data", jsonFile({ receipt: 99 }), "--rpc", env.rpcUrl])
+    expect(otherData.code).toBe(1)
+    expect(otherData.stdout).toContain("NOT VERIFIED")
+    const otherKeyFile = join(keyDir, "other.pem")
+    writeFileSync(otherKeyFile, generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }))
+    const otherKey = await runCli(["--receipt", receiptFile, "--receipt-key", otherKeyFile, "--data", jsonFile(a!.data), "--rpc", env.rpcUrl, "--json"])
+    expect(otherKey.code).toBe(1)
+    expect((JSON.parse(otherKey.stdout) as { checks: Array<{ id: string; status: string }> }).checks.find((c) => c.id === "receipt.signature")?.status).toBe("fail")
   }, 60_000)
 })
