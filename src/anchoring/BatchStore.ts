@@ -12,7 +12,6 @@
  *
  * SqlError stays typed: the loops log a failure once and try again on their next tick.
  */
-import { Buffer } from "node:buffer"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { append } from "../outbox/Outbox.ts"
@@ -20,7 +19,7 @@ import { fence } from "./Leadership.ts"
 import { observeAnchored } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTree, type Hex } from "./merkle.ts"
-import { buildRecordLog } from "./rfc9162.ts"
+import { buildRecordLog } from "./recordLog.ts"
 import { stateJoin } from "./recordState.ts"
 import {
   AnchorChainType,
@@ -383,7 +382,7 @@ export class BatchStore extends Context.Service<BatchStore, {
                 RETURNING id::text AS id`).pipe(Effect.flatMap(decodeId))
           const batchId = existing?.id ?? inserted!.id
           const anchorsJson = JSON.stringify(claimed.map((r, i) => ({
-            r: r.id, i, p: tree.proofs[i], li: log.entries[i]!.index, lp: Buffer.from(log.entries[i]!.proof).toString("hex")
+            r: r.id, i, p: tree.proofs[i], li: log.entries[i]!.index, lp: log.entries[i]!.proofHex
           })))
           yield* sql`
             INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)

@@ -151,27 +151,6 @@ export function logLeafOrder(hashes: ReadonlyArray<string>): Array<number> {
   return order
 }
 
-export interface RecordLog {
-  /** 0x + 64 hex. */
-  readonly root: `0x${string}`
-  /** Per input hash: its leaf index and its proof (the sibling hashes concatenated, 32 bytes each). */
-  readonly entries: ReadonlyArray<{ readonly index: number; readonly proof: Uint8Array }>
-}
-
-/** The RFC 9162 tree of a batch's record hashes (leaf = the 32 hash bytes, in `logLeafOrder`). */
-export function buildRecordLog(hashes: ReadonlyArray<string>): RecordLog {
-  const order = logLeafOrder(hashes)
-  const tree = buildLogTree(order.map((i) => hashBytes(hashes[i]!)))
-  const entries = new Array<{ index: number; proof: Uint8Array }>(hashes.length)
-  order.forEach((input, index) => {
-    const path = tree.proofs[index]!
-    const proof = new Uint8Array(32 * path.length)
-    path.forEach((p, j) => proof.set(p, 32 * j))
-    entries[input] = { index, proof }
-  })
-  return { root: `0x${toHex(tree.root)}`, entries }
-}
-
 /** A proof stored as concatenated 32-byte hashes, split again. */
 export const splitProof = (bytes: Uint8Array): Array<Uint8Array> => {
   if (bytes.length % 32 !== 0) throw new TypeError(`a proof is a multiple of 32 bytes, got ${bytes.length}`)

@@ -9,7 +9,6 @@ import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import {
   buildLogTree,
-  buildRecordLog,
   hashBytes,
   leafHash,
   logLeafOrder,
@@ -18,7 +17,9 @@ import {
   toHex,
   verifyInclusion
 } from "../../src/anchoring/rfc9162.ts"
+import { buildRecordLog } from "../../src/anchoring/recordLog.ts"
 
+const hashBytes0 = (h: string) => new Uint8Array(Buffer.from(h, "hex"))
 const hd = (h: string) => new Uint8Array(Buffer.from(h, "hex"))
 
 const LEAF_INPUTS = ["", "00", "10", "2021", "3031", "40414243", "5051525354555657", "606162636465666768696a6b6c6d6e6f"].map(hd)
@@ -157,7 +158,9 @@ describe("RFC 9162 tree of a batch's record hashes", () => {
     hashes.forEach((h, i) => {
       const e = log.entries[i]!
       indices.add(e.index)
-      expect(verifyInclusion(e.index, hashes.length, leafHash(hashBytes(h)), splitProof(e.proof), hashBytes(log.root))).toBe(true)
+      expect(verifyInclusion(e.index, hashes.length, leafHash(hashBytes(h)), splitProof(hashBytes0(e.proofHex)), hashBytes(log.root))).toBe(true)
+      // The same proof as the reference construction.
+      expect(e.proofHex).toBe(buildLogTree(logLeafOrder(hashes).map((k) => hashBytes(hashes[k]!))).proofs[e.index]!.map(toHex).join(""))
     })
     expect(indices.size).toBe(hashes.length)
   })
