@@ -108,7 +108,8 @@ describe("COSE receipts on anvil", () => {
 
     const client = createPublicClient({ transport: http(env.rpcUrl) })
     const events = parseAbi(["event LogRootAnchored(uint64 indexed batchId, bytes32 indexed logRoot)"])
-    const roots = new Set<string>()
+    // Batch (OpenZeppelin root) → its RFC 9162 root: one tree per batch (a loaded machine may cut the five in two).
+    const roots = new Map<string, string>()
     for (const r of records) {
       const res = await get(`/v1/records/${r.recordId}/receipt`, env.key)
       expect(res.status).toBe(200)
@@ -116,9 +117,10 @@ describe("COSE receipts on anvil", () => {
       const bytes = new Uint8Array(await res.arrayBuffer())
       const c = checkReceipt(bytes, r.bundle.hash, pem)
       expect(c.valid, r.recordId).toBe(true)
-      expect(c.size).toBe(5)
+      expect(c.size).toBe(r.bundle.anchors[0].leafCount)
       const rootHex = `0x${Buffer.from(c.root!).toString("hex")}`
-      roots.add(rootHex)
+      expect(roots.get(r.bundle.anchors[0].merkleRoot) ?? rootHex).toBe(rootHex)
+      roots.set(r.bundle.anchors[0].merkleRoot, rootHex)
       expect(c.anchor["logRoot"]).toBe(rootHex)
       expect(c.anchor["txHash"]).toBe(r.bundle.anchors[0].txHash)
       expect(c.anchor["merkleRoot"]).toBe(r.bundle.anchors[0].merkleRoot)
@@ -143,7 +145,6 @@ describe("COSE receipts on anvil", () => {
       })
       expect(onChain).toBe(true)
     }
-    expect(roots.size).toBe(1) // one batch, one tree
   }, 60_000)
 
   it("a receipt does not verify for another record hash, a changed proof or another key", async () => {
