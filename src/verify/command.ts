@@ -87,6 +87,17 @@ export const verifyCommand = Command.make("verify", {
 }, (o) =>
   Effect.gen(function*() {
     const get = Option.getOrUndefined
+    const fabricOptions = (profile: FabricProfile) => ({
+      endpoint: get(o.fabricEndpoint) ?? profile.peerEndpoint,
+      mspId: get(o.fabricMspId) ?? profile.mspId,
+      certPath: get(o.fabricCert) ?? profile.certPath,
+      keyPath: get(o.fabricKey) ?? profile.keyPath,
+      tlsCertPath: get(o.fabricTlsCert) ?? profile.tlsCertPath,
+      hostAlias: get(o.fabricHostAlias) ?? profile.hostAlias,
+      channel: get(o.fabricChannel) ?? profile.channel,
+      chaincode: get(o.fabricChaincode) ?? profile.chaincode,
+      timeoutMs: o.timeout
+    })
     const couldNotCheck = (message: string) =>
       Effect.gen(function*() {
         yield* o.json
@@ -122,11 +133,21 @@ export const verifyCommand = Command.make("verify", {
         return yield* couldNotCheck(e instanceof Error ? e.message : String(e))
       }
       const rpcUrl = get(o.rpc)
+      let profile: FabricProfile = {}
+      const profileFile = get(o.fabricProfile)
+      if (profileFile !== undefined) {
+        try {
+          profile = readFabricProfile(profileFile)
+        } catch (e) {
+          return yield* couldNotCheck(`--fabric-profile ${profileFile}: ${e instanceof Error ? e.message : String(e)}`)
+        }
+      }
       const report = yield* verifyReceipt({
         ...input,
         rpc: rpcUrl === undefined ? undefined : rpcClient(rpcUrl, o.timeout),
         minConfirmations: o.confirmations,
-        offline: o.offline
+        offline: o.offline,
+        fabric: fabricOptions(profile)
       })
       yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
       process.exitCode = report.exitCode
@@ -190,17 +211,7 @@ export const verifyCommand = Command.make("verify", {
       data,
       minConfirmations: o.confirmations,
       offline: o.offline,
-      fabric: {
-        endpoint: get(o.fabricEndpoint) ?? profile.peerEndpoint,
-        mspId: get(o.fabricMspId) ?? profile.mspId,
-        certPath: get(o.fabricCert) ?? profile.certPath,
-        keyPath: get(o.fabricKey) ?? profile.keyPath,
-        tlsCertPath: get(o.fabricTlsCert) ?? profile.tlsCertPath,
-        hostAlias: get(o.fabricHostAlias) ?? profile.hostAlias,
-        channel: get(o.fabricChannel) ?? profile.channel,
-        chaincode: get(o.fabricChaincode) ?? profile.chaincode,
-        timeoutMs: o.timeout
-      }
+      fabric: fabricOptions(profile)
     })
     yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
     process.exitCode = report.exitCode

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import { toHex } from "../anchoring/rfc9162.ts"
 import { importReceiptKey, parseReceipt, type ParsedReceipt, receiptRoot, signatureValid } from "../receipts/receipt.ts"
 import type { RpcClient } from "./evm.ts"
+import { checkFabricAnchor, type FabricOptions } from "./fabric.ts"
 import { type Check, exitCodeOf, outcomeOf, type Report } from "./report.ts"
 
 /** keccak256("LogRootAnchored(uint64,bytes32)") (checked against viem in test/receipts). */
@@ -36,6 +37,8 @@ export interface ReceiptVerifyOptions {
   readonly rpc: RpcClient | undefined
   readonly minConfirmations: number
   readonly offline: boolean
+  /** A Fabric receipt: the auditor's gateway identity (as for bundles). */
+  readonly fabric?: FabricOptions | undefined
 }
 
 export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVerifyOptions) {
@@ -101,7 +104,13 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
     return done(r)
   }
   if (a.chainType !== "evm") {
-    add("fabric.log-root", "error", `anchord verify does not check Fabric receipts yet: ask lookup(${a.merkleRoot}) on ${a.channel ?? "?"}/${a.chaincode ?? "?"} and compare its logRoot with ${rootHex}`, net)
+    // The ledger's record of the batch (lookup(merkleRoot)) must hold this root; its block as for bundles.
+    const anchorLike = {
+      chainType: "fabric" as const, networkId: net, channel: a.channel, chaincode: a.chaincode, batchId: a.batchId,
+      merkleRoot: a.merkleRoot, merkleProof: [], leafCount: r.inclusion.treeSize, txHash: a.txHash, blockNumber: a.blockNumber,
+      blockHash: a.blockHash, anchoredAt: a.anchoredAt
+    }
+    checks.push(...yield* checkFabricAnchor(anchorLike, o.fabric ?? {}, rootHex))
     return done(r)
   }
   const rpc = o.rpc
