@@ -17,6 +17,13 @@ import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProo
 /// An auditor answers "is this record hash in an anchored batch, and which one" with one
 /// `eth_call` to {verify} or {verifyAnchored}.
 ///
+/// {anchorWithLogRoot} also commits, in the same transaction, the root of the batch's second tree:
+/// the RFC 9162 (Certificate Transparency) tree over the same record hashes, which COSE Receipts
+/// (RFC 9942, `vds` = RFC9162_SHA256) prove against. It is logged ({LogRootAnchored}), not stored:
+/// the batch's storage slot already says the batch is anchored, and a log costs ~1,900 gas where a
+/// second slot would cost ~22,100. {verifyLogInclusion} checks an RFC 9162 inclusion proof with the
+/// SHA-256 precompile.
+///
 /// Unknown roots are not an error for the views: {getAnchor} returns all zeros (batch ids start
 /// at 1, so `batchId == 0` means "not anchored here"), {verify} returns false.
 contract AnchorRegistry is AccessControl {
@@ -25,6 +32,9 @@ contract AnchorRegistry is AccessControl {
 
     /// @notice A batch root was anchored.
     event Anchored(uint64 indexed batchId, bytes32 indexed root, address indexed submitter, uint32 leafCount);
+
+    /// @notice The RFC 9162 tree root of batch `batchId`, emitted right after its {Anchored}.
+    event LogRootAnchored(uint64 indexed batchId, bytes32 indexed logRoot);
 
     /// @notice `root` was already anchored as batch `batchId`.
     error RootAlreadyAnchored(bytes32 root, uint64 batchId);
@@ -58,6 +68,19 @@ contract AnchorRegistry is AccessControl {
     /// @param root the `StandardMerkleTree` root of the batch.
     /// @param leafCount the number of record hashes (leaves) in the batch, > 0.
     function anchor(bytes32 root, uint32 leafCount) external returns (uint64 batchId) {
+        return _anchor(root, leafCount);
+    }
+
+    /// @notice {anchor}, and commits the batch's RFC 9162 tree root in the same transaction
+    /// ({LogRootAnchored}). Reverts with {ZeroRoot} for a zero `logRoot`.
+    /// @param logRoot the RFC 9162 root (SHA-256, leaves = the record hashes) of the same batch.
+    function anchorWithLogRoot(bytes32 root, uint32 leafCount, bytes32 logRoot) external returns (uint64 batchId) {
+        if (logRoot == bytes32(0)) revert ZeroRoot();
+        batchId = _anchor(root, leafCount);
+        emit LogRootAnchored(batchId, logRoot);
+    }
+
+    function _anchor(bytes32 root, uint32 leafCount) private returns (uint64 batchId) {
         if (root == bytes32(0)) revert ZeroRoot();
         if (leafCount == 0) revert ZeroLeafCount();
 
@@ -126,6 +149,42 @@ contract AnchorRegistry is AccessControl {
         }
         (batchId, blockNumber, timestamp, leafCount) = getAnchor(root);
         included = true;
+    }
+
+    /// @notice The RFC 9162 leaf hash of a record hash: SHA-256(0x00 || recordHash).
+    function logLeafHash(bytes32 recordHash) public pure returns (bytes32) {
+        return sha256(abi.encodePacked(bytes1(0x00), recordHash));
+    }
+
+    /// @notice RFC 9162 inclusion only (§2.1.3.2): true when `proof` (sibling hashes from the leaf
+    /// up) links `recordHash` at `leafIndex` in a tree of `treeSize` leaves to `logRoot`. Does NOT
+    /// say that `logRoot` is anchored: that is the {LogRootAnchored} log of this contract.
+    function verifyLogInclusion(
+        bytes32 recordHash,
+        uint256 leafIndex,
+        uint256 treeSize,
+        bytes32[] calldata proof,
+        bytes32 logRoot
+    ) external pure returns (bool) {
+        if (leafIndex >= treeSize) return false;
+        uint256 fn = leafIndex;
+        uint256 sn = treeSize - 1;
+        bytes32 r = logLeafHash(recordHash);
+        for (uint256 i = 0; i < proof.length; ++i) {
+            if (sn == 0) return false;
+            if (fn & 1 == 1 || fn == sn) {
+                r = sha256(abi.encodePacked(bytes1(0x01), proof[i], r));
+                while (fn & 1 == 0 && fn != 0) {
+                    fn >>= 1;
+                    sn >>= 1;
+                }
+            } else {
+                r = sha256(abi.encodePacked(bytes1(0x01), r, proof[i]));
+            }
+            fn >>= 1;
+            sn >>= 1;
+        }
+        return sn == 0 && r == logRoot;
     }
 
     /// @dev Keeps the `_head` cache invariant: a revoked anchorer loses the fast path too.

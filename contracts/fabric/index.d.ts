@@ -4,6 +4,7 @@ import type { Context, Contract } from "fabric-contract-api"
 export declare class AnchorContract extends Contract {
   constructor()
   anchor(ctx: Context, root: string, leafCount: string, batchId: string): Promise<string>
+  anchorWithLogRoot(ctx: Context, root: string, leafCount: string, batchId: string, logRoot: string): Promise<string>
   lookup(ctx: Context, root: string): Promise<string>
 }
 export declare const EVENT_NAME: "Anchored"

@@ -25,6 +25,7 @@ contract AnchorRegistryTest {
     Vm internal constant vm = Vm(address(uint160(uint256(keccak256("hevm cheat code")))));
 
     event Anchored(uint64 indexed batchId, bytes32 indexed root, address indexed submitter, uint32 leafCount);
+    event LogRootAnchored(uint64 indexed batchId, bytes32 indexed logRoot);
 
     AnchorRegistry internal registry;
     address internal constant STRANGER = address(0xBEEF);
@@ -284,5 +285,129 @@ contract AnchorRegistryTest {
             console.log("anchor() execution gas (warm head slot), leafCount", counts[i], g);
         }
         require(g1 < 30_000, "anchor() execution gas above 30,000");
+    }
+
+    // --- RFC 9162 tree (COSE Receipts) ------------------------------------------------------
+
+    // The RFC 9162 tree of the same five hashes H0..H4 (leaf = the 32 hash bytes, in this order),
+    // computed with src/anchoring/rfc9162.ts, which test/anchoring/rfc9162.test.ts checks against the
+    // RFC 6962 reference vectors of transparency-dev/merkle.
+    bytes32 internal constant LOG_ROOT = 0xbd89af0503000d1027183d3c721c31011e558dbce45e0c9fc4c361eb45946cec;
+    bytes32 internal constant H2 = 0xa54647ec69aeb0c2896f610add8f1fba6042d3d489d70b248c34a17bd18164d3;
+    bytes32 internal constant H3 = 0xfb29a412fee1fb71c25b316ea4a362f9b1450d48b2587a0210480b94a97a7a35;
+
+    function logProof(uint256 i) internal pure returns (bytes32[] memory p) {
+        if (i == 4) {
+            p = new bytes32[](1);
+            p[0] = 0x25b59f336701f1c6bd9f48fb790febddf0b83fd5a9249ab2efc2dfed45860a36;
+            return p;
+        }
+        p = new bytes32[](3);
+        p[0] = [
+            bytes32(0x68aa36f694114de7d350683ed65ceb1e9676b4b21c3a4d0a01c96a3f7c130b44),
+            0x9d39ebfc4db3ca73190e91f583830e2d6cc63152324b84935d2dfff3f21c1e19,
+            0x7da363dcb3616b7a381bfe713329cd6b176e96310bca32f58c1d3a37317736f8,
+            0x28521f3acdd60aac748cd6f5eafc76609244b2824f0e01e1fb226d3e3694ace2
+        ][i];
+        p[1] = i < 2
+            ? bytes32(0x2d43cb57e133c82a01caf932665cf8458390bfc25bd050898376b644df9769b1)
+            : bytes32(0xc3326953d7b5419f81952cce71e2dced88cb69454ad3064303a47ae3a497887d);
+        p[2] = 0xcef8861c4f85e041638682e73e15d2f403ac1f796a74a0993a37ca2c52ab385c;
+    }
+
+    function logLeaves() internal pure returns (bytes32[5] memory) {
+        return [H0, H1, H2, H3, H4];
+    }
+
+    function test_LogLeafHash() public view {
+        require(
+            registry.logLeafHash(H0) == 0x9d39ebfc4db3ca73190e91f583830e2d6cc63152324b84935d2dfff3f21c1e19,
+            "logLeafHash(H0)"
+        );
+    }
+
+    function test_VerifyLogInclusionRealProofs() public view {
+        bytes32[5] memory leaves = logLeaves();
+        for (uint256 i = 0; i < 5; i++) {
+            require(registry.verifyLogInclusion(leaves[i], i, 5, logProof(i), LOG_ROOT), "log proof rejected");
+        }
+    }
+
+    function test_VerifyLogInclusionRejectsWrongIndexSizeLeafRootOrProof() public view {
+        bytes32[5] memory leaves = logLeaves();
+        for (uint256 i = 0; i < 5; i++) {
+            bytes32[] memory p = logProof(i);
+            require(!registry.verifyLogInclusion(leaves[i], (i + 1) % 5, 5, p, LOG_ROOT), "wrong index accepted");
+            // (Size 6 would pass for i < 4: the path of a leaf in the left 4-leaf subtree has the same
+            // shape in trees of 5 to 8 leaves, so RFC 9162 binds the size only through the root.)
+            require(!registry.verifyLogInclusion(leaves[i], i, 3, p, LOG_ROOT), "smaller size accepted");
+            require(!registry.verifyLogInclusion(leaves[i], i, 10, p, LOG_ROOT), "double size accepted");
+            require(!registry.verifyLogInclusion(leaves[(i + 1) % 5], i, 5, p, LOG_ROOT), "wrong leaf accepted");
+            require(!registry.verifyLogInclusion(leaves[i], i, 5, p, ROOT), "wrong root accepted");
+            require(!registry.verifyLogInclusion(leaves[i], 5, 5, p, LOG_ROOT), "index == size accepted");
+            p[0] ^= bytes32(uint256(1));
+            require(!registry.verifyLogInclusion(leaves[i], i, 5, p, LOG_ROOT), "tampered proof accepted");
+            bytes32[] memory longer = new bytes32[](p.length + 1);
+            bytes32[] memory good = logProof(i);
+            for (uint256 j = 0; j < good.length; j++) longer[j] = good[j];
+            longer[good.length] = LOG_ROOT;
+            require(!registry.verifyLogInclusion(leaves[i], i, 5, longer, LOG_ROOT), "trailing element accepted");
+        }
+    }
+
+    function test_SingleLeafLog() public view {
+        bytes32 leaf = sha256(abi.encodePacked(bytes1(0x00), H0));
+        require(registry.verifyLogInclusion(H0, 0, 1, new bytes32[](0), leaf), "single leaf");
+        require(!registry.verifyLogInclusion(H0, 0, 0, new bytes32[](0), leaf), "empty tree");
+    }
+
+    function testFuzz_TwoLeafLog(bytes32 a, bytes32 b) public view {
+        bytes32 la = sha256(abi.encodePacked(bytes1(0x00), a));
+        bytes32 lb = sha256(abi.encodePacked(bytes1(0x00), b));
+        bytes32 root = sha256(abi.encodePacked(bytes1(0x01), la, lb));
+        bytes32[] memory pa = new bytes32[](1);
+        pa[0] = lb;
+        bytes32[] memory pb = new bytes32[](1);
+        pb[0] = la;
+        require(registry.verifyLogInclusion(a, 0, 2, pa, root), "left leaf");
+        require(registry.verifyLogInclusion(b, 1, 2, pb, root), "right leaf");
+        if (a != b) require(!registry.verifyLogInclusion(b, 0, 2, pa, root), "swapped leaf accepted");
+    }
+
+    function test_AnchorWithLogRootEmitsBothInOneTransaction() public {
+        vm.expectEmit(true, true, true, true);
+        emit Anchored(1, ROOT, address(this), 5);
+        vm.expectEmit(true, true, true, true);
+        emit LogRootAnchored(1, LOG_ROOT);
+        require(registry.anchorWithLogRoot(ROOT, 5, LOG_ROOT) == 1, "batch id");
+        (uint64 batchId,,, uint32 leafCount) = registry.getAnchor(ROOT);
+        require(batchId == 1 && leafCount == 5, "stored like anchor()");
+        require(registry.verify(H0, proof0(), ROOT), "OpenZeppelin proof still verifies");
+        // The same checks as anchor(): duplicates, zero values, role.
+        vm.expectRevert(abi.encodeWithSelector(AnchorRegistry.RootAlreadyAnchored.selector, ROOT, uint64(1)));
+        registry.anchorWithLogRoot(ROOT, 5, LOG_ROOT);
+        vm.expectRevert(abi.encodeWithSelector(AnchorRegistry.ZeroRoot.selector));
+        registry.anchorWithLogRoot(keccak256("x"), 5, bytes32(0));
+        vm.expectRevert(abi.encodeWithSelector(AnchorRegistry.ZeroLeafCount.selector));
+        registry.anchorWithLogRoot(keccak256("x"), 0, LOG_ROOT);
+        bytes32 role = registry.ANCHORER_ROLE();
+        vm.expectRevert(
+            abi.encodeWithSelector(IAccessControl.AccessControlUnauthorizedAccount.selector, STRANGER, role)
+        );
+        vm.prank(STRANGER);
+        registry.anchorWithLogRoot(keccak256("x"), 5, LOG_ROOT);
+    }
+
+    function test_GasAnchorWithLogRoot() public {
+        _measureAnchor(keccak256("first"), 1); // both measured with the head slot warm
+        uint256 plain = _measureAnchor(keccak256("p"), 1000);
+        registry.batchCount();
+        uint256 before = gasleft();
+        registry.anchorWithLogRoot(keccak256("l"), 1000, LOG_ROOT);
+        uint256 withLog = before - gasleft();
+        console.log("anchor() execution gas, leafCount 1000:", plain);
+        console.log("anchorWithLogRoot() execution gas, leafCount 1000:", withLog);
+        console.log("added by the log root:", withLog - plain);
+        require(withLog < plain + 3_000, "the log root adds more than 3,000 gas");
     }
 }

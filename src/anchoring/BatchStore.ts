@@ -19,6 +19,7 @@ import { fence } from "./Leadership.ts"
 import { observeAnchored } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTree, type Hex } from "./merkle.ts"
+import { buildRecordLog } from "./recordLog.ts"
 import { stateJoin } from "./recordState.ts"
 import {
   AnchorChainType,
@@ -38,7 +39,7 @@ type Sql = SqlClient.SqlClient
 export const batchColumns = (sql: Sql) =>
   sql`id::text AS id, network_id, merkle_root, leaf_count, state, attempts, nonce::text AS nonce, gas_limit::text AS gas_limit, tx_hash,
     raw_tx, tx_hashes, max_fee_per_gas::text AS max_fee_per_gas, max_priority_fee_per_gas::text AS max_priority_fee_per_gas,
-    sent_at, chain_batch_id::text AS chain_batch_id, block_number::text AS block_number, block_hash, created_at`
+    sent_at, chain_batch_id::text AS chain_batch_id, block_number::text AS block_number, block_hash, created_at, log_root`
 
 /** The batches of a network still under way (PENDING, SENT, MINED), oldest first; rows to decode. */
 export const selectOpenBatches = (sql: Sql, networkId: string) =>
@@ -194,15 +195,16 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
   const rows = yield* sql`
     WITH back AS (
       DELETE FROM failed_anchors fa WHERE fa.batch_id = ${batchId}
-      RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof
+      RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof
     ), r AS (
       UPDATE records r SET status = 'QUEUED', updated_at = now()
       FROM back WHERE back.record_id = r.id AND r.status = 'FAILED'
         AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = back.network_id)
       RETURNING r.id
     ), ins AS (
-      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)
-      SELECT back.record_id, back.network_id, back.chain_type, back.batch_id, back.leaf_index, back.merkle_proof
+      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)
+      SELECT back.record_id, back.network_id, back.chain_type, back.batch_id, back.leaf_index, back.merkle_proof,
+        back.log_index, back.log_proof
       FROM back JOIN r ON r.id = back.record_id
       RETURNING 1
     )
@@ -290,6 +292,11 @@ export class BatchStore extends Context.Service<BatchStore, {
   readonly findFailedBatchByRoot: (networkId: string, root: Hex) => Effect.Effect<BatchRow | undefined, SqlError.SqlError>
   /** A sent transaction abandoned (nonce used elsewhere, read conflict, ...): PENDING again, to be signed anew. */
   readonly resetToPending: (batchId: string, error: string) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * The contract / chaincode cannot take the batch's RFC 9162 root (deployed before issue 27): forgotten before
+   * the batch is first sent, so it goes out with its root alone and has no receipts.
+   */
+  readonly clearLogRoot: (batchId: string) => Effect.Effect<void, SqlError.SqlError>
   /** A counted failed attempt. */
   readonly noteError: (batchId: string, error: string) => Effect.Effect<void, SqlError.SqlError>
   /** MINED → CONFIRMED (its anchors with it); records whose required anchors are all confirmed → ANCHORED + events. */
@@ -356,6 +363,9 @@ export class BatchStore extends Context.Service<BatchStore, {
             yield* sql`UPDATE queue_cursors SET after_xid = ${next.xid}::numeric, after_id = ${next.id} WHERE network_id = ${networkId}`
           }
           const tree = buildTree(claimed.map((r) => r.hash))
+          // The batch's second tree, RFC 9162 over the same hashes (COSE Receipts): its root goes on chain in
+          // the same transaction. Sorted leaves, so a joined batch (below) has the same log root too.
+          const log = buildRecordLog(claimed.map((r) => r.hash))
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).
           const existing = yield* sql`
             SELECT id::text AS id, state FROM anchor_batches
@@ -363,20 +373,22 @@ export class BatchStore extends Context.Service<BatchStore, {
             FOR UPDATE`.pipe(Effect.flatMap(decodeExisting))
           const inserted = existing !== undefined ? undefined : yield* (meta.chainType === "fabric"
             ? sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode)
-                VALUES (${networkId}, 'fabric', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.channel}, ${meta.chaincode})
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, log_root)
+                VALUES (${networkId}, 'fabric', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${log.root})
                 RETURNING id::text AS id`
             : sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address)
-                VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()})
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, log_root)
+                VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${log.root})
                 RETURNING id::text AS id`).pipe(Effect.flatMap(decodeId))
           const batchId = existing?.id ?? inserted!.id
-          const anchorsJson = JSON.stringify(claimed.map((r, i) => ({ r: r.id, i, p: tree.proofs[i] })))
+          const anchorsJson = JSON.stringify(claimed.map((r, i) => ({
+            r: r.id, i, p: tree.proofs[i], li: log.entries[i]!.index, lp: log.entries[i]!.proofHex
+          })))
           yield* sql`
-            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)
+            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)
             SELECT x.r, ${networkId}, ${meta.chainType}, ${batchId}, x.i,
-              ARRAY(SELECT jsonb_array_elements_text(x.p))
-            FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb)`
+              ARRAY(SELECT jsonb_array_elements_text(x.p)), x.li, decode(x.lp, 'hex')
+            FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb, li int, lp text)`
           if (existing?.state === "CONFIRMED") {
             yield* completeRecords(sql, batchId, claimed.map((r) => r.id))
           }
@@ -413,6 +425,10 @@ export class BatchStore extends Context.Service<BatchStore, {
           WHERE id = ${batchId} AND state = 'SENT'`
       })
 
+      const clearLogRoot = Effect.fn("BatchStore.clearLogRoot")(function*(batchId: string) {
+        yield* sql`UPDATE anchor_batches SET log_root = NULL, updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+      })
+
       const noteError = Effect.fn("BatchStore.noteError")(function*(batchId: string, error: string) {
         yield* sql`UPDATE anchor_batches SET last_error = ${error}, attempts = attempts + 1, updated_at = now() WHERE id = ${batchId}`
       })
@@ -441,10 +457,10 @@ export class BatchStore extends Context.Service<BatchStore, {
           const failed = yield* sql`
             WITH gone AS (
               DELETE FROM anchors WHERE batch_id = ${batchId}
-              RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof
+              RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof
             ), kept AS (
-              INSERT INTO failed_anchors (batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof)
-              SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof FROM gone
+              INSERT INTO failed_anchors (batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof)
+              SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof FROM gone
             )
             UPDATE records r SET status = 'FAILED', updated_at = now()
             FROM gone WHERE gone.record_id = r.id AND r.status = 'QUEUED'
@@ -480,6 +496,7 @@ export class BatchStore extends Context.Service<BatchStore, {
         findLiveBatchByRoot,
         findFailedBatchByRoot,
         resetToPending,
+        clearLogRoot,
         noteError,
         confirm,
         drop,

@@ -46,7 +46,9 @@ export const batchRowOf = <Tx extends Schema.Top>(tx: Tx) =>
     chainBatchId: Schema.NullOr(Schema.String),
     blockNumber: Schema.NullOr(Schema.String),
     blockHash: Schema.NullOr(tx),
-    createdAt: Schema.Date
+    createdAt: Schema.Date,
+    /** The batch's RFC 9162 root (migration 0022), committed with its root; null before, or on a contract without it. */
+    logRoot: Schema.NullOr(HexString)
   })
 
 /** A batch row of either chain. */

@@ -6,6 +6,7 @@ import { ConsoleApi, ConsoleAuthApi } from "./console.ts"
 import { ErrorEnvelope } from "./http.ts"
 import { jsonBodiesInOpenApi } from "./jsonBody.ts"
 import { wireInOpenApi } from "./openapiWire.ts"
+import { ReceiptKeysApi, ReceiptsApi } from "./receipts.ts"
 import { RecordsApi } from "./records.ts"
 import { SystemApi } from "./system.ts"
 import { TimestampApi, TsaShortApi } from "./timestamp.ts"
@@ -22,6 +23,8 @@ export class Api extends HttpApi.make("anchord")
   .add(ConsoleApi)
   .add(TimestampApi)
   .add(TsaShortApi)
+  .add(ReceiptsApi)
+  .add(ReceiptKeysApi)
   .middleware(ErrorEnvelope)
   .annotateMerge(OpenApi.annotations({
     title: "anchord",

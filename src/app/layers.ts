@@ -27,6 +27,7 @@ import { MetricRegistryLayer, MetricsLayer } from "./metrics.ts"
 import { TracingLayer } from "../tracing/Tracing.ts"
 import { TsaConfig } from "../tsa/config.ts"
 import { Tsa } from "../tsa/Tsa.ts"
+import { ReceiptKey } from "../receipts/key.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
@@ -56,7 +57,9 @@ const ApiServices = Layer.mergeAll(
   Admission.layer.pipe(Layer.provideMerge(RateLimits.layer)),
   WebhookStoresLayer,
   // The console's users, sessions, sign-in, statistics, and certificates (SPEC 9).
-  ConsoleServicesLayer
+  ConsoleServicesLayer,
+  // The key that signs COSE Receipts (RECEIPT_KEY_FILE, or the dev key of `anchord dev`).
+  ReceiptKey.layer
 ).pipe(
   // The webhook egress policy: the set-time checks (records, webhooks, console) and the dispatcher.
   Layer.provideMerge(WebhookEgress.layer)

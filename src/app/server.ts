@@ -20,6 +20,7 @@ import { Admission } from "../auth/Admission.ts"
 import { ALLOWED_METHODS } from "../http/edge.ts"
 import { breakBody } from "../http/body.ts"
 import { answerAndClose, answerResponse, describeClientError, rawErrorResponse } from "../http/malformed.ts"
+import { ReceiptKeysHttpLayer, ReceiptsHttpLayer } from "../receipts/http.ts"
 import { RecordsHttpLayer } from "../records/http.ts"
 import { VerifyHttpLayer } from "../verify/http.ts"
 import { WebhooksHttpLayer } from "../webhooks/http.ts"
@@ -38,7 +39,7 @@ export const HttpAppLayer = Layer.merge(
   HttpApiBuilder.layer(Api).pipe(
     Layer.provide([
       RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer, CertificatesHttpLayer, ConsoleAuthHttpLayer, ConsoleHttpLayer,
-      TimestampHttpLayer, TsaShortHttpLayer
+      TimestampHttpLayer, TsaShortHttpLayer, ReceiptsHttpLayer, ReceiptKeysHttpLayer
     ]),
     Layer.provide([
       ApiKeyAuthLayer, AddressLimitLayer, KeyOrAddressLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer, ConsoleSessionLayer, ConsoleSameOriginLayer,

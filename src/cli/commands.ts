@@ -29,6 +29,7 @@ import { verifyCommand } from "../verify/command.ts"
 import { VERSION } from "../version.ts"
 import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
 import { TsaConfig, TsaDevDefault } from "../tsa/config.ts"
+import { ReceiptDevDefault } from "../receipts/key.ts"
 import { AllowPrivateDefault, describeAllowlist, WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { formatResults, isFatal, runChecks } from "../doctor/doctor.ts"
 
@@ -113,7 +114,9 @@ const runNode = (dev: boolean) =>
       // /metrics at 127.0.0.1:9464 unless METRICS_PORT says otherwise (src/app/metrics.ts).
       Layer.provide(Layer.succeed(MetricsDevDefault, true)),
       // A dev TSA root and certificate under the data directory unless TSA_CERT_FILE is set (src/tsa/config.ts).
-      Layer.provide(Layer.succeed(TsaDevDefault, true))
+      Layer.provide(Layer.succeed(TsaDevDefault, true)),
+      // A dev receipt key under the data directory unless RECEIPT_KEY_FILE is set (src/receipts/key.ts).
+      Layer.provide(Layer.succeed(ReceiptDevDefault, true))
     )).pipe(
       // After every layer is released (database stopped, chain state saved): the last line.
       Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`))

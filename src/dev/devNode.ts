@@ -119,6 +119,7 @@ export const printBanner = (info: {
     `Webhooks:  to ${info.webhookTargets}  (WEBHOOK_ALLOW_PRIVATE)`,
     `Metrics:   ${info.metrics ?? "off (127.0.0.1:9464 busy: set METRICS_PORT to another port)"}`,
     `TSA:       ${info.baseUrl}/tsa  (RFC 3161; ${info.tsaCaFile === undefined ? "TSA_CERT_FILE" : `dev root CA ${info.tsaCaFile}`}, docs/timestamping.md)`,
+    `Receipts:  ${info.baseUrl}/v1/records/{id}/receipt  (COSE, RFC 9942; key ${info.baseUrl}/.well-known/anchord-receipt-key.pem, docs/proof-format.md)`,
     "",
     "Try:",
     `  curl -s -X POST ${info.baseUrl}/v1/anchor -H "Authorization: Bearer ${info.apiKey}" \\`,

@@ -9,6 +9,8 @@ import { EvmNetworks } from "../evm/config.ts"
 import { FabricNetworks } from "../fabric/config.ts"
 import { tsaConfig } from "../tsa/config.ts"
 import { tsaFilesReport } from "../tsa/keys.ts"
+import { signerFromPem } from "../receipts/key.ts"
+import * as Fs from "node:fs"
 import {
   anchorableCheck,
   bounded,
@@ -18,6 +20,7 @@ import {
   evmChecks,
   fabricChecks,
   fatal,
+  ok,
   publicUrlCheck,
   redisCheck,
   tlsFilesCheck,
@@ -79,6 +82,10 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
     results.push([{ check: "tsa", ...report }])
   }
 
+  // The COSE receipt key (docs/proof-format.md): a bad file would stop the node at start.
+  const receiptKeyFile = yield* optionalString("RECEIPT_KEY_FILE")
+  results.push([receiptKeyCheck(receiptKeyFile)])
+
   const timeout = (ms: number) => Math.max(ms, 1_000) + 2_000
   const work: Array<Effect.Effect<ReadonlyArray<CheckResult>>> = []
 
@@ -127,3 +134,17 @@ export const formatResults = (results: ReadonlyArray<CheckResult>): string =>
   }).join("\n")
 
 export const isFatal = (results: ReadonlyArray<CheckResult>) => results.some((r) => r.status === "fatal")
+
+/** RECEIPT_KEY_FILE: unset (receipts off), or a readable ECDSA P-256 private key. */
+export const receiptKeyCheck = (file: string | undefined): CheckResult => {
+  if (file === undefined) return ok("receipts", "RECEIPT_KEY_FILE unset: no COSE receipts (GET /v1/records/{id}/receipt answers 404)")
+  let pem: string
+  try {
+    pem = Fs.readFileSync(file, "utf8")
+  } catch {
+    return fatal("receipts", `RECEIPT_KEY_FILE: cannot read ${file}`, "point RECEIPT_KEY_FILE at the receipt key's PKCS#8 PEM (docs/proof-format.md)")
+  }
+  const signer = signerFromPem(pem, "RECEIPT_KEY_FILE")
+  if (typeof signer === "string") return fatal("receipts", signer, "an ECDSA P-256 key, e.g. openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256")
+  return ok("receipts", `receipt key ES256, kid ${Buffer.from(signer.kid).toString("hex").slice(0, 16)}…`)
+}

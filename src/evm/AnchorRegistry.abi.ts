@@ -88,6 +88,25 @@ export const anchorRegistryAbi = [
     "inputs": [
       {
         "indexed": true,
+        "internalType": "uint64",
+        "name": "batchId",
+        "type": "uint64"
+      },
+      {
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "logRoot",
+        "type": "bytes32"
+      }
+    ],
+    "name": "LogRootAnchored",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
         "internalType": "bytes32",
         "name": "role",
         "type": "bytes32"
@@ -198,6 +217,35 @@ export const anchorRegistryAbi = [
       }
     ],
     "name": "anchor",
+    "outputs": [
+      {
+        "internalType": "uint64",
+        "name": "batchId",
+        "type": "uint64"
+      }
+    ],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "root",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint32",
+        "name": "leafCount",
+        "type": "uint32"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "logRoot",
+        "type": "bytes32"
+      }
+    ],
+    "name": "anchorWithLogRoot",
     "outputs": [
       {
         "internalType": "uint64",
@@ -339,6 +387,25 @@ export const anchorRegistryAbi = [
     "inputs": [
       {
         "internalType": "bytes32",
+        "name": "recordHash",
+        "type": "bytes32"
+      }
+    ],
+    "name": "logLeafHash",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "pure",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
         "name": "role",
         "type": "bytes32"
       },
@@ -466,6 +533,45 @@ export const anchorRegistryAbi = [
       }
     ],
     "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "recordHash",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint256",
+        "name": "leafIndex",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "treeSize",
+        "type": "uint256"
+      },
+      {
+        "internalType": "bytes32[]",
+        "name": "proof",
+        "type": "bytes32[]"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "logRoot",
+        "type": "bytes32"
+      }
+    ],
+    "name": "verifyLogInclusion",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "pure",
     "type": "function"
   },
   {

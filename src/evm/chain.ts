@@ -54,9 +54,17 @@ export interface Chain {
   readonly anchoredLogs: (from: bigint, to: bigint, root?: Hex) => Effect.Effect<ReadonlyArray<AnchoredLog>, EvmError>
   readonly nonces: Effect.Effect<{ readonly latest: number; readonly pending: number }, EvmError>
   readonly fees: Effect.Effect<{ readonly maxFeePerGas: bigint; readonly maxPriorityFeePerGas: bigint }, EvmError>
-  readonly estimateAnchorGas: (root: Hex, leafCount: number) => Effect.Effect<bigint, EvmError>
-  /** Signs `anchor(root, leafCount)` locally; returns the raw tx and its hash (nothing sent). */
-  readonly signAnchor: (root: Hex, leafCount: number, tx: Eip1559Tx) => Effect.Effect<{ raw: Hex; hash: Hex }>
+  readonly estimateAnchorGas: (root: Hex, leafCount: number, logRoot: Hex | null) => Effect.Effect<bigint, EvmError>
+  /**
+   * Signs `anchorWithLogRoot(root, leafCount, logRoot)` (or `anchor(root, leafCount)` for a batch without
+   * an RFC 9162 root) locally; returns the raw tx and its hash (nothing sent).
+   */
+  readonly signAnchor: (root: Hex, leafCount: number, logRoot: Hex | null, tx: Eip1559Tx) => Effect.Effect<{ raw: Hex; hash: Hex }>
+  /**
+   * Whether the contract has `anchorWithLogRoot` (deployments before issue 27 have not): asked once with an
+   * `eth_call` of its pure `logLeafHash`, which an older contract reverts.
+   */
+  readonly supportsLogRoot: Effect.Effect<boolean, EvmError>
   readonly broadcast: (raw: Hex) => Effect.Effect<void, EvmError>
   readonly receipt: (hash: Hex) => Effect.Effect<{ status: "success" | "reverted"; gasUsed: bigint } | undefined, EvmError>
   readonly txKnown: (hash: Hex) => Effect.Effect<boolean, EvmError>
@@ -89,6 +97,23 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
       }))
     ))
 
+  let logRootSupport: boolean | undefined
+  const supportsLogRoot: Effect.Effect<boolean, EvmError> = Effect.suspend(() =>
+    logRootSupport !== undefined
+      ? Effect.succeed(logRootSupport)
+      : Effect.tryPromise({
+        try: () =>
+          client.readContract({
+            address, abi: anchorRegistryAbi, functionName: "logLeafHash", args: [`0x${"00".repeat(32)}`]
+          }),
+        catch: (e) => new EvmError({ networkId: config.networkId, operation: "logLeafHash", reason: classify(e) })
+      }).pipe(
+        Effect.as(true),
+        // A revert (or no data back) is the answer "no"; an unreachable endpoint stays an error.
+        Effect.catchIf((e) => !isTransient(e), () => Effect.succeed(false)),
+        Effect.tap((ok) => Effect.sync(() => { logRootSupport = ok }))
+      ))
+
   return {
     config,
     client,
@@ -120,16 +145,23 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
       const f = await c.estimateFeesPerGas()
       return { maxFeePerGas: f.maxFeePerGas, maxPriorityFeePerGas: f.maxPriorityFeePerGas }
     }),
-    estimateAnchorGas: (root, leafCount) =>
+    estimateAnchorGas: (root, leafCount, logRoot) =>
       call("eth_estimateGas", (c) =>
-        c.estimateContractGas({ address, abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount], account: account.address })),
-    signAnchor: (root, leafCount, tx) =>
+        logRoot === null
+          ? c.estimateContractGas({ address, abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount], account: account.address })
+          : c.estimateContractGas({
+            address, abi: anchorRegistryAbi, functionName: "anchorWithLogRoot", args: [root, leafCount, logRoot], account: account.address
+          })),
+    supportsLogRoot,
+    signAnchor: (root, leafCount, logRoot, tx) =>
       Effect.promise(async () => {
         const raw = await account.signTransaction({
           type: "eip1559",
           chainId: config.chainId,
           to: address,
-          data: encodeFunctionData({ abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount] }),
+          data: logRoot === null
+            ? encodeFunctionData({ abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount] })
+            : encodeFunctionData({ abi: anchorRegistryAbi, functionName: "anchorWithLogRoot", args: [root, leafCount, logRoot] }),
           nonce: tx.nonce,
           gas: tx.gas,
           maxFeePerGas: tx.maxFeePerGas,

@@ -74,7 +74,15 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       const root = b.merkleRoot
       const existing = yield* chain.getAnchor(root)
       if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
-      const gas = yield* chain.estimateAnchorGas(root, b.leafCount).pipe(Effect.result)
+      let logRoot = b.logRoot
+      if (logRoot !== null && !(yield* chain.supportsLogRoot)) {
+        // A contract deployed before issue 27: the batch goes out with `anchor` alone, so it has no receipt.
+        yield* batches.clearLogRoot(b.id)
+        yield* Effect.logWarning("contract has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts); deploy the current AnchorRegistry")
+          .pipe(Effect.annotateLogs({ networkId: network.networkId, batchId: b.id }))
+        logRoot = null
+      }
+      const gas = yield* chain.estimateAnchorGas(root, b.leafCount, logRoot).pipe(Effect.result)
       if (gas._tag === "Failure") {
         const e = gas.failure
         if (e.reason._tag === "AlreadyAnchored") {
@@ -98,7 +106,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
         maxFeePerGas,
         maxPriorityFeePerGas: fees.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : fees.maxPriorityFeePerGas
       }
-      const signed = yield* chain.signAnchor(root, b.leafCount, tx)
+      const signed = yield* chain.signAnchor(root, b.leafCount, logRoot, tx)
       // Persisted before it leaves the process: a crash after this point re-broadcasts the same tx.
       yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
       nextNonce = nonce + 1
@@ -185,7 +193,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas
       // Same gas limit as before: estimating now would see our own pending anchor and revert.
       const tx = { nonce, gas: BigInt(b.gasLimit ?? "200000"), maxFeePerGas, maxPriorityFeePerGas }
-      const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, tx)
+      const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, b.logRoot, tx)
       yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
       unacknowledged.add(b.id)
       yield* broadcast(b, signed.raw)

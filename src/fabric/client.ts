@@ -28,13 +28,18 @@ export interface AnchorRecord {
   readonly batchId: string
   readonly txId: string
   readonly timestamp: string
+  /** The batch's RFC 9162 root, when anchored with `anchorWithLogRoot`. */
+  readonly logRoot?: string
 }
 
 export interface FabricClient {
   readonly network: Network
   readonly contract: Contract
-  /** Endorses `anchor(root, leafCount, batchId)`: the signed, endorsed transaction (not yet submitted). */
-  readonly endorseAnchor: (root: string, leafCount: number, batchId: string) => Effect.Effect<Transaction, FabricError>
+  /**
+   * Endorses `anchorWithLogRoot(root, leafCount, batchId, logRoot)`, or `anchor(root, leafCount, batchId)` for a
+   * batch without an RFC 9162 root: the signed, endorsed transaction (not yet submitted).
+   */
+  readonly endorseAnchor: (root: string, leafCount: number, batchId: string, logRoot: string | null) => Effect.Effect<Transaction, FabricError>
   /** A transaction stored earlier (its bytes), to submit again. */
   readonly storedTransaction: (bytes: Uint8Array) => Transaction
   /** Submit + commit status (blocks until committed or the deadline). */
@@ -106,9 +111,13 @@ export const makeFabricClient = (config: FabricNetworkConfig): Effect.Effect<Fab
     identity.setIdBytes(files.cert)
     const identityBytes = identity.serializeBinary()
 
-    const endorseAnchor = (root: string, leafCount: number, batchId: string) =>
+    const endorseAnchor = (root: string, leafCount: number, batchId: string, logRoot: string | null) =>
       Effect.tryPromise({
-        try: () => contract.newProposal("anchor", { arguments: [root, String(leafCount), batchId] }).endorse(deadline(config.endorseTimeoutMs)),
+        try: () =>
+          (logRoot === null
+            ? contract.newProposal("anchor", { arguments: [root, String(leafCount), batchId] })
+            : contract.newProposal("anchorWithLogRoot", { arguments: [root, String(leafCount), batchId, logRoot] }))
+            .endorse(deadline(config.endorseTimeoutMs)),
         catch: fail("endorse")
       })
 

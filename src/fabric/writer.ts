@@ -108,10 +108,19 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
   /** A PENDING batch: endorse, persist, submit, settle; again at once after a read conflict. */
   const send = Effect.fn("FabricWriter.send")(function*(b: BatchRow) {
     let attempts = b.attempts
+    let logRoot = b.logRoot
     for (;;) {
-      const endorsed = yield* client.endorseAnchor(b.merkleRoot, b.leafCount, b.id).pipe(Effect.result)
+      const endorsed = yield* client.endorseAnchor(b.merkleRoot, b.leafCount, b.id, logRoot).pipe(Effect.result)
       if (endorsed._tag === "Failure") {
         const e = endorsed.failure
+        if (logRoot !== null && e.reason._tag === "EndorsementRefused" && /function that does not exist/.test(e.reason.message)) {
+          // Chaincode deployed before issue 27: the batch goes out with its root alone (no receipts for it).
+          yield* batches.clearLogRoot(b.id)
+          yield* Effect.logWarning("chaincode has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts)")
+            .pipe(Effect.annotateLogs({ networkId: config.networkId, batchId: b.id }))
+          logRoot = null
+          continue
+        }
         if (e.reason._tag === "AlreadyAnchored") {
           if (yield* adopt(b)) return
           return yield* transient(b, e)

@@ -19,6 +19,8 @@ import { rpcClient } from "./evm.ts"
 import { readInput, saltedCommitment } from "./input.ts"
 import { formatReport } from "./report.ts"
 import { verifyInput } from "./verify.ts"
+import { verifyReceipt } from "./receipt.ts"
+import { recordHash } from "../canonical/jcs.ts"
 
 const optionalString = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.optional, Flag.withDescription(description))
@@ -62,6 +64,9 @@ export const verifyCommand = Command.make("verify", {
   ca: optionalString("ca", "With --tsr: PEM file of the CA(s) the TSA certificate must chain to"),
   node: optionalString("node", "With --tsr and no <file>: fetch the token's proof bundle from this node's GET /v1/timestamp/{serial} (the API key: --api-key or ANCHORD_API_KEY)"),
   apiKey: optionalString("api-key", "With --node: the API key of the token's account (default: ANCHORD_API_KEY)"),
+  receipt: optionalString("receipt", "A COSE Receipt (RFC 9942, GET /v1/records/{id}/receipt) to check, with --receipt-key and --data (or --hash), and its root on chain (--rpc)"),
+  receiptKey: optionalString("receipt-key", "With --receipt: the node's receipt public key, PEM (its /.well-known/anchord-receipt-key.pem)"),
+  hash: optionalString("hash", "With --receipt and no --data: the record hash (64 hex) as stated, not recomputed"),
   salt: optionalString("salt", "A salted encrypted record's salt (base64url): --data is then hashed as {\"data\": <data>, \"salt\": <salt>}"),
   json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print the report as JSON")),
   confirmations: Flag.Int("confirmations").pipe(Flag.withDefault(1), Flag.withDescription("Blocks required on top of the anchor's block, including it")),
@@ -82,6 +87,17 @@ export const verifyCommand = Command.make("verify", {
 }, (o) =>
   Effect.gen(function*() {
     const get = Option.getOrUndefined
+    const fabricOptions = (profile: FabricProfile) => ({
+      endpoint: get(o.fabricEndpoint) ?? profile.peerEndpoint,
+      mspId: get(o.fabricMspId) ?? profile.mspId,
+      certPath: get(o.fabricCert) ?? profile.certPath,
+      keyPath: get(o.fabricKey) ?? profile.keyPath,
+      tlsCertPath: get(o.fabricTlsCert) ?? profile.tlsCertPath,
+      hostAlias: get(o.fabricHostAlias) ?? profile.hostAlias,
+      channel: get(o.fabricChannel) ?? profile.channel,
+      chaincode: get(o.fabricChaincode) ?? profile.chaincode,
+      timeoutMs: o.timeout
+    })
     const couldNotCheck = (message: string) =>
       Effect.gen(function*() {
         yield* o.json
@@ -89,6 +105,54 @@ export const verifyCommand = Command.make("verify", {
           : Console.error(`error: ${message}\nCOULD NOT CHECK (exit 2)`)
         process.exitCode = 2
       })
+    const receiptFile = get(o.receipt)
+    if (receiptFile !== undefined) {
+      let input
+      try {
+        const keyFile = get(o.receiptKey)
+        if (keyFile === undefined) throw new Error("--receipt needs --receipt-key (the node's receipt public key, PEM)")
+        const pem = readFileSync(keyFile, "utf8")
+        const body = /-----BEGIN PUBLIC KEY-----([^-]+)-----END PUBLIC KEY-----/.exec(pem)
+        if (body === null) throw new Error(`--receipt-key ${keyFile}: not a PEM public key (BEGIN PUBLIC KEY)`)
+        const dataFile = get(o.data)
+        const given = get(o.hash)
+        if (dataFile === undefined && given === undefined) throw new Error("--receipt needs --data (the record's data, hashed) or --hash")
+        let data = dataFile === undefined ? undefined : readJson(dataFile)
+        const salt = get(o.salt)
+        if (salt !== undefined) {
+          if (data === undefined) throw new Error("--salt needs --data (the salt is hashed with the data)")
+          data = saltedCommitment(data, salt)
+        }
+        input = {
+          receipt: new Uint8Array(readFileSync(receiptFile === "-" ? 0 : receiptFile)),
+          keySpki: new Uint8Array(Buffer.from(body[1]!.replace(/\s+/g, ""), "base64")),
+          hash: data === undefined ? given!.toLowerCase().replace(/^0x/, "") : recordHash(data),
+          hashSource: data === undefined ? "bundle" as const : "data" as const
+        }
+      } catch (e) {
+        return yield* couldNotCheck(e instanceof Error ? e.message : String(e))
+      }
+      const rpcUrl = get(o.rpc)
+      let profile: FabricProfile = {}
+      const profileFile = get(o.fabricProfile)
+      if (profileFile !== undefined) {
+        try {
+          profile = readFabricProfile(profileFile)
+        } catch (e) {
+          return yield* couldNotCheck(`--fabric-profile ${profileFile}: ${e instanceof Error ? e.message : String(e)}`)
+        }
+      }
+      const report = yield* verifyReceipt({
+        ...input,
+        rpc: rpcUrl === undefined ? undefined : rpcClient(rpcUrl, o.timeout),
+        minConfirmations: o.confirmations,
+        offline: o.offline,
+        fabric: fabricOptions(profile)
+      })
+      yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
+      process.exitCode = report.exitCode
+      return
+    }
     const tsr = get(o.tsr)
     if (tsr !== undefined) {
       if (get(o.salt) !== undefined) return yield* couldNotCheck("--salt does not apply to --tsr (the token's imprint is of the file's bytes)")
@@ -147,17 +211,7 @@ export const verifyCommand = Command.make("verify", {
       data,
       minConfirmations: o.confirmations,
       offline: o.offline,
-      fabric: {
-        endpoint: get(o.fabricEndpoint) ?? profile.peerEndpoint,
-        mspId: get(o.fabricMspId) ?? profile.mspId,
-        certPath: get(o.fabricCert) ?? profile.certPath,
-        keyPath: get(o.fabricKey) ?? profile.keyPath,
-        tlsCertPath: get(o.fabricTlsCert) ?? profile.tlsCertPath,
-        hostAlias: get(o.fabricHostAlias) ?? profile.hostAlias,
-        channel: get(o.fabricChannel) ?? profile.channel,
-        chaincode: get(o.fabricChaincode) ?? profile.chaincode,
-        timeoutMs: o.timeout
-      }
+      fabric: fabricOptions(profile)
     })
     yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
     process.exitCode = report.exitCode

@@ -45,7 +45,11 @@ export const fabricBlockHash = (number: bigint, previousHash: Uint8Array, dataHa
 
 const UNREACHABLE_CODES = new Set([4 /* DEADLINE_EXCEEDED */, 14 /* UNAVAILABLE */, 1 /* CANCELLED */])
 
-export const checkFabricAnchor = Effect.fn("verify.fabricAnchor")(function*(anchor: BundleAnchor, options: FabricOptions) {
+/**
+ * @param logRoot for a COSE receipt (./receipt.ts): the RFC 9162 root the receipt signs, which the chaincode's
+ * record of the batch must hold as `logRoot` (check `fabric.log-root`).
+ */
+export const checkFabricAnchor = Effect.fn("verify.fabricAnchor")(function*(anchor: BundleAnchor, options: FabricOptions, logRoot?: string) {
   const net = anchor.networkId
   const checks: Array<Check> = []
   const add = (id: string, status: Check["status"], message: string) => checks.push({ id: `fabric.${id}`, networkId: net, status, message })
@@ -97,7 +101,7 @@ export const checkFabricAnchor = Effect.fn("verify.fabricAnchor")(function*(anch
         const contract = network.getContract(chaincode)
         const root = anchor.merkleRoot.toLowerCase()
         // 1. The chaincode's own record of the root.
-        let stored: { root?: string; leafCount?: number; batchId?: string; txId?: string; timestamp?: string; submitter?: string } | undefined
+        let stored: { root?: string; leafCount?: number; batchId?: string; txId?: string; timestamp?: string; submitter?: string; logRoot?: string } | undefined
         try {
           stored = JSON.parse(Buffer.from(await contract.evaluateTransaction("lookup", root)).toString("utf8"))
         } catch (e) {
@@ -117,6 +121,14 @@ export const checkFabricAnchor = Effect.fn("verify.fabricAnchor")(function*(anch
           }
           if (problems.length > 0) add("chaincode-lookup", "fail", `lookup(root): ${problems.join("; ")}`)
           else add("chaincode-lookup", "pass", `lookup(root) on ${channel}/${chaincode}: batch ${stored.batchId}, tx ${stored.txId}, ${stored.timestamp}, by ${stored.submitter}`)
+          if (logRoot !== undefined) {
+            const ok = stored.logRoot?.toLowerCase() === logRoot.toLowerCase()
+            add("log-root", ok ? "pass" : "fail", ok
+              ? `the ledger's record of the batch holds logRoot ${logRoot} (anchored by tx ${stored.txId})`
+              : stored.logRoot === undefined
+              ? "the ledger's record of the batch holds no logRoot: it was anchored without an RFC 9162 root"
+              : `the ledger's record of the batch holds logRoot ${stored.logRoot}, not the receipt's root ${logRoot}`)
+          }
         }
 
         // 2. The stated block holds the transaction, VALID, and has the stated hash.

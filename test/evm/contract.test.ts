@@ -210,6 +210,29 @@ describe("AnchorRegistry on anvil", () => {
     // + ~2,100 event + ~850 execution. See docs/contract.md.
     expect(Math.max(...values)).toBeLessThanOrEqual(52_000)
   })
+
+  it("anchorWithLogRoot() adds a constant ~2,000 gas for the RFC 9162 root (calldata + LogRootAnchored log)", async () => {
+    const rows: Array<string> = []
+    for (const leafCount of [1, 1000, 10_000]) {
+      const plain = await anchor(buildTree(hashesFrom(`plain${leafCount}`, 2)).root, leafCount)
+      const hash = await wallet.writeContract({
+        address: deployment.address,
+        abi: anchorRegistryAbi,
+        functionName: "anchorWithLogRoot",
+        args: [buildTree(hashesFrom(`log${leafCount}`, 2)).root, leafCount, buildTree(hashesFrom(`logroot${leafCount}`, 2)).root],
+        account: wallet.account,
+        chain: wallet.chain
+      })
+      const withLog = await publicClient.waitForTransactionReceipt({ hash })
+      expect(withLog.status).toBe("success")
+      const added = Number(withLog.gasUsed - plain.gasUsed)
+      rows.push(`leafCount ${leafCount}: anchor ${plain.gasUsed}, anchorWithLogRoot ${withLog.gasUsed} (+${added})`)
+      // 32 calldata bytes (~500) + a LOG2 (1,125) + a few hundred of execution; docs/contract.md.
+      expect(added).toBeGreaterThan(1_000)
+      expect(added).toBeLessThan(2_600)
+    }
+    console.log(`anchorWithLogRoot() transaction gas: ${rows.join(", ")}`)
+  })
 })
 
 describe("scripts/deploy.ts", () => {

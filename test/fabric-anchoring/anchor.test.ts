@@ -65,6 +65,11 @@ describe("Fabric anchoring over the real gateway client", () => {
         const onLedger = JSON.parse(Buffer.from(await contract.evaluateTransaction("lookup", ba.merkleRoot)).toString())
         expect(onLedger).toMatchObject({ root: ba.merkleRoot, txId: ba.txHash, batchId: ba.batchId, leafCount: ba.leafCount })
         expect(onLedger.timestamp).toBe(ba.anchoredAt)
+        // The batch's RFC 9162 root went to the ledger in the same transaction (anchorWithLogRoot, COSE receipts).
+        const [batch] = await query<{ log_root: string }>(node.databaseUrl,
+          "SELECT b.log_root FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE a.record_id = $1", [id])
+        expect(batch!.log_root).toMatch(/^0x[0-9a-f]{64}$/)
+        expect(onLedger.logRoot).toBe(batch!.log_root)
 
         // The block: its data hash, its hash = the bundle's blockHash, chained by the next block, and the tx in it.
         const [block, next] = await take(await connection.gateway.getNetwork(peer.channel).getBlockEvents({ startBlock: BigInt(ba.blockNumber) }), 2, 5000)

@@ -457,17 +457,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/records/{recordId}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a record's COSE Receipt (RFC 9942)
+         * @description application/cose: the record's inclusion in its batch's RFC 9162 tree, signed by the node's receipt key (/.well-known/scitt-keys), with the transaction that anchored the tree root. 409 NOT_ANCHORED before the record is anchored; 404 NOT_FOUND when its batch has no RFC 9162 tree (anchored before receipts existed) or the node has no receipt key.
+         */
+        get: operations["receipts.recordReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/scitt-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The receipt key as a COSE_KeySet (SCITT SCRAPI) */
+        get: operations["receiptKeys.scittKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/anchord-receipt-key.pem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The receipt key, SPKI PEM */
+        get: operations["receiptKeys.receiptKeyPem"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        InternalErrorEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "INTERNAL_ERROR";
-        };
         /** @description A dependency (the database) is unavailable */
         ServiceUnavailable: {
             /** @enum {boolean} */
@@ -476,6 +523,27 @@ export interface components {
             /** @enum {string} */
             errorCode: "SERVICE_UNAVAILABLE";
         };
+        InternalErrorEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "INTERNAL_ERROR";
+        };
+        BadRequestEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK" | "CHAIN_NOT_CONFIGURED";
+        };
+        NotFoundEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
+        };
         /** @description Per-second rate limit or monthly quota exceeded, or too many failed sign-ins */
         TooManyRequests: {
             /** @enum {boolean} */
@@ -483,6 +551,27 @@ export interface components {
             error: string;
             /** @enum {string} */
             errorCode: "RATE_LIMIT_EXCEEDED" | "QUOTA_EXCEEDED" | "SIGN_IN_THROTTLED";
+        };
+        UnauthorizedEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "MISSING_API_KEY" | "INVALID_API_KEY" | "EXPIRED_API_KEY" | "INVALID_CREDENTIALS" | "NOT_SIGNED_IN" | "SESSION_EXPIRED";
+        };
+        ConflictEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "IDEMPOTENCY_CONFLICT" | "NOT_ANCHORED" | "ACCOUNT_NOT_ACTIVE" | "EMAIL_TAKEN";
+        };
+        GoneEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "RECORD_DELETED";
         };
         UnsupportedMediaTypeEncoded: {
             /** @enum {boolean} */
@@ -497,27 +586,6 @@ export interface components {
             error: string;
             /** @enum {string} */
             errorCode: "PAYLOAD_TOO_LARGE";
-        };
-        NotFoundEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
-        };
-        UnauthorizedEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "MISSING_API_KEY" | "INVALID_API_KEY" | "EXPIRED_API_KEY" | "INVALID_CREDENTIALS" | "NOT_SIGNED_IN" | "SESSION_EXPIRED";
-        };
-        BadRequestEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK" | "CHAIN_NOT_CONFIGURED";
         };
         Timestamp: {
             /** @description A token's serial number, in decimal */
@@ -582,20 +650,6 @@ export interface components {
             error: string;
             /** @enum {string} */
             errorCode: "IMMUTABLE_FIELD" | "CERTIFICATE_TOO_LARGE";
-        };
-        ConflictEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "IDEMPOTENCY_CONFLICT" | "NOT_ANCHORED" | "ACCOUNT_NOT_ACTIVE" | "EMAIL_TAKEN";
-        };
-        GoneEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "RECORD_DELETED";
         };
         VerifyResult: {
             /** @enum {string} */
@@ -5077,6 +5131,301 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    "retry-after": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "receipts.recordReceipt": {
+        parameters: {
+            query?: {
+                networkId?: string;
+            };
+            header?: never;
+            path: {
+                recordId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A COSE_Sign1 (CBOR tag 18), RFC 9942 receipt with vds RFC9162_SHA256: protected {alg: ES256, kid, vds: 1}, the inclusion proof [tree-size, leaf-index, path] in vdp (396), detached payload (the RFC 9162 root of the record's batch), and where that root is anchored in the unprotected parameter "anchord-anchor" (docs/proof-format.md). */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/cose": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
+            409: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
+                };
+            };
+            /** @description The record was deleted */
+            410: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GoneEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "receiptKeys.scittKeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description COSE_KeySet (RFC 9052 §7): the node's receipt key, kid = SHA-256 of its SPKI DER */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/cbor": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    "retry-after": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "receiptKeys.receiptKeyPem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The node's receipt public key, SPKI PEM */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-pem-file": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
                 };
             };
             /** @description An unexpected error; the message never carries internals */

@@ -160,5 +160,7 @@ describe("the OpenAPI document, as integrators use it", () => {
     expect(statusOf("PATCH /v1/records/{recordId}")).toEqual([200, 422])
     expect(statusOf("GET /v1/records/{recordId}/certificate")).toEqual([409])
     expect(statusOf("GET /v1/certificate/{hash}")).toEqual([404])
+    expect(statusOf("GET /v1/records/{recordId}/receipt")).toEqual([409])
+    expect(statusOf("GET /.well-known/scitt-keys")).toEqual([404])
   })
 })

@@ -90,6 +90,12 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   await client.POST("/tsa", { parseAs: "arrayBuffer" })
   await client.GET("/v1/timestamp/{serial}", { params: { path: { serial: "1" } } })
 
+  // COSE Receipts: the record is not anchored yet (409); this node has no receipt key, so the keys are 404
+  // (test/receipts/ fetches real receipts from a node with one)
+  await client.GET("/v1/records/{recordId}/receipt", { params: { path: { recordId } }, parseAs: "arrayBuffer" })
+  await client.GET("/.well-known/scitt-keys", { parseAs: "arrayBuffer" })
+  await client.GET("/.well-known/anchord-receipt-key.pem", { parseAs: "text" })
+
   // Verification by the node
   await client.POST("/v1/verify", { body: { hash } })
 

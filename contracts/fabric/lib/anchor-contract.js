@@ -61,6 +61,19 @@ class AnchorContract extends Contract {
      * Returns the stored record as JSON.
      */
     async anchor(ctx, root, leafCount, batchId) {
+        return this._anchor(ctx, root, leafCount, batchId, undefined);
+    }
+
+    /**
+     * `anchor`, and the batch's RFC 9162 tree root (COSE Receipts, RFC 9942) stored in the same record
+     * and event as `logRoot`: committed in the same transaction. A function of its own, not a fourth
+     * argument of `anchor`: fabric-shim checks the argument count, so `anchor` stays callable as before.
+     */
+    async anchorWithLogRoot(ctx, root, leafCount, batchId, logRoot) {
+        return this._anchor(ctx, root, leafCount, batchId, normaliseRoot(logRoot));
+    }
+
+    async _anchor(ctx, root, leafCount, batchId, logRoot) {
         const normalisedRoot = normaliseRoot(root);
         const count = parseLeafCount(leafCount);
         const id = parseBatchId(batchId);
@@ -80,6 +93,7 @@ class AnchorContract extends Contract {
             timestamp: txDate(ctx.stub).toISOString(),
             submitter: ctx.clientIdentity.getMSPID()
         };
+        if (logRoot !== undefined) record.logRoot = logRoot;
         const json = JSON.stringify(record);
         await ctx.stub.putState(key, Buffer.from(json, 'utf8'));
         ctx.stub.setEvent(EVENT_NAME, Buffer.from(json, 'utf8'));
