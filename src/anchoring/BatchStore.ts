@@ -356,6 +356,9 @@ export class BatchStore extends Context.Service<BatchStore, {
             yield* sql`UPDATE queue_cursors SET after_xid = ${next.xid}::numeric, after_id = ${next.id} WHERE network_id = ${networkId}`
           }
           const tree = buildTree(claimed.map((r) => r.hash))
+          // The newest record of the cut (anchor_batches.max_insert_xid, migration 0020: how the status filters
+          // tell a recent batch, src/anchoring/recordState.ts).
+          const newest = claimed.reduce((m, r) => BigInt(r.xid) > m ? BigInt(r.xid) : m, 0n).toString()
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).
           const existing = yield* sql`
             SELECT id::text AS id, state FROM anchor_batches
@@ -363,14 +366,19 @@ export class BatchStore extends Context.Service<BatchStore, {
             FOR UPDATE`.pipe(Effect.flatMap(decodeExisting))
           const inserted = existing !== undefined ? undefined : yield* (meta.chainType === "fabric"
             ? sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode)
-                VALUES (${networkId}, 'fabric', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.channel}, ${meta.chaincode})
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, max_insert_xid)
+                VALUES (${networkId}, 'fabric', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${newest}::numeric)
                 RETURNING id::text AS id`
             : sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address)
-                VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()})
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, max_insert_xid)
+                VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${newest}::numeric)
                 RETURNING id::text AS id`).pipe(Effect.flatMap(decodeId))
           const batchId = existing?.id ?? inserted!.id
+          // Records joining a live batch raise its newest record (migration 0020; a NULL, unknown, stays so).
+          if (existing !== undefined) {
+            yield* sql`
+              UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
+          }
           const anchorsJson = JSON.stringify(claimed.map((r, i) => ({ r: r.id, i, p: tree.proofs[i] })))
           yield* sql`
             INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)

@@ -161,7 +161,7 @@ export class RecordStore extends Context.Service<RecordStore, {
               ${options.status === "DELETED"
                 ? sql`AND r.deleted_at IS NOT NULL`
                 : options.status !== undefined
-                ? sql`AND ${inStatus(sql, options.status as RecordStatus)}`
+                ? sql`AND ${inStatus(sql, options.status as RecordStatus)} AND st.status = ${options.status}`
                 : sql``}
               ${options.chainType !== undefined ? sql`AND r.chain_type = ${options.chainType}` : sql``}
               ${options.createdFrom !== undefined ? sql`AND r.created_at >= ${options.createdFrom}` : sql``}

@@ -17,6 +17,7 @@ import recordState from "./0016_record_state.ts"
 import deliveryChunks from "./0017_delivery_chunks.ts"
 import timestampTokens from "./0018_timestamp_tokens.ts"
 import anchorConfirmedFromBatch from "./0019_anchor_confirmed_from_batch.ts"
+import batchInsertXid from "./0020_batch_insert_xid.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -38,5 +39,6 @@ export const migrations = {
   "0016_record_state": recordState,
   "0017_delivery_chunks": deliveryChunks,
   "0018_timestamp_tokens": timestampTokens,
-  "0019_anchor_confirmed_from_batch": anchorConfirmedFromBatch
+  "0019_anchor_confirmed_from_batch": anchorConfirmedFromBatch,
+  "0020_batch_insert_xid": batchInsertXid
 }
