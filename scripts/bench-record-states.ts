@@ -22,7 +22,7 @@ import { PgClient } from "@effect/sql-pg"
 import { NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { inStatus, recordColumns, type RecordStatus, stateJoin } from "../src/anchoring/recordState.ts"
+import { inStatus, listedInStatus, mayBeQueued, recordColumns, type RecordStatus, stateJoin } from "../src/anchoring/recordState.ts"
 import { MigrationsLayer } from "../src/db/Database.ts"
 
 type Sql = SqlClient.SqlClient
@@ -65,7 +65,7 @@ const listPage = (sql: Sql, account: string, status: RecordStatus, which: "old" 
   sql`
     SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
     WHERE r.account_id = ${account} AND r.environment = 'test' AND r.deleted_at IS NULL
-      AND ${which === "old" ? oldInStatus(sql, status) : sql`${inStatus(sql, status)} AND st.status = ${status}`}
+      AND ${which === "old" ? oldInStatus(sql, status) : listedInStatus(sql, status)}
     ORDER BY r.id DESC LIMIT 51`
 
 /** ConsoleStats.byStatus's in-flight counts: the old ones joined the state for every candidate. */
@@ -74,7 +74,8 @@ const consoleCounts = (sql: Sql, account: string, which: "old" | "new") => {
   return which === "old"
     ? sql`SELECT (SELECT count(*)::int FROM records r ${stateJoin(sql)} WHERE ${live} AND ${oldInStatus(sql, "QUEUED")}) AS queued,
         (SELECT count(*)::int FROM records r ${stateJoin(sql)} WHERE ${live} AND ${oldInStatus(sql, "BATCHING")}) AS batching`
-    : sql`SELECT (SELECT count(*)::int FROM records r WHERE ${live} AND ${inStatus(sql, "QUEUED")}) AS queued,
+    : sql`SELECT (SELECT count(*)::int FROM (SELECT * FROM records r WHERE ${mayBeQueued(sql)} OFFSET 0) r
+          WHERE ${live} AND ${inStatus(sql, "QUEUED")}) AS queued,
         (SELECT count(*)::int FROM records r WHERE ${live} AND ${inStatus(sql, "BATCHING")}) AS batching`
 }
 

@@ -54,11 +54,13 @@ export const mayBeBatching = (sql: Sql) => sql`r.id IN (${openBatchAnchors(sql)}
  * migration 0020: the newest `insert_xid` among the batch's records; unknown, NULL, counts as recent). A
  * non-hybrid record in its own queue (`inOwnQueue`) that has its anchor is one of these: its batch holds
  * it, so the batch's newest record is at least as new. The batches read: those of the index range from
- * the oldest cursor (the newest few per network), each compared with its network's cursor.
+ * the oldest cursor (the newest few per network), each compared with its network's cursor. The upper
+ * bound (no xid reaches it) makes it a range for the planner: a parameter's `>=` alone is estimated at
+ * a third of the table, and the table then scanned whole.
  */
 const recentBatchAnchors = (sql: Sql) =>
   sql`SELECT a.record_id FROM anchor_batches b JOIN anchors a ON a.batch_id = b.id
-    WHERE b.max_insert_xid IS NULL OR (b.max_insert_xid >= ${oldestCursor(sql)}
+    WHERE b.max_insert_xid IS NULL OR (b.max_insert_xid >= ${oldestCursor(sql)} AND b.max_insert_xid < 1e30
       AND b.max_insert_xid >= COALESCE((${cursorsByNetwork(sql)} ->> b.network_id)::numeric, 0))`
 
 /** The record's state, probed (one index lookup of its anchors and their batches): for the few a cheap test leaves undecided. */
@@ -69,8 +71,8 @@ export type RecordStatus = "QUEUED" | "BATCHING" | "ANCHORED" | "FAILED"
 /**
  * The records in `status`, from the record's row and two small sets, with the state probed only where
  * those leave it open (migration 0020). Needs no `stateJoin`: a count reads no state at all for most
- * records; a list, which joins the state for its columns, adds `st.status = …` (reads the page's rows
- * only). Each is exact, given the cursors (a record before its network's cursor has its anchor):
+ * records; a list, which joins the state for its columns, reads it through `listedInStatus`. Each is
+ * exact, given the cursors (a record before its network's cursor has its anchor):
  * - FAILED: its own index.
  * - QUEUED: in its own queue, and either without an anchor of a recent batch (then it has none at all)
  *   or probed (a hybrid record has one of its two anchors, or it was cut behind its cursor).
@@ -89,3 +91,14 @@ export const inStatus = (sql: Sql, status: RecordStatus) =>
     ? sql`r.status = 'QUEUED' AND ${mayBeBatching(sql)} AND (r.chain_type <> 'hybrid' OR ${probe(sql)} = 'BATCHING')`
     : sql`r.status = 'QUEUED' AND NOT (r.id IN (${openBatchAnchors(sql)}))
         AND (NOT (${inOwnQueue(sql)}) OR ((r.chain_type = 'hybrid' OR r.id IN (${recentBatchAnchors(sql)})) AND ${probe(sql)} = 'ANCHORED'))`
+
+/**
+ * A list's filter (needs `stateJoin`, which a list joins for its columns anyway): `inStatus`, and the
+ * state itself (read for the rows that pass, about the page). BATCHING as the semi-join with the open
+ * batches' anchors alone: the planner then merges it along the records' index, newest first, where the
+ * probe of `inStatus` (a subplan in the filter) made it join every open anchor's record and sort.
+ */
+export const listedInStatus = (sql: Sql, status: RecordStatus) =>
+  status === "BATCHING"
+    ? sql`r.status = 'QUEUED' AND ${mayBeBatching(sql)} AND st.status = 'BATCHING'`
+    : sql`${inStatus(sql, status)} AND st.status = ${status}`

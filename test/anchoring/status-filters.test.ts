@@ -12,7 +12,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { beforeAll } from "vitest"
 import { BatchStore, ensureQueueCursor, restoreFailedAnchors } from "../../src/anchoring/BatchStore.ts"
 import { inStatus, type RecordStatus, stateJoin } from "../../src/anchoring/recordState.ts"
@@ -134,11 +134,11 @@ describe("status filters against the plain state (real PostgreSQL, seeded)", () 
           }
         })
 
-      const truth = (where: ReturnType<typeof sql>) =>
+      const truth = (where: Statement.Statement<any>) =>
         sql<{ id: string }>`SELECT r.id FROM records r ${stateJoin(sql)} WHERE ${where} ORDER BY r.id DESC`.pipe(
           Effect.map((rows) => rows.map((r) => r.id))
         )
-      const count = (where: ReturnType<typeof sql>, status: RecordStatus) =>
+      const count = (where: Statement.Statement<any>, status: RecordStatus) =>
         sql<{ n: number }>`SELECT count(*)::int AS n FROM records r WHERE ${where} AND ${inStatus(sql, status)}`.pipe(
           Effect.map((rows) => rows[0]!.n)
         )
@@ -217,7 +217,6 @@ describe("status filters against the plain state (real PostgreSQL, seeded)", () 
         const seen = yield* check(round)
         for (const [s, n] of seen) totals.set(s, Math.max(totals.get(s) ?? 0, n))
       }
-      console.log("STATUS-FILTERS totals", JSON.stringify([...totals]))
       // The data set was mixed: every state was met at some round, and records joined a live batch.
       for (const status of STATUSES) assert.isAbove(totals.get(status) ?? 0, 0, `no ${status} record met (seed ${SEED})`)
       assert.isAbove(totals.get("joined") ?? 0, 0, "no record joined a live batch")
