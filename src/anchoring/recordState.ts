@@ -30,9 +30,12 @@ const cursorsByNetwork = (sql: Sql) => sql`(SELECT jsonb_object_agg(network_id, 
  * Records that may still be QUEUED: at or after the oldest queue cursor (src/anchoring/BatchStore.ts);
  * every record before every network's cursor is in a batch or FAILED. An index range of
  * `records_queue`, as long as the slowest network's backlog (a network whose batcher never ran holds no
- * cursor and is not counted until it does).
+ * cursor and is not counted until it does). The upper bound (above every transaction id) makes it a
+ * range for the planner, estimated small: a parameter's `>=` alone is estimated at a third of the
+ * table, which then gets scanned whole or ANDed with a whole index.
  */
-export const mayBeQueued = (sql: Sql) => sql`r.status = 'QUEUED' AND r.insert_xid >= ${oldestCursor(sql)}`
+export const mayBeQueued = (sql: Sql) =>
+  sql`r.status = 'QUEUED' AND r.insert_xid >= ${oldestCursor(sql)} AND r.insert_xid < 1e30`
 
 /**
  * Of those, the records at or after their own network's cursor too (a hybrid record: the oldest
@@ -54,9 +57,7 @@ export const mayBeBatching = (sql: Sql) => sql`r.id IN (${openBatchAnchors(sql)}
  * migration 0020: the newest `insert_xid` among the batch's records; unknown, NULL, counts as recent). A
  * non-hybrid record in its own queue (`inOwnQueue`) that has its anchor is one of these: its batch holds
  * it, so the batch's newest record is at least as new. The batches read: those of the index range from
- * the oldest cursor (the newest few per network), each compared with its network's cursor. The upper
- * bound (no xid reaches it) makes it a range for the planner: a parameter's `>=` alone is estimated at
- * a third of the table, and the table then scanned whole.
+ * the oldest cursor (the newest few per network; a range, see `mayBeQueued`), each compared with its network's cursor.
  */
 const recentBatchAnchors = (sql: Sql) =>
   sql`SELECT a.record_id FROM anchor_batches b JOIN anchors a ON a.batch_id = b.id
