@@ -22,7 +22,7 @@ import { PgClient } from "@effect/sql-pg"
 import { NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { inStatus, listedInStatus, mayBeQueued, recordColumns, type RecordStatus, stateJoin } from "../src/anchoring/recordState.ts"
+import { inStatus, listedInStatus, mayBeQueuedRange, recordColumns, type RecordStatus, stateJoin } from "../src/anchoring/recordState.ts"
 import { MigrationsLayer } from "../src/db/Database.ts"
 
 type Sql = SqlClient.SqlClient
@@ -74,7 +74,7 @@ const consoleCounts = (sql: Sql, account: string, which: "old" | "new") => {
   return which === "old"
     ? sql`SELECT (SELECT count(*)::int FROM records r ${stateJoin(sql)} WHERE ${live} AND ${oldInStatus(sql, "QUEUED")}) AS queued,
         (SELECT count(*)::int FROM records r ${stateJoin(sql)} WHERE ${live} AND ${oldInStatus(sql, "BATCHING")}) AS batching`
-    : sql`SELECT (SELECT count(*)::int FROM (SELECT * FROM records r WHERE ${mayBeQueued(sql)} OFFSET 0) r
+    : sql`SELECT (SELECT count(*)::int FROM (SELECT * FROM records r WHERE ${mayBeQueuedRange(sql)} OFFSET 0) r
           WHERE ${live} AND ${inStatus(sql, "QUEUED")}) AS queued,
         (SELECT count(*)::int FROM records r WHERE ${live} AND ${inStatus(sql, "BATCHING")}) AS batching`
 }

@@ -30,12 +30,18 @@ const cursorsByNetwork = (sql: Sql) => sql`(SELECT jsonb_object_agg(network_id, 
  * Records that may still be QUEUED: at or after the oldest queue cursor (src/anchoring/BatchStore.ts);
  * every record before every network's cursor is in a batch or FAILED. An index range of
  * `records_queue`, as long as the slowest network's backlog (a network whose batcher never ran holds no
- * cursor and is not counted until it does). The upper bound (above every transaction id) makes it a
- * range for the planner, estimated small: a parameter's `>=` alone is estimated at a third of the
- * table, which then gets scanned whole or ANDed with a whole index.
+ * cursor and is not counted until it does).
  */
-export const mayBeQueued = (sql: Sql) =>
-  sql`r.status = 'QUEUED' AND r.insert_xid >= ${oldestCursor(sql)} AND r.insert_xid < 1e30`
+export const mayBeQueued = (sql: Sql) => sql`r.status = 'QUEUED' AND r.insert_xid >= ${oldestCursor(sql)}`
+
+/**
+ * The same, for counts: with an upper bound above every transaction id, a range the planner estimates
+ * small, so it reads `records_queue`'s range. A parameter's `>=` alone is estimated at a third of the
+ * table, which then gets scanned whole or ANDed with a whole index; but a list wants that estimate: it
+ * then walks its own index newest first and stops at the page, where a small queue estimate makes it
+ * read the whole queue and sort it (13.7k buffers at 1M records instead of 160, docs/benchmarks.md).
+ */
+export const mayBeQueuedRange = (sql: Sql) => sql`${mayBeQueued(sql)} AND r.insert_xid < 1e30`
 
 /**
  * Of those, the records at or after their own network's cursor too (a hybrid record: the oldest
@@ -43,8 +49,8 @@ export const mayBeQueued = (sql: Sql) =>
  * its anchor, so it is BATCHING or ANCHORED (migration 0020 and docs/design/per-batch-model.md,
  * "Status filters without a probe per record in flight").
  */
-const inOwnQueue = (sql: Sql) =>
-  sql`${mayBeQueued(sql)} AND (r.chain_type = 'hybrid'
+const inOwnQueue = (sql: Sql, listed: boolean) =>
+  sql`${listed ? mayBeQueued(sql) : mayBeQueuedRange(sql)} AND (r.chain_type = 'hybrid'
     OR r.insert_xid >= COALESCE((${cursorsByNetwork(sql)} ->> r.network_id)::numeric, 0))`
 
 /** Records that may be BATCHING: those with an anchor in a batch not yet confirmed (index `anchor_batches_open`). */
@@ -57,7 +63,7 @@ export const mayBeBatching = (sql: Sql) => sql`r.id IN (${openBatchAnchors(sql)}
  * migration 0020: the newest `insert_xid` among the batch's records; unknown, NULL, counts as recent). A
  * non-hybrid record in its own queue (`inOwnQueue`) that has its anchor is one of these: its batch holds
  * it, so the batch's newest record is at least as new. The batches read: those of the index range from
- * the oldest cursor (the newest few per network; a range, see `mayBeQueued`), each compared with its network's cursor.
+ * the oldest cursor (the newest few per network; a range, see `mayBeQueuedRange`), each compared with its network's cursor.
  */
 const recentBatchAnchors = (sql: Sql) =>
   sql`SELECT a.record_id FROM anchor_batches b JOIN anchors a ON a.batch_id = b.id
@@ -72,7 +78,8 @@ export type RecordStatus = "QUEUED" | "BATCHING" | "ANCHORED" | "FAILED"
 /**
  * The records in `status`, from the record's row and two small sets, with the state probed only where
  * those leave it open (migration 0020). Needs no `stateJoin`: a count reads no state at all for most
- * records; a list, which joins the state for its columns, reads it through `listedInStatus`. Each is
+ * records; a list, which joins the state for its columns, reads it through `listedInStatus` (`listed`:
+ * the queue's bound as a list wants it estimated, `mayBeQueuedRange`). Each is
  * exact, given the cursors (a record before its network's cursor has its anchor):
  * - FAILED: its own index.
  * - QUEUED: in its own queue, and either without an anchor of a recent batch (then it has none at all)
@@ -83,15 +90,15 @@ export type RecordStatus = "QUEUED" | "BATCHING" | "ANCHORED" | "FAILED"
  *   records in flight are told by their row and two hashed sets (the open batches' anchors, the recent
  *   batches' anchors), not by a probe each.
  */
-export const inStatus = (sql: Sql, status: RecordStatus) =>
+export const inStatus = (sql: Sql, status: RecordStatus, listed = false) =>
   status === "FAILED"
     ? sql`r.status = 'FAILED'`
     : status === "QUEUED"
-    ? sql`${inOwnQueue(sql)} AND (NOT (r.chain_type = 'hybrid' OR r.id IN (${recentBatchAnchors(sql)})) OR ${probe(sql)} = 'QUEUED')`
+    ? sql`${inOwnQueue(sql, listed)} AND (NOT (r.chain_type = 'hybrid' OR r.id IN (${recentBatchAnchors(sql)})) OR ${probe(sql)} = 'QUEUED')`
     : status === "BATCHING"
     ? sql`r.status = 'QUEUED' AND ${mayBeBatching(sql)} AND (r.chain_type <> 'hybrid' OR ${probe(sql)} = 'BATCHING')`
     : sql`r.status = 'QUEUED' AND NOT (r.id IN (${openBatchAnchors(sql)}))
-        AND (NOT (${inOwnQueue(sql)}) OR ((r.chain_type = 'hybrid' OR r.id IN (${recentBatchAnchors(sql)})) AND ${probe(sql)} = 'ANCHORED'))`
+        AND (NOT (${inOwnQueue(sql, listed)}) OR ((r.chain_type = 'hybrid' OR r.id IN (${recentBatchAnchors(sql)})) AND ${probe(sql)} = 'ANCHORED'))`
 
 /**
  * A list's filter (needs `stateJoin`, which a list joins for its columns anyway): `inStatus`, and the
@@ -102,4 +109,4 @@ export const inStatus = (sql: Sql, status: RecordStatus) =>
 export const listedInStatus = (sql: Sql, status: RecordStatus) =>
   status === "BATCHING"
     ? sql`r.status = 'QUEUED' AND ${mayBeBatching(sql)} AND st.status = 'BATCHING'`
-    : sql`${inStatus(sql, status)} AND st.status = ${status}`
+    : sql`${inStatus(sql, status, true)} AND st.status = ${status}`

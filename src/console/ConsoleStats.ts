@@ -11,7 +11,7 @@ import { privateKeyToAccount } from "viem/accounts"
 import type { Environment } from "../api/recordSchemas.ts"
 import { decodeFirst, decodeRows } from "../db/rows.ts"
 import { EvmNetworks } from "../evm/config.ts"
-import { inStatus, mayBeQueued } from "../anchoring/recordState.ts"
+import { inStatus, mayBeQueuedRange } from "../anchoring/recordState.ts"
 
 export interface Backlog {
   readonly queued: number
@@ -91,7 +91,7 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
         // with the account's whole records_list range (11.5k buffers at 1M records, docs/benchmarks.md).
 
         const inFlight = yield* sql`
-          SELECT (SELECT count(*)::int FROM (SELECT * FROM records r WHERE ${mayBeQueued(sql)} OFFSET 0) r
+          SELECT (SELECT count(*)::int FROM (SELECT * FROM records r WHERE ${mayBeQueuedRange(sql)} OFFSET 0) r
               WHERE ${live} AND ${inStatus(sql, "QUEUED")}) AS queued,
             (SELECT count(*)::int FROM records r WHERE ${live} AND ${inStatus(sql, "BATCHING")}) AS batching`.pipe(
           Effect.flatMap(inFlightRow)
