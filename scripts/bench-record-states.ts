@@ -187,6 +187,41 @@ const scenario = (sql: Sql, title: string, repeat: number) =>
     yield* row("metrics queue depth (evm-bench)", "—", queueDepth(sql, "evm-bench", "old"), queueDepth(sql, "evm-bench", "new"))
   })
 
+/**
+ * The stored-status era, emulated on the same data: a column holding the state as 0015 stored it (the
+ * in-flight rows updated to it, as the cut and the confirmation then did, so they sit where such updates
+ * put them), and ANCHORED's first page read from it, beside the new filter on the same heap.
+ */
+const storedEra = (sql: Sql) =>
+  Effect.gen(function*() {
+    yield* sql`ALTER TABLE records ADD COLUMN IF NOT EXISTS stored_status text NOT NULL DEFAULT 'ANCHORED'`
+    yield* sql`
+      UPDATE records r SET stored_status = st.status FROM records q ${sql`CROSS JOIN LATERAL anchord_record_state(q.id, q.status, q.chain_type) st`}
+      WHERE q.id = r.id AND (q.status = 'FAILED' OR q.id IN (
+        SELECT id FROM records WHERE insert_xid >= (SELECT min(after_xid) FROM queue_cursors)
+        UNION SELECT a.record_id FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE b.state IN ('PENDING', 'SENT', 'MINED')))`
+    yield* sql`VACUUM ANALYZE records`
+    console.log("\n### the stored-status era (emulated: a stored column, in-flight rows updated to it)\n")
+    console.log("| statement | account | stored status: buffers / ms | new: buffers / ms | buffers new ÷ stored | same rows |")
+    console.log("|---|---|---:|---:|---:|---|")
+    for (const account of ["acc_big", "acc_small"]) {
+      const stored = sql`
+        SELECT r.id, r.account_id, r.environment, r.hash, r.stored_status AS status, r.chain_type, r.network_id, r.package_mode,
+          r.collection, r.source, r.data_jcs, r.ciphertext, r.nonce, r.auth_tag, r.metadata, r.webhook_url, r.created_at,
+          r.updated_at, r.deleted_at, r.hard_deleted, r.salted
+        FROM records r
+        WHERE r.account_id = ${account} AND r.environment = 'test' AND r.deleted_at IS NULL AND r.stored_status = 'ANCHORED'
+        ORDER BY r.id DESC LIMIT 51`
+      const neu = listPage(sql, account, "ANCHORED", "new")
+      const o = yield* explain(sql, stored, REPEAT)
+      const n = yield* explain(sql, neu, REPEAT)
+      const same = (yield* ids(sql, stored)) === (yield* ids(sql, neu))
+      console.log(
+        `| list ?status=ANCHORED, first page | ${account} | ${o.buffers} / ${o.ms.toFixed(2)} | ${n.buffers} / ${n.ms.toFixed(2)} | ${(n.buffers / o.buffers).toFixed(3)} | ${same ? "yes" : "**NO**"} |`
+      )
+    }
+  })
+
 const main = Effect.gen(function*() {
   // REUSE=1 (with KEEP=1 on the run before): the data of an earlier run, not loaded again.
   const reuse = process.env.REUSE !== undefined
@@ -202,6 +237,7 @@ const main = Effect.gen(function*() {
     const [version] = yield* sql<{ v: string }>`SELECT current_setting('server_version') AS v`
     console.log(`PostgreSQL ${version!.v}, ${RECORDS.toLocaleString("en")} records`)
     if (reuse) yield* sql`DELETE FROM queue_cursors WHERE network_id = 'evm-idle'`
+    if (reuse && process.env.STORED !== undefined) return yield* storedEra(sql)
     else console.log(`loaded in ${(yield* load(sql)).toFixed(0)} s`)
     if (process.env.PLAN !== undefined) {
       // PLAN=<status>: the text plans of that status' first page (acc_big), old and new, and nothing else.
@@ -218,6 +254,8 @@ const main = Effect.gen(function*() {
     // is after it; the old QUEUED candidates are the whole table, the new ones its own network's queue.
     yield* sql`INSERT INTO queue_cursors (network_id, after_xid, after_id) VALUES ('evm-idle', 0, '')`
     yield* scenario(sql, "and a second network whose cursor never moved (evm-idle, cursor 0)", 1)
+    yield* sql`DELETE FROM queue_cursors WHERE network_id = 'evm-idle'`
+    yield* storedEra(sql)
   }).pipe(Effect.provide(Layer.provideMerge(MigrationsLayer, client(url)).pipe(Layer.provide(NodeServices.layer)))))
   if (process.env.KEEP === undefined) {
     yield* Effect.scoped(Effect.gen(function*() {
