@@ -63,7 +63,8 @@ export const mayBeBatching = (sql: Sql) => sql`r.id IN (${openBatchAnchors(sql)}
  * migration 0020: the newest `insert_xid` among the batch's records; unknown, NULL, counts as recent). A
  * non-hybrid record in its own queue (`inOwnQueue`) that has its anchor is one of these: its batch holds
  * it, so the batch's newest record is at least as new. The batches read: those of the index range from
- * the oldest cursor (the newest few per network; a range, see `mayBeQueuedRange`), each compared with its network's cursor.
+ * the oldest cursor (the newest few per network; a range, see `mayBeQueuedRange`), each compared with
+ * its network's cursor.
  */
 const recentBatchAnchors = (sql: Sql) =>
   sql`SELECT a.record_id FROM anchor_batches b JOIN anchors a ON a.batch_id = b.id
