@@ -366,6 +366,9 @@ export class BatchStore extends Context.Service<BatchStore, {
           // The batch's second tree, RFC 9162 over the same hashes (COSE Receipts): its root goes on chain in
           // the same transaction. Sorted leaves, so a joined batch (below) has the same log root too.
           const log = buildRecordLog(claimed.map((r) => r.hash))
+          // The newest record of the cut (anchor_batches.max_insert_xid, migration 0020: how the status filters
+          // tell a recent batch, src/anchoring/recordState.ts).
+          const newest = claimed.reduce((m, r) => BigInt(r.xid) > m ? BigInt(r.xid) : m, 0n).toString()
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).
           const existing = yield* sql`
             SELECT id::text AS id, state FROM anchor_batches
@@ -373,14 +376,19 @@ export class BatchStore extends Context.Service<BatchStore, {
             FOR UPDATE`.pipe(Effect.flatMap(decodeExisting))
           const inserted = existing !== undefined ? undefined : yield* (meta.chainType === "fabric"
             ? sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, log_root)
-                VALUES (${networkId}, 'fabric', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${log.root})
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, log_root, max_insert_xid)
+                VALUES (${networkId}, 'fabric', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${log.root}, ${newest}::numeric)
                 RETURNING id::text AS id`
             : sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, log_root)
-                VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${log.root})
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, log_root, max_insert_xid)
+                VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${log.root}, ${newest}::numeric)
                 RETURNING id::text AS id`).pipe(Effect.flatMap(decodeId))
           const batchId = existing?.id ?? inserted!.id
+          // Records joining a live batch raise its newest record (migration 0020; a NULL, unknown, stays so).
+          if (existing !== undefined) {
+            yield* sql`
+              UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
+          }
           const anchorsJson = JSON.stringify(claimed.map((r, i) => ({
             r: r.id, i, p: tree.proofs[i], li: log.entries[i]!.index, lp: log.entries[i]!.proofHex
           })))

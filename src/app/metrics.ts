@@ -20,7 +20,7 @@ import { PrometheusMetrics } from "effect/observability"
 import { SqlClient } from "effect/sql"
 import { NodeHttpServer } from "@effect/platform-node"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
-import { inStatus, stateJoin } from "../anchoring/recordState.ts"
+import { inStatus } from "../anchoring/recordState.ts"
 import { AppConfig } from "../config.ts"
 import { POOL_MAX_CONNECTIONS } from "../db/Database.ts"
 import { DatabaseGuard } from "../db/guard.ts"
@@ -91,9 +91,9 @@ const sampleOnce = Effect.gen(function*() {
     // queue cursor): a capped count, and the first by id (ids order by time to the second: its age is
     // the oldest's, near enough).
     const queue = yield* bounded("queue", sql<{ depth: number; oldest: number | null }>`
-      SELECT (SELECT count(*)::int FROM (SELECT 1 FROM records r ${stateJoin(sql)}
+      SELECT (SELECT count(*)::int FROM (SELECT 1 FROM records r
           WHERE r.network_id = ${n.networkId} AND ${inStatus(sql, "QUEUED")} LIMIT ${CAP}) q) AS depth,
-        (SELECT extract(epoch FROM now() - r.created_at)::float8 FROM records r ${stateJoin(sql)}
+        (SELECT extract(epoch FROM now() - r.created_at)::float8 FROM records r
           WHERE r.network_id = ${n.networkId} AND ${inStatus(sql, "QUEUED")} ORDER BY r.id LIMIT 1) AS oldest`)
     if (Option.isSome(queue) && queue.value[0] !== undefined) {
       set(sampled.queueDepth(n.networkId, labels), queue.value[0].depth)

@@ -3,7 +3,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import { withAnchors } from "../anchoring/anchorViews.ts"
-import { inStatus, recordColumns, type RecordStatus, stateJoin } from "../anchoring/recordState.ts"
+import { listedInStatus, recordColumns, type RecordStatus, stateJoin } from "../anchoring/recordState.ts"
 import { canonicalize } from "../canonical/jcs.ts"
 import { append, appendOne } from "../outbox/Outbox.ts"
 import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
@@ -168,7 +168,7 @@ export class RecordStore extends Context.Service<RecordStore, {
               ${options.status === "DELETED"
                 ? sql`AND r.deleted_at IS NOT NULL`
                 : options.status !== undefined
-                ? sql`AND ${inStatus(sql, options.status as RecordStatus)}`
+                ? sql`AND ${listedInStatus(sql, options.status as RecordStatus)}`
                 : sql``}
               ${options.chainType !== undefined ? sql`AND r.chain_type = ${options.chainType}` : sql``}
               ${options.createdFrom !== undefined ? sql`AND r.created_at >= ${options.createdFrom}` : sql``}

@@ -17,6 +17,7 @@ import recordState from "./0016_record_state.ts"
 import deliveryChunks from "./0017_delivery_chunks.ts"
 import timestampTokens from "./0018_timestamp_tokens.ts"
 import anchorConfirmedFromBatch from "./0019_anchor_confirmed_from_batch.ts"
+import batchInsertXid from "./0020_batch_insert_xid.ts"
 import logTree from "./0022_log_tree.ts"
 import chunkDeliveries from "./0023_chunk_deliveries.ts"
 
@@ -41,6 +42,7 @@ export const migrations = {
   "0017_delivery_chunks": deliveryChunks,
   "0018_timestamp_tokens": timestampTokens,
   "0019_anchor_confirmed_from_batch": anchorConfirmedFromBatch,
+  "0020_batch_insert_xid": batchInsertXid,
   "0022_log_tree": logTree,
   "0023_chunk_deliveries": chunkDeliveries
 }
