@@ -42,7 +42,8 @@ describe("RFC 3161 TSA", () => {
     files = tsa.files
     otherCa = tsa.otherCa
     node = await startNode()
-    other = await startNode({ databaseUrl: node.databaseUrl })
+    // The second node serves the POSTs through their HttpApi endpoints, the first on the gateway's fast path.
+    other = await startNode({ databaseUrl: node.databaseUrl, config: { ingestFastPath: false } })
     key = (await node.createKey(await node.createAccount())).key
     Fs.writeFileSync(file("data.txt"), "the document\n")
   })
@@ -202,6 +203,30 @@ describe("RFC 3161 TSA", () => {
     } finally {
       await open.stop()
     }
+  })
+
+  it("the gateway's fast path and the HttpApi endpoints answer alike (status, headers, refusal bytes), at both paths", async () => {
+    const q = Fs.readFileSync(file("a.tsq"))
+    const basic = `Basic ${Buffer.from(`signtool:${key}`).toString("base64")}`
+    const cases: Array<{ path: string; headers: Record<string, string>; body: Uint8Array }> = []
+    for (const path of ["/v1/timestamp", "/tsa"]) {
+      cases.push(
+        { path, headers: {}, body: q },
+        { path, headers: { authorization: basic }, body: q },
+        { path, headers: {}, body: new Uint8Array([0x30, 0x03, 0x02, 0x01]) },
+        { path, headers: { "content-type": "application/json" }, body: q },
+        { path, headers: { authorization: "Bearer dcp_test_nope" }, body: q },
+        { path, headers: {}, body: new Uint8Array(17 * 1024) }
+      )
+    }
+    const shape = async (base: string, c: (typeof cases)[number]) => {
+      const r = await post(c.body, c.headers, base, c.path)
+      const body = new Uint8Array(await r.arrayBuffer())
+      const headers = [...r.headers].filter(([k]) => !["date", "x-timestamp-serial", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-used", "x-quota-remaining", "content-length"].includes(k))
+      // A granted token's bytes differ (serial, time, signature); a refusal or an error body must not.
+      return { status: r.status, headers, body: r.headers.get("x-timestamp-serial") === null ? Buffer.from(body).toString("hex") : "token" }
+    }
+    for (const c of cases) expect(await shape(node.baseUrl, c), `${c.path} ${JSON.stringify(c.headers)}`).toEqual(await shape(other.baseUrl, c))
   })
 
   it("serials are unique across two nodes on one database under concurrent requests", async () => {
