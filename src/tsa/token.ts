@@ -4,7 +4,9 @@
  * response (a token, or a refusal with its PKIFailureInfo), given a `TsaSigner` (./keys.ts).
  *
  * The signature is made with node:crypto over the DER of the signed attributes (synchronously: pkijs'
- * own `SignedData.sign` goes through WebCrypto, a promise per token), then placed in pkijs' SignerInfo.
+ * own `SignedData.sign` goes through WebCrypto, a promise per token). Per token only the TLVs that
+ * change are encoded, into a layout asn1js encoded once per shape (`issue`; docs/timestamping.md,
+ * "How a token is built"); `issueFully` is the reference build it must equal.
  */
 import * as Crypto from "node:crypto"
 import * as asn1js from "asn1js"
