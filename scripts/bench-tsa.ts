@@ -136,15 +136,25 @@ const storedTokens = () =>
   sql.runPromise(Effect.flatMap(SqlClient.SqlClient, (s) =>
     Effect.map(s<{ n: string }>`SELECT count(*)::text AS n FROM timestamp_tokens t JOIN records r ON r.id = t.record_id`, (rows) => Number(rows[0]!.n))))
 
-/** One measured round: what was answered, the node's and this process's CPU, the machine's. */
+/** Transactions committed in the database so far (pg_stat_database: how many answers share a commit). */
+const commits = () =>
+  sql.runPromise(Effect.flatMap(SqlClient.SqlClient, (s) =>
+    Effect.map(s<{ n: string }>`SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`, (rows) => Number(rows[0]!.n))))
+
+/** One measured round: what was answered, the node's and this process's CPU, the machine's, the commits. */
 const measure = async (target: Target, seconds: number) => {
+  const c0 = await commits()
   const m0 = machine()
   const node0 = cpuMs(node.pid)
   const self0 = process.cpuUsage()
   const result = await run(target, seconds)
   const self = process.cpuUsage(self0)
   const m1 = machine()
+  // The statistics are sent by backends when idle (up to ~0.5 s later): wait for them to settle.
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  const transactions = await commits() - c0
   return {
+    transactions,
     ok: result["2xx"],
     other: result.non2xx + result.errors,
     seconds: (result as unknown as { duration: number }).duration, // autocannon's result; not in its types
@@ -157,9 +167,28 @@ const measure = async (target: Target, seconds: number) => {
 }
 type Round = Awaited<ReturnType<typeof measure>>
 const sum = (rounds: ReadonlyArray<Round>) => rounds.reduce((a, r) => ({
-  ok: a.ok + r.ok, other: a.other + r.other, seconds: a.seconds + r.seconds, p50: Math.max(a.p50, r.p50), p99: Math.max(a.p99, r.p99),
+  transactions: a.transactions + r.transactions, ok: a.ok + r.ok, other: a.other + r.other, seconds: a.seconds + r.seconds, p50: Math.max(a.p50, r.p50), p99: Math.max(a.p99, r.p99),
   nodeCpu: a.nodeCpu + r.nodeCpu, selfCpu: a.selfCpu + r.selfCpu, busy: a.busy + r.busy * r.seconds
 }))
+
+/** One client, one request at a time (fetch, keep-alive): the median round trip of each kind, unloaded by this bench. */
+const alone = async (target: Target, n = 200) => {
+  const times: Array<number> = []
+  for (let i = 0; i < n; i++) {
+    const tokens = target === "tokens"
+    const t0 = performance.now()
+    const r = await fetch(`${base}${tokens ? "/v1/timestamp" : "/v1/anchor/hash"}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": tokens ? "application/timestamp-query" : "application/json" },
+      body: tokens ? freshQuery() : JSON.stringify({ hash: Crypto.randomBytes(32).toString("hex") })
+    })
+    await r.arrayBuffer()
+    times.push(performance.now() - t0)
+  }
+  return times.sort((a, b) => a - b)[n >> 1]!
+}
+const aloneTokens = await alone("tokens")
+const aloneRecords = await alone("records")
 
 await run("tokens", 2) // warm-up
 await run("records", 2)
@@ -178,7 +207,10 @@ await sql.dispose()
 const bareAfter = bareLoop()
 
 node.kill("SIGTERM")
+// Its graceful shutdown waits for the clients' idle keep-alive sockets: measured already, no need to wait.
+const stopped = setTimeout(() => node.kill("SIGKILL"), 5000)
 await exited
+clearTimeout(stopped)
 await db.stop()
 Fs.rmSync(tmp, { recursive: true, force: true })
 
@@ -189,7 +221,8 @@ const tokens = t.ok / t.seconds
 const records = r.ok / r.seconds
 const busy = (t.busy + r.busy) / (t.seconds + r.seconds)
 const fmt = (x: { wall: number; cpu: number }) => `${Math.round(x.wall).toLocaleString("en")}/s (${Math.round(x.cpu).toLocaleString("en")} per CPU-second)`
-const perNode = (x: ReturnType<typeof sum>) => `node ${Math.round(x.nodeCpu * 1e6 / x.ok)} µs CPU each`
+const perNode = (x: ReturnType<typeof sum>) =>
+  `node ${Math.round(x.nodeCpu * 1e6 / x.ok)} µs CPU each; ${(x.ok / x.transactions).toFixed(1)} answers per committed transaction (${x.transactions.toLocaleString("en")} in the database, background work included)`
 const lines = [
   `- bare ECDSA P-256 sign loop (node:crypto, same key): ${fmt(bare)} before the load, ${fmt(bareAfter)} after`,
   `- token building alone (parse the query, TSTInfo, signed attributes, sign, CMS + TimeStampResp encoding): ${fmt(building)}`,
@@ -198,6 +231,7 @@ const lines = [
   `load generator ${Math.round(100 * t.selfCpu / t.seconds)}% of a core; ${t.other} non-2xx or errors; ${stored.toLocaleString("en")} token rows with their records stored for ${granted.toLocaleString("en")} tokens granted`,
   `- same node, same rounds alternated: hash-only records (\`POST /v1/anchor/hash\`, durable, the ingest fast path): ${Math.round(records).toLocaleString("en")}/s, p99 ≤ ${r.p99} ms; ${perNode(r)}; ${r.other} non-2xx or errors`,
   `- ratio durable tokens / bare sign loop: **${(tokens / bare.wall).toFixed(2)}** (wall, vs the loop before the load; ${(tokens / bareAfter.wall).toFixed(2)} vs after); tokens / hash-only records: **${(tokens / records).toFixed(2)}**; token building / bare: ${(building.wall / bare.wall).toFixed(2)}`,
+  `- one request at a time (one client, sequential): a token ${aloneTokens.toFixed(1)} ms, a hash-only record ${aloneRecords.toFixed(1)} ms (medians of 200)`,
   `- machine while measured: ${Math.round(busy * 100)}% of ${Os.cpus().length} cores busy, load average ${load0.toFixed(2)} at the start`
 ]
 console.log(lines.join("\n"))
