@@ -229,6 +229,33 @@ describe("RFC 3161 TSA", () => {
     for (const c of cases) expect(await shape(node.baseUrl, c), `${c.path} ${JSON.stringify(c.headers)}`).toEqual(await shape(other.baseUrl, c))
   })
 
+  it("a token row the database refuses fails only its own request, not the others committed with it (one statement per group)", async () => {
+    Fs.writeFileSync(file("poison.txt"), "poisoned\n")
+    ok(["ts", "-query", "-data", file("poison.txt"), "-sha256", "-cert", "-out", file("poison.tsq")])
+    const imprint = Crypto.hash("sha256", Fs.readFileSync(file("poison.txt")), "hex")
+    await query(node.databaseUrl, `
+      CREATE FUNCTION test_poison_token() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.message_imprint = decode('${imprint}', 'hex') THEN RAISE EXCEPTION 'poisoned token'; END IF; RETURN NEW; END $$`)
+    await query(node.databaseUrl, "CREATE TRIGGER test_poison_token BEFORE INSERT ON timestamp_tokens FOR EACH ROW EXECUTE FUNCTION test_poison_token()")
+    try {
+      const good = Fs.readFileSync(file("a.tsq"))
+      const bad = Fs.readFileSync(file("poison.tsq"))
+      // Sent together, so that they would share a group commit.
+      const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => post(i === 7 ? bad : good)))
+      expect(responses[7]!.status).toBe(500)
+      const served = responses.filter((_, i) => i !== 7)
+      expect(served.every((r) => r.status === 200 && r.headers.get("x-timestamp-serial") !== null)).toBe(true)
+      const serials = served.map((r) => r.headers.get("x-timestamp-serial"))
+      const stored = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM timestamp_tokens t JOIN records r ON r.id = t.record_id WHERE t.serial = ANY($1::bigint[])", [serials])
+      expect(Number(stored[0]!.n)).toBe(29)
+      const poisoned = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM records WHERE hash = $1", [imprint])
+      expect(Number(poisoned[0]!.n)).toBe(0) // its record went with it
+    } finally {
+      await query(node.databaseUrl, "DROP TRIGGER test_poison_token ON timestamp_tokens")
+      await query(node.databaseUrl, "DROP FUNCTION test_poison_token()")
+    }
+  })
+
   it("serials are unique across two nodes on one database under concurrent requests", async () => {
     const q = Fs.readFileSync(file("a.tsq"))
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => post(q, {}, i % 2 === 0 ? node.baseUrl : other.baseUrl)))
