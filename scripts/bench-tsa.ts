@@ -208,7 +208,8 @@ const bareAfter = bareLoop()
 
 node.kill("SIGTERM")
 // Its graceful shutdown waits for the clients' idle keep-alive sockets: measured already, no need to wait.
-const stopped = setTimeout(() => node.kill("SIGKILL"), 5000)
+// (A profile is written only when the node exits by itself: then its shutdown watchdog, 30 s, ends it.)
+const stopped = setTimeout(() => node.kill("SIGKILL"), PROFILE ? 45_000 : 5000)
 await exited
 clearTimeout(stopped)
 await db.stop()
