@@ -9,6 +9,8 @@
  *     (key, limits, headers), the JSON body framing, the strict parser, RecordCreation (the endpoints'
  *     schemas), `toWire`. Their HttpApi handlers (src/records/http.ts) answer the same bytes; with
  *     INGEST_FAST_PATH=false every request takes them (test/records/fastpath.test.ts compares both).
+ *     The time-stamp POSTs (`/v1/timestamp`, `/tsa`) too: their handler is one function
+ *     (src/tsa/http.ts, `makeServeStamp`) that the HttpApi endpoints call as well.
  *  3. Whatever escapes an endpoint unhandled (a defect) is 500 INTERNAL_ERROR, logged, without internals;
  *     but a lost database connection, however it arrives, is 503 SERVICE_UNAVAILABLE with Retry-After.
  */
@@ -30,6 +32,7 @@ import { type Route, routeTable } from "../http/routes.ts"
 import { observeHttp } from "../metrics/metrics.ts"
 import { type CreateEndpoint, type CreateError, RecordCreation } from "../records/creation.ts"
 import { acceptedResponse, pathOf } from "../records/http.ts"
+import { makeServeStamp } from "../tsa/http.ts"
 import { excerpt } from "../excerpt.ts"
 
 /** A path or method as it may appear in a message: a bounded excerpt (src/excerpt.ts), control characters escaped. */
@@ -55,6 +58,9 @@ export const GatewayLayer = HttpRouter.middleware(
     const guard = yield* DatabaseGuard
     const routes = routeTable(Api as never)
     const clock = yield* Clock.Clock
+    // The time-stamp POSTs read, authenticate and answer themselves (src/tsa/http.ts): served from here
+    // with the fast path, without the router's handler chain around the same function.
+    const serveStamp = yield* makeServeStamp
 
     const withHeaders = (response: HttpServerResponse.HttpServerResponse, headers: Headers) =>
       HttpServerResponse.setHeaders(response, headers)
@@ -156,6 +162,7 @@ export const GatewayLayer = HttpRouter.middleware(
       if (config.ingestFastPath && method === "POST" && CREATES.has(endpoint)) {
         return Effect.suspend(() => fast(request, endpoint as CreateEndpoint)).pipe(Effect.catchCause(failure))
       }
+      if (config.ingestFastPath && method === "POST" && endpoint === "timestamp") return Effect.suspend(() => serveStamp(request)).pipe(Effect.catchCause(failure))
       return app.pipe(Effect.catchCause(failure))
     }
 
@@ -190,6 +197,9 @@ export const GatewayLayer = HttpRouter.middleware(
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const path = pathOf(request.url)
         if (!path.startsWith("/v1/") && path !== "/v1") {
+          if (config.ingestFastPath && path === "/tsa" && request.method === "POST") {
+            return measured(fiber, request, started, pageRoute(path), Effect.suspend(() => serveStamp(request)).pipe(Effect.catchCause(failure)))
+          }
           return measured(fiber, request, started, pageRoute(path), app.pipe(Effect.catchCause(failure)))
         }
         const route = routes.find(path)

@@ -8,7 +8,7 @@
  */
 import { Cause, Clock, Context, Effect, Layer, Queue, Result, Schema } from "effect"
 import { PgTypes } from "@effect/sql-pg"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isConnectionFailure } from "../db/errors.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
@@ -48,6 +48,12 @@ export interface Submission {
  */
 export interface CompanionWriter {
   readonly insert: (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError.SqlError>
+  /**
+   * The same rows as a data-modifying CTE of the records' own INSERT (`insertRecords`): a group of one
+   * kind of companion for accounts without a quota is then one statement, one round trip, where
+   * `insert` after the records takes a transaction of four (BEGIN, records, companions, COMMIT).
+   */
+  readonly insertWithRecords?: (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => Statement.Fragment
 }
 
 export interface Companion {
@@ -55,8 +61,8 @@ export interface Companion {
   readonly item: unknown
 }
 
-/** The companions of the submissions committed, one insert per writer. */
-const insertCompanions = (sql: SqlClient.SqlClient, committed: ReadonlyArray<Submission>) => {
+/** The companions of the submissions, grouped by writer. */
+const companionsOf = (committed: ReadonlyArray<Submission>) => {
   const byWriter = new Map<CompanionWriter, Array<unknown>>()
   for (const s of committed) {
     if (s.companion === undefined) continue
@@ -64,8 +70,12 @@ const insertCompanions = (sql: SqlClient.SqlClient, committed: ReadonlyArray<Sub
     if (items) items.push(s.companion.item)
     else byWriter.set(s.companion.writer, [s.companion.item])
   }
-  return Effect.forEach(byWriter, ([writer, items]) => writer.insert(sql, items), { discard: true })
+  return byWriter
 }
+
+/** The companions of the submissions committed, one insert per writer. */
+const insertCompanions = (sql: SqlClient.SqlClient, committed: ReadonlyArray<Submission>) =>
+  Effect.forEach(companionsOf(committed), ([writer, items]) => writer.insert(sql, items), { discard: true })
 
 export type SubmitOutcome =
   | { readonly _tag: "Committed"; readonly usedAfter: number }
@@ -128,7 +138,13 @@ const binaryArray = (values: ReadonlyArray<unknown>, elementOid: number) => Resu
  * All rows in one statement (see `columns`), counting usage in the same statement. Exported for the
  * commit-ceiling reference of `npm run bench:ingest`, which must write exactly what ingest writes.
  */
-export const insertRecords = (sql: SqlClient.SqlClient, rows: ReadonlyArray<NewRecord>, month: string) => {
+export const insertRecords = (
+  sql: SqlClient.SqlClient,
+  rows: ReadonlyArray<NewRecord>,
+  month: string,
+  /** A companion's rows inserted by the same statement (CompanionWriter.insertWithRecords). */
+  companion?: Statement.Fragment
+) => {
   const c = columns(rows)
   return sql<{ accountId: string; used: string | number }>`
     WITH ins AS (
@@ -144,7 +160,7 @@ export const insertRecords = (sql: SqlClient.SqlClient, rows: ReadonlyArray<NewR
         AS u(id, account_id, environment, hash, chain_type, network_id, package_mode, source,
              data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at, salted)
       RETURNING account_id
-    )
+    )${companion === undefined ? sql`` : sql`, companion AS (${companion})`}
     INSERT INTO usage_monthly (account_id, month, used)
     SELECT account_id, ${month}, count(*) FROM ins GROUP BY account_id
     ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used + EXCLUDED.used
@@ -199,14 +215,18 @@ export class IngestWriter extends Context.Service<IngestWriter, {
        * a single statement is its own transaction.
        */
       const commitUnlimited = (group: ReadonlyArray<Pending>) => {
+        const companions = companionsOf(group.map((p) => p.submission))
+        // One kind of companion that can ride in the records' statement: one statement, no transaction.
+        const [only] = companions.size === 1 ? companions : []
+        const within = only !== undefined && only[0].insertWithRecords !== undefined ? only[0].insertWithRecords(sql, only[1]) : undefined
         const commit = Effect.gen(function*() {
           const rows = group.flatMap((p) => p.submission.rows)
-          const used = new Map((yield* insertRecords(sql, rows, currentMonth(clock.currentTimeMillisUnsafe()).month)).map((r) => [r.accountId, Number(r.used)]))
-          yield* insertCompanions(sql, group.map((p) => p.submission))
+          const used = new Map((yield* insertRecords(sql, rows, currentMonth(clock.currentTimeMillisUnsafe()).month, within)).map((r) => [r.accountId, Number(r.used)]))
+          if (within === undefined) yield* insertCompanions(sql, group.map((p) => p.submission))
           return new Map(group.map((p) => [p, { _tag: "Committed", usedAfter: used.get(p.submission.accountId) ?? 0 } as SubmitOutcome]))
         })
-        // With companions it is two statements: one transaction.
-        return group.some((p) => p.submission.companion !== undefined) ? sql.withTransaction(commit) : commit
+        // With companions in statements of their own it is two statements: one transaction.
+        return companions.size > 0 && within === undefined ? sql.withTransaction(commit) : commit
       }
 
       /**

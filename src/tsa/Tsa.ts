@@ -47,22 +47,22 @@ interface TokenRow {
 
 const binaryArray = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
 
-/** The token rows of a group commit, one statement (src/records/IngestWriter.ts). */
-const tokenWriter: CompanionWriter = {
-  insert: (sql, items) => {
-    const rows = items as ReadonlyArray<TokenRow>
-    const text = (f: (r: TokenRow) => string) => binaryArray(rows.map(f), PgTypes.OID.text)
-    return sql`
-      INSERT INTO timestamp_tokens (serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)
-      SELECT serial::bigint, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token
-      FROM unnest(${text((r) => String(r.serial))}::text[], ${text((r) => r.accountId)}::text[], ${text((r) => r.environment)}::text[],
-                  ${text((r) => r.recordId)}::text[], ${text((r) => r.algorithm)}::text[],
-                  ${binaryArray(rows.map((r) => r.imprint), PgTypes.OID.bytea)}::bytea[],
-                  ${binaryArray(rows.map((r) => r.genTime), PgTypes.OID.timestamptz)}::timestamptz[],
-                  ${binaryArray(rows.map((r) => r.token), PgTypes.OID.bytea)}::bytea[])
-        AS u(serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)`
-  }
+/** The token rows of a group commit (src/records/IngestWriter.ts): a statement, or the records' statement's CTE. */
+const insertTokens = (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => {
+  const rows = items as ReadonlyArray<TokenRow>
+  const text = (f: (r: TokenRow) => string) => binaryArray(rows.map(f), PgTypes.OID.text)
+  return sql`
+    INSERT INTO timestamp_tokens (serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)
+    SELECT serial::bigint, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token
+    FROM unnest(${text((r) => String(r.serial))}::text[], ${text((r) => r.accountId)}::text[], ${text((r) => r.environment)}::text[],
+                ${text((r) => r.recordId)}::text[], ${text((r) => r.algorithm)}::text[],
+                ${binaryArray(rows.map((r) => r.imprint), PgTypes.OID.bytea)}::bytea[],
+                ${binaryArray(rows.map((r) => r.genTime), PgTypes.OID.timestamptz)}::timestamptz[],
+                ${binaryArray(rows.map((r) => r.token), PgTypes.OID.bytea)}::bytea[])
+      AS u(serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)`
 }
+
+const tokenWriter: CompanionWriter = { insert: insertTokens, insertWithRecords: insertTokens }
 
 /** What `GET /v1/timestamp/{serial}` answers (src/api/timestamp.ts). */
 export interface TokenView {

@@ -42,7 +42,8 @@ describe("RFC 3161 TSA", () => {
     files = tsa.files
     otherCa = tsa.otherCa
     node = await startNode()
-    other = await startNode({ databaseUrl: node.databaseUrl })
+    // The second node serves the POSTs through their HttpApi endpoints, the first on the gateway's fast path.
+    other = await startNode({ databaseUrl: node.databaseUrl, config: { ingestFastPath: false } })
     key = (await node.createKey(await node.createAccount())).key
     Fs.writeFileSync(file("data.txt"), "the document\n")
   })
@@ -201,6 +202,57 @@ describe("RFC 3161 TSA", () => {
       expect(rows[0]?.account_id).toBe(account)
     } finally {
       await open.stop()
+    }
+  })
+
+  it("the gateway's fast path and the HttpApi endpoints answer alike (status, headers, refusal bytes), at both paths", async () => {
+    const q = Fs.readFileSync(file("a.tsq"))
+    const basic = `Basic ${Buffer.from(`signtool:${key}`).toString("base64")}`
+    const cases: Array<{ path: string; headers: Record<string, string>; body: Uint8Array }> = []
+    for (const path of ["/v1/timestamp", "/tsa"]) {
+      cases.push(
+        { path, headers: {}, body: q },
+        { path, headers: { authorization: basic }, body: q },
+        { path, headers: {}, body: new Uint8Array([0x30, 0x03, 0x02, 0x01]) },
+        { path, headers: { "content-type": "application/json" }, body: q },
+        { path, headers: { authorization: "Bearer dcp_test_nope" }, body: q },
+        { path, headers: {}, body: new Uint8Array(17 * 1024) }
+      )
+    }
+    const shape = async (base: string, c: (typeof cases)[number]) => {
+      const r = await post(c.body, c.headers, base, c.path)
+      const body = new Uint8Array(await r.arrayBuffer())
+      const headers = [...r.headers].filter(([k]) => !["date", "x-timestamp-serial", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-used", "x-quota-remaining", "content-length"].includes(k))
+      // A granted token's bytes differ (serial, time, signature); a refusal or an error body must not.
+      return { status: r.status, headers, body: r.headers.get("x-timestamp-serial") === null ? Buffer.from(body).toString("hex") : "token" }
+    }
+    for (const c of cases) expect(await shape(node.baseUrl, c), `${c.path} ${JSON.stringify(c.headers)}`).toEqual(await shape(other.baseUrl, c))
+  })
+
+  it("a token row the database refuses fails only its own request, not the others committed with it (one statement per group)", async () => {
+    Fs.writeFileSync(file("poison.txt"), "poisoned\n")
+    ok(["ts", "-query", "-data", file("poison.txt"), "-sha256", "-cert", "-out", file("poison.tsq")])
+    const imprint = Crypto.hash("sha256", Fs.readFileSync(file("poison.txt")), "hex")
+    await query(node.databaseUrl, `
+      CREATE FUNCTION test_poison_token() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.message_imprint = decode('${imprint}', 'hex') THEN RAISE EXCEPTION 'poisoned token'; END IF; RETURN NEW; END $$`)
+    await query(node.databaseUrl, "CREATE TRIGGER test_poison_token BEFORE INSERT ON timestamp_tokens FOR EACH ROW EXECUTE FUNCTION test_poison_token()")
+    try {
+      const good = Fs.readFileSync(file("a.tsq"))
+      const bad = Fs.readFileSync(file("poison.tsq"))
+      // Sent together, so that they would share a group commit.
+      const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => post(i === 7 ? bad : good)))
+      expect(responses[7]!.status).toBe(500)
+      const served = responses.filter((_, i) => i !== 7)
+      expect(served.every((r) => r.status === 200 && r.headers.get("x-timestamp-serial") !== null)).toBe(true)
+      const serials = served.map((r) => r.headers.get("x-timestamp-serial"))
+      const stored = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM timestamp_tokens t JOIN records r ON r.id = t.record_id WHERE t.serial = ANY($1::bigint[])", [serials])
+      expect(Number(stored[0]!.n)).toBe(29)
+      const poisoned = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM records WHERE hash = $1", [imprint])
+      expect(Number(poisoned[0]!.n)).toBe(0) // its record went with it
+    } finally {
+      await query(node.databaseUrl, "DROP TRIGGER test_poison_token ON timestamp_tokens")
+      await query(node.databaseUrl, "DROP FUNCTION test_poison_token()")
     }
   })
 
