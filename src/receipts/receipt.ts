@@ -1,6 +1,6 @@
 /**
  * COSE Receipts (RFC 9942) for anchored records, `vds` = RFC9162_SHA256: the shape, and its
- * verification (docs/proof-format.md, "COSE Receipts"). Pure (CBOR + WebCrypto): the node builds
+ * verification (docs/proof-format.md, "COSE Receipts"). Pure (cbor2 + WebCrypto): the node builds
  * receipts with it (src/receipts/http.ts), `anchord verify` and the verify page check them.
  *
  *   18([                                       COSE_Sign1, tagged
@@ -14,7 +14,7 @@
  */
 import type { webcrypto } from "node:crypto"
 import { leafHash, rootFromInclusionProof } from "../anchoring/rfc9162.ts"
-import { type CborValue, decode, encode, Tagged } from "./cbor.ts"
+import { type CborValue, decode, encode, Tag } from "./cbor.ts"
 
 export const COSE_SIGN1_TAG = 18
 export const HEADER_ALG = 1
@@ -94,7 +94,7 @@ export const encodeReceipt = (
     [HEADER_VDP, new Map<CborValue, CborValue>([[PROOF_INCLUSION, [proof]]])],
     [HEADER_ANCHOR, anchorMap(anchor)]
   ])
-  return encode(new Tagged(COSE_SIGN1_TAG, [protectedBytes, unprotected, null, signature]))
+  return encode(new Tag(COSE_SIGN1_TAG, [protectedBytes, unprotected, null, signature]))
 }
 
 const fail = (message: string): never => {
@@ -125,9 +125,9 @@ const readAnchor = (v: CborValue | undefined): ReceiptAnchor | undefined => {
  */
 export const parseReceipt = (bytes: Uint8Array): ParsedReceipt => {
   let top = decode(bytes)
-  if (top instanceof Tagged) {
+  if (top instanceof Tag) {
     if (top.tag !== COSE_SIGN1_TAG) fail(`CBOR tag ${top.tag} is not COSE_Sign1 (18)`)
-    top = top.value
+    top = top.contents as CborValue
   }
   if (!Array.isArray(top) || top.length !== 4) fail("not a COSE_Sign1 (an array of 4)")
   const [p, u, payload, sig] = top as ReadonlyArray<CborValue>
