@@ -1,6 +1,6 @@
 /**
  * COSE Receipts (RFC 9942) for anchored records, `vds` = RFC9162_SHA256: the shape, and its
- * verification (docs/proof-format.md, "COSE Receipts"). Pure (CBOR + WebCrypto): the node builds
+ * verification (docs/proof-format.md, "COSE Receipts"). Pure (cbor2 + WebCrypto): the node builds
  * receipts with it (src/receipts/http.ts), `anchord verify` and the verify page check them.
  *
  *   18([                                       COSE_Sign1, tagged
@@ -12,9 +12,8 @@
  *
  * The leaf is the record hash (32 bytes, `sha256(JCS(data))`); the leaf hash SHA-256(0x00 || hash).
  */
-import type { webcrypto } from "node:crypto"
 import { leafHash, rootFromInclusionProof } from "../anchoring/rfc9162.ts"
-import { type CborValue, decode, encode, Tagged } from "./cbor.ts"
+import { type CborValue, decode, encode, Tag } from "./cbor.ts"
 
 export const COSE_SIGN1_TAG = 18
 export const HEADER_ALG = 1
@@ -94,7 +93,7 @@ export const encodeReceipt = (
     [HEADER_VDP, new Map<CborValue, CborValue>([[PROOF_INCLUSION, [proof]]])],
     [HEADER_ANCHOR, anchorMap(anchor)]
   ])
-  return encode(new Tagged(COSE_SIGN1_TAG, [protectedBytes, unprotected, null, signature]))
+  return encode(new Tag(COSE_SIGN1_TAG, [protectedBytes, unprotected, null, signature]))
 }
 
 const fail = (message: string): never => {
@@ -125,9 +124,9 @@ const readAnchor = (v: CborValue | undefined): ReceiptAnchor | undefined => {
  */
 export const parseReceipt = (bytes: Uint8Array): ParsedReceipt => {
   let top = decode(bytes)
-  if (top instanceof Tagged) {
+  if (top instanceof Tag) {
     if (top.tag !== COSE_SIGN1_TAG) fail(`CBOR tag ${top.tag} is not COSE_Sign1 (18)`)
-    top = top.value
+    top = top.contents as CborValue
   }
   if (!Array.isArray(top) || top.length !== 4) fail("not a COSE_Sign1 (an array of 4)")
   const [p, u, payload, sig] = top as ReadonlyArray<CborValue>
@@ -171,14 +170,20 @@ export const parseReceipt = (bytes: Uint8Array): ParsedReceipt => {
 export const receiptRoot = (r: ParsedReceipt, recordHash: Uint8Array): Uint8Array | undefined =>
   rootFromInclusionProof(r.inclusion.leafIndex, r.inclusion.treeSize, leafHash(recordHash), r.inclusion.path)
 
+// Typed without node:crypto's webcrypto types: the verify page type-checks this file with the DOM
+// library (web/tsconfig.json), whose CryptoKey and BufferSource are other (equal) types.
+const subtle = () => globalThis.crypto.subtle
+/** A copy on a plain ArrayBuffer: a BufferSource in both libraries' typings. */
+const own = (b: Uint8Array): Uint8Array<ArrayBuffer> => Uint8Array.from(b)
+export type ReceiptPublicKey = Awaited<ReturnType<ReturnType<typeof subtle>["importKey"]>>
+
 /** An ES256 public key (SPKI DER) for WebCrypto. */
-export const importReceiptKey = (spki: Uint8Array): Promise<webcrypto.CryptoKey> =>
-  globalThis.crypto.subtle.importKey("spki", spki as webcrypto.BufferSource, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"])
+export const importReceiptKey = (spki: Uint8Array): Promise<ReceiptPublicKey> =>
+  subtle().importKey("spki", own(spki), { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"])
 
 /** True when the signature covers `root` (the detached payload) under `key`. */
-export const signatureValid = (r: ParsedReceipt, root: Uint8Array, key: webcrypto.CryptoKey): Promise<boolean> =>
-  globalThis.crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, key, r.signature as webcrypto.BufferSource, sigStructure(r.protectedBytes, root) as webcrypto.BufferSource)
+export const signatureValid = (r: ParsedReceipt, root: Uint8Array, key: ReceiptPublicKey): Promise<boolean> =>
+  subtle().verify({ name: "ECDSA", hash: "SHA-256" }, key, own(r.signature), own(sigStructure(r.protectedBytes, root)))
 
 /** kid of a receipt key: SHA-256 of its SPKI DER (what /.well-known/scitt-keys lists). */
-export const keyId = async (spki: Uint8Array): Promise<Uint8Array> =>
-  new Uint8Array(await globalThis.crypto.subtle.digest("SHA-256", spki as webcrypto.BufferSource))
+export const keyId = async (spki: Uint8Array): Promise<Uint8Array> => new Uint8Array(await subtle().digest("SHA-256", own(spki)))

@@ -275,23 +275,26 @@ describe("the public verify page", () => {
     for (const [role, name] of [
       ["textbox", "Proof bundle, IN_PLACE document or record lookup (JSON)"],
       ["textbox", "Your own JSON-RPC URL (optional)"],
+      ["textbox", "Record hash (hex, when the data is not given)"],
+      ["textbox", "Receipt key (PEM public key)"],
       ["button", "Verify"]
     ] as const) {
       expect(await page.getByRole(role, { name }).count(), name).toBe(1)
     }
     expect(await page.getByLabel("Proof file").count()).toBe(1)
     expect(await page.getByLabel("Data file").count()).toBe(1)
+    expect(await page.getByLabel("Receipt file").count()).toBe(1)
     const active = () => page.evaluate(() => (globalThis as any).document.activeElement?.id)
     await page.keyboard.press("Tab")
     expect(await active()).toBe("proof-text")
     await page.keyboard.insertText(JSON.stringify(plain!.bundle))
-    // Tab on through the file inputs and the RPC field to the button.
+    // Tab on through the file inputs, the receipt's fields and the RPC field to the button.
     const order: Array<string> = []
-    for (let i = 0; i < 6 && (await active()) !== "verify-button"; i++) {
+    for (let i = 0; i < 10 && (await active()) !== "verify-button"; i++) {
       await page.keyboard.press("Tab")
       order.push(await active())
     }
-    expect(order).toEqual(["proof-file", "data-file", "rpc-url", "verify-button"])
+    expect(order).toEqual(["proof-file", "receipt-file", "receipt-hash", "receipt-key", "data-file", "rpc-url", "verify-button"])
     await page.keyboard.press("Enter")
     expect((await result(page)).outcome).toBe("verified")
     expect(await active()).toBe("verdict")

@@ -2,7 +2,10 @@
  * The public verify page (`/verify`, SPEC 9): a proof bundle, IN_PLACE document or record lookup,
  * checked in the visitor's browser by the project's own verification core (src/verify/verify.ts,
  * the code of `anchord verify`), straight against each chain's JSON-RPC; Fabric anchors are left
- * to the node (./fabric.ts). Built into ../verify.js by web/build.ts.
+ * to the node (./fabric.ts). A COSE Receipt (RFC 9942) is checked by the same core
+ * (src/verify/receipt.ts, `anchord verify --receipt`): ES256 signature by WebCrypto, the RFC 9162
+ * inclusion proof, the root's LogRootAnchored log and verifyLogInclusion on chain. Built into
+ * ../verify.js by web/build.ts.
  *
  * Everything shown comes from untrusted input (the bundle, the chain): it is only ever set as
  * text, never as HTML.
@@ -14,11 +17,15 @@ import { rpcClient } from "../../../src/verify/evm.ts"
 import { readInput, type BundleAnchor, type VerifyInput } from "../../../src/verify/input.ts"
 import type { Check, CheckStatus, Outcome, Report } from "../../../src/verify/report.ts"
 import { verifyInput } from "../../../src/verify/verify.ts"
+import { verifyReceipt } from "../../../src/verify/receipt.ts"
+import { parseReceipt, type ReceiptAnchor } from "../../../src/receipts/receipt.ts"
 import { networkFor, parseConfig, type VerifyPageConfig } from "./config.ts"
 import { recordHash } from "../../../src/canonical/jcs.ts"
-import { byNode, setFabricChecker } from "./fabric.ts"
+import { byNode, FABRIC_BY_NODE_CHECK, setFabricChecker } from "./fabric.ts"
 
 const CONFIG_URL = "/verify/config.json"
+/** The receipt key of the node serving this page (src/receipts/http.ts), used when none is pasted. */
+const RECEIPT_KEY_URL = "/.well-known/anchord-receipt-key.pem"
 /** Per JSON-RPC request, as `anchord verify --timeout-ms` (10 s there): public endpoints can be slow. */
 const RPC_TIMEOUT_MS = 15_000
 const MAX_JSON_DEPTH = 128
@@ -128,7 +135,11 @@ class FieldError extends Error {
 
 interface Run {
   readonly report: Report
-  readonly input: VerifyInput
+  /** What was checked, as the summary names it. */
+  readonly inputLabel: string
+  readonly anchors: ReadonlyArray<BundleAnchor>
+  /** A receipt's RFC 9162 root and leaf, shown with its anchor. */
+  readonly receipt?: { readonly logRoot: string; readonly leaf: string } | undefined
   /** The RPC URL each EVM network was asked through. */
   readonly rpcUsed: ReadonlyMap<string, string>
   readonly config: VerifyPageConfig
@@ -158,13 +169,95 @@ const verify = async (input: VerifyInput, data: { value: unknown } | undefined, 
   }))
   // CSP violation events are queued as tasks: let them arrive before reading `refused`.
   await new Promise((r) => setTimeout(r, 0))
-  return { report: { ...report, checks: report.checks.map((c) => reword(c, rpcUsed)) }, input, rpcUsed, config }
+  return {
+    report: { ...report, checks: report.checks.map((c) => reword(c, rpcUsed)) },
+    inputLabel: input.kind === "bundle" ? "proof bundle" : input.kind === "in-place" ? "IN_PLACE document" : "record lookup",
+    anchors: input.bundle.anchors,
+    rpcUsed,
+    config
+  }
+}
+
+/** PEM (SPKI) → DER; a pasted key may carry other text around the block. */
+const pemToSpki = (pem: string): Uint8Array => {
+  const m = /-----BEGIN PUBLIC KEY-----([\s\S]*?)-----END PUBLIC KEY-----/.exec(pem)
+  if (m === null) throw new FieldError("receipt-key", "the receipt key must be a PEM public key (-----BEGIN PUBLIC KEY-----)")
+  try {
+    return Uint8Array.from(atob(m[1]!.replace(/\s+/g, "")), (c) => c.charCodeAt(0))
+  } catch {
+    throw new FieldError("receipt-key", "the receipt key's PEM block is not base64")
+  }
+}
+
+/** The pasted receipt key, or the key of the node serving this page. */
+const receiptKey = async (): Promise<Uint8Array> => {
+  const pasted = $<HTMLTextAreaElement>("receipt-key").value.trim()
+  if (pasted !== "") return pemToSpki(pasted)
+  let response: Response
+  try {
+    response = await fetch(RECEIPT_KEY_URL, { cache: "no-store", credentials: "omit" })
+  } catch (e) {
+    throw new FieldError("receipt-key", `no receipt key given, and ${RECEIPT_KEY_URL} could not be loaded (${e instanceof Error ? e.message : String(e)}): paste the key`)
+  }
+  if (!response.ok) throw new FieldError("receipt-key", `no receipt key given, and this server has none at ${RECEIPT_KEY_URL} (HTTP ${response.status}): paste the key`)
+  return pemToSpki(await response.text())
+}
+
+const asBundleAnchor = (a: ReceiptAnchor, leafIndex: number, leafCount: number): BundleAnchor => ({ ...a, merkleProof: [], leafIndex, leafCount })
+
+const verifyReceiptFile = async (
+  receipt: Uint8Array,
+  hash: { readonly hex: string; readonly source: "data" | "bundle" },
+  keySpki: Uint8Array,
+  manual: string | undefined
+): Promise<Run> => {
+  const { config } = await configPromise
+  // The anchor only picks the RPC endpoint here; verifyReceipt parses (and judges) the receipt itself.
+  let parsed: ReturnType<typeof parseReceipt> | undefined
+  try {
+    parsed = parseReceipt(receipt)
+  } catch {
+    parsed = undefined
+  }
+  const anchor = parsed?.anchor
+  const rpcUsed = new Map<string, string>()
+  const url = anchor === undefined || anchor.chainType !== "evm" ? undefined : manual ?? networkFor(config, anchor)?.rpcUrl
+  if (anchor !== undefined && url !== undefined) rpcUsed.set(anchor.networkId, url)
+  // The node's POST /v1/verify checks bundles, not receipts: a Fabric receipt is for anchord verify.
+  setFabricChecker(async (a) => [{
+    id: FABRIC_BY_NODE_CHECK,
+    networkId: a.networkId,
+    status: "error",
+    message: "a Fabric receipt's root cannot be checked from a browser: check it with anchord verify --receipt and a Fabric identity (--fabric-profile)"
+  }])
+  refused.clear()
+  const report = await Effect.runPromise(verifyReceipt({
+    receipt,
+    keySpki,
+    hash: hash.hex,
+    hashSource: hash.source,
+    rpc: url === undefined ? undefined : rpcClient(url, RPC_TIMEOUT_MS),
+    minConfirmations: 1,
+    offline: false
+  }))
+  await new Promise((r) => setTimeout(r, 0))
+  return {
+    report: { ...report, checks: report.checks.map((c) => reword(c, rpcUsed)) },
+    inputLabel: "COSE receipt (RFC 9942)",
+    anchors: anchor === undefined || parsed === undefined ? [] : [asBundleAnchor(anchor, parsed.inclusion.leafIndex, parsed.inclusion.treeSize)],
+    receipt: anchor === undefined || parsed === undefined
+      ? undefined
+      : { logRoot: anchor.logRoot, leaf: `${parsed.inclusion.leafIndex} of ${parsed.inclusion.treeSize}` },
+    rpcUsed,
+    config
+  }
 }
 
 /** The CLI's wording where it names CLI flags, and why a connection was refused. */
 const reword = (c: Check, rpcUsed: ReadonlyMap<string, string>): Check => {
   if (c.id === "evm.rpc" && c.status === "error") {
-    return { ...c, message: c.message.replace(/: give --rpc <url>$/, "") + ": this node lists no endpoint for that chain; enter a JSON-RPC URL above" }
+    const base = c.message.startsWith("no --rpc given") ? "no JSON-RPC endpoint for the receipt's chain" : c.message.replace(/: give --rpc <url>$/, "")
+    return { ...c, message: base + ": this node lists no endpoint for that chain; enter a JSON-RPC URL above" }
   }
   if (c.id === "hash" && c.status === "skip") {
     return { ...c, message: "no data given: the stated hash is checked as given (choose the original data file to recompute it)" }
@@ -229,7 +322,7 @@ const explorerTx = (config: VerifyPageConfig, anchor: BundleAnchor): string | un
   return explorer === undefined || !/^0x[0-9a-fA-F]{64}$/.test(anchor.txHash) ? undefined : `${explorer.replace(/\/+$/, "")}/tx/${anchor.txHash}`
 }
 
-const renderRun = ({ report, input, rpcUsed, config }: Run) => {
+const renderRun = ({ report, inputLabel, anchors, receipt, rpcUsed, config }: Run) => {
   const result = $("result")
   const byNodeOnly = report.outcome === "could-not-check" && report.checks.filter((c) => c.status === "error").every(isByNode)
   const anyByNode = report.checks.some(isByNode)
@@ -246,13 +339,15 @@ const renderRun = ({ report, input, rpcUsed, config }: Run) => {
   fact(summary, "Hash", report.hash)
   summary.append(
     h("dt", {}, "Hash source"),
-    h("dd", {}, report.hashSource === "data" ? "recomputed here from the data (RFC 8785 JCS + SHA-256)" : "as stated in the proof (no data given)")
+    h("dd", {}, report.hashSource === "data"
+      ? "recomputed here from the data (RFC 8785 JCS + SHA-256)"
+      : receipt !== undefined || report.input === "cose-receipt" ? "as given (no data given)" : "as stated in the proof (no data given)")
   )
-  summary.append(h("dt", {}, "Input"), h("dd", {}, input.kind === "bundle" ? "proof bundle" : input.kind === "in-place" ? "IN_PLACE document" : "record lookup"))
+  summary.append(h("dt", {}, "Input"), h("dd", {}, inputLabel))
 
   const recordChecks = report.checks.filter((c) => c.networkId === undefined)
   const sections: Array<HTMLElement> = []
-  input.bundle.anchors.forEach((anchor, i) => {
+  anchors.forEach((anchor, i) => {
     const outcome = report.anchors[i]?.outcome ?? "could-not-check"
     const checks = report.checks.filter((c) => c.networkId === anchor.networkId)
     const byNode = checks.some(isByNode)
@@ -266,6 +361,10 @@ const renderRun = ({ report, input, rpcUsed, config }: Run) => {
     fact(facts, "Block", anchor.blockNumber)
     fact(facts, "Batch", anchor.batchId)
     fact(facts, "Merkle root", anchor.merkleRoot)
+    if (receipt !== undefined) {
+      fact(facts, "RFC 9162 root", receipt.logRoot)
+      fact(facts, "Leaf", receipt.leaf)
+    }
     fact(facts, "Anchored at", anchor.anchoredAt)
     sections.push(h(
       "section",
@@ -311,7 +410,7 @@ const setStatus = (text: string) => {
 }
 
 const clearFieldErrors = () => {
-  for (const id of ["proof-text", "rpc-url", "data-file"]) $(id).removeAttribute("aria-invalid")
+  for (const id of ["proof-text", "rpc-url", "data-file", "receipt-file", "receipt-hash", "receipt-key"]) $(id).removeAttribute("aria-invalid")
   $("form-error").textContent = ""
   $("form-error").hidden = true
 }
@@ -324,11 +423,35 @@ const fieldError = (field: string, message: string) => {
   control.focus()
 }
 
+/** The record hash a receipt is checked for: recomputed from the data file, or as typed. */
+const receiptHash = async (): Promise<{ readonly hex: string; readonly source: "data" | "bundle" }> => {
+  const dataFile = $<HTMLInputElement>("data-file").files?.[0]
+  if (dataFile !== undefined) return { hex: recordHash(parseJson(await dataFile.text(), `the data file ${dataFile.name}`)), source: "data" }
+  const typed = $<HTMLInputElement>("receipt-hash").value.trim().replace(/^0x/i, "").toLowerCase()
+  if (typed === "") throw new FieldError("receipt-hash", "A receipt is checked for a record: choose its data file or enter its hash.")
+  if (!/^[0-9a-f]{64}$/.test(typed)) throw new FieldError("receipt-hash", "The record hash is 64 hex characters (SHA-256).")
+  return { hex: typed, source: "bundle" }
+}
+
+const runReceipt = async (file: File, manual: string | undefined) => {
+  let hash: Awaited<ReturnType<typeof receiptHash>>
+  let key: Uint8Array
+  try {
+    hash = await receiptHash()
+    key = await receiptKey()
+  } catch (e) {
+    if (e instanceof FieldError) return fieldError(e.field, e.message)
+    throw e
+  }
+  renderRun(await verifyReceiptFile(new Uint8Array(await file.arrayBuffer()), hash, key, manual))
+}
+
 const run = async () => {
   if (running) return
   clearFieldErrors()
   const text = $<HTMLTextAreaElement>("proof-text").value
-  if (text.trim() === "") return fieldError("proof-text", "Paste a proof, drop a file or choose one first.")
+  const receiptFile = $<HTMLInputElement>("receipt-file").files?.[0]
+  if (text.trim() === "" && receiptFile === undefined) return fieldError("proof-text", "Paste a proof, drop a file or choose one (or a COSE receipt) first.")
   let manual: string | undefined
   try {
     manual = manualRpcUrl()
@@ -339,6 +462,11 @@ const run = async () => {
   $("result").setAttribute("aria-busy", "true")
   setStatus("Checking…")
   try {
+    if (receiptFile !== undefined) {
+      await runReceipt(receiptFile, manual)
+      setStatus("")
+      return
+    }
     const input = readProof(text)
     const dataFile = $<HTMLInputElement>("data-file").files?.[0]
     const data = dataFile === undefined ? undefined : { value: parseJson(await dataFile.text(), `the data file ${dataFile.name}`) }
