@@ -723,7 +723,9 @@ const main = async () => {
         } catch {} // not a git checkout (e.g. a `git archive` of a commit): its folder's name says which
         const name = `bench_build_${i}`
         await sqlAt(db.url)((s) => s.unsafe(`CREATE DATABASE ${name}`))
-        const contract = await deployAnchorRegistry({ rpcUrl: anvil.rpcUrl, privateKey: BUILD_KEYS[i]! })
+        // Each build's own contract (its artifact): a node refuses a contract of another version (doctor).
+        const deployOf = (await import(Path.join(nodeRoot, "src/evm/deploy.ts"))).deployAnchorRegistry as typeof deployAnchorRegistry
+        const contract = await deployOf({ rpcUrl: anvil.rpcUrl, privateKey: BUILD_KEYS[i]! })
         const nodeEnv = { ...env, DATABASE_URL: withDatabase(db.url, name), EVM_NETWORKS: evmNetworks(contract.address), EVM_PRIVATE_KEY_BENCH_ANVIL: BUILD_KEYS[i]! }
         builds.push({ label: commit === undefined ? Path.basename(nodeRoot) : `${commit} (${Path.basename(nodeRoot)})`, nodeRoot, nodeEnv, apiKey: accountKey(nodeRoot, nodeEnv) })
         log(`build ${i + 1}: ${builds.at(-1)!.label}`)
