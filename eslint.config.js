@@ -20,6 +20,8 @@ const dprint = {
   preferHanging: true,
   quoteProps: "preserve",
   "module.sortImportDeclarations": "maintain",
+  // Re-exports too: the order of `export … from` is the modules' evaluation order.
+  "module.sortExportDeclarations": "maintain",
   "importDeclaration.sortNamedImports": "maintain",
   "exportDeclaration.sortNamedExports": "maintain"
 }
