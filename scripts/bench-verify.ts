@@ -61,7 +61,7 @@ const rpcUrl = `http://127.0.0.1:${port}`
 const anvil = spawn(Path.join(root, "node_modules/.bin/anvil"), ["--port", String(port), "--host", "127.0.0.1", "--silent"], { stdio: "ignore" })
 const runs: Array<number> = []
 const helpRuns: Array<number> = []
-let rpcRoundTrip = 0
+let rpcRoundTrip: number
 try {
   const client = createPublicClient({ transport: http(rpcUrl) })
   for (let i = 0; ; i++) {

@@ -228,6 +228,3 @@ export function instantiateKeccak(): KeccakWasm {
     }
   }
 }
-
-/** Size of the emitted module, for the curious. */
-export const keccakWasmSize = moduleBytes.length

@@ -1,7 +1,7 @@
 /** Wire schemas of the console's API (SPEC 9; src/api/console.ts). Shared by the server and the console's page. */
 import { Schema } from "effect"
 import { AnchorChainType, ChainType, Environment, PlanName, RecordStatus } from "./recordSchemas.ts"
-import { DeliveryState, EventKind, PayloadFormat } from "./webhookSchemas.ts"
+import { EventKind, PayloadFormat } from "./webhookSchemas.ts"
 
 export const ConsoleRole = Schema.Literals(["admin", "viewer"])
 export type ConsoleRole = typeof ConsoleRole.Type
@@ -249,5 +249,3 @@ export const NetworkList = Schema.Struct({ networks: Schema.Array(NetworkView) }
 export const SignOutResult = Schema.Struct({ sessionsEnded: Schema.Number }).annotate({ identifier: "ConsoleSignOut" })
 
 export const TestEventBody = Schema.Struct({ environment: Environment }).annotate({ identifier: "ConsoleTestEvent" })
-
-export { DeliveryState }

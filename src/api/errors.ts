@@ -172,15 +172,3 @@ export const wireError = <C extends ErrorCode>(errorCode: C, message: string, re
 export const toWire = <E extends DomainError>(e: E): WireFor<E["errorCode"]> =>
   wireError(e.errorCode, e.message, e.retryAfterSeconds) as WireFor<E["errorCode"]>
 
-/** The status of a wire error (its class's `httpApiStatus`: the one the OpenAPI document lists). */
-export const statusOfWire = (e: WireError): number => statusOf(e.errorCode)
-
-/** Shorthands kept for the handlers written before domain errors. */
-export const badRequest = (errorCode: CodesOf<400>, error: string) => new BadRequest(errorBody(errorCode, error))
-export const notFound = (error: string) => new NotFound(errorBody("RECORD_NOT_FOUND", error))
-export const conflict = (errorCode: CodesOf<409>, error: string) => new Conflict(errorBody(errorCode, error))
-export const gone = (error: string) => new Gone(errorBody("RECORD_DELETED", error))
-export const unprocessable = (error: string) => new Unprocessable(errorBody("IMMUTABLE_FIELD", error))
-
-/** Errors any authenticated endpoint may answer (authentication, limits, the database). */
-export const CommonErrors = [BadRequest, Unauthorized, TooManyRequestsSchema, ServiceUnavailableSchema, InternalError] as const

@@ -65,9 +65,6 @@ const ApiServices = Layer.mergeAll(
   Layer.provideMerge(WebhookEgress.layer)
 )
 
-/** Everything the HTTP API needs (given the EVM networks: ingest picks a record's network from them). */
-export const ServicesLayer = ApiServices.pipe(Layer.provideMerge(CoreLayer))
-
 /**
  * The whole node over the given EVM and Fabric networks (EVM_NETWORKS / FABRIC_NETWORKS, or the dev
  * chain and dev peer of `anchord dev`): API server, one anchoring pipeline per network (batcher,

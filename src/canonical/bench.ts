@@ -1,6 +1,6 @@
 /**
  * Micro-benchmark: parseStrictJson vs JSON.parse, canonicalize and recordHash on ~1 KB records.
- * Run: npx node src/records/canonical/bench.ts   (takes ~5 s; BENCH_MS=300 for a quicker run)
+ * Run: npx node src/canonical/bench.ts   (takes ~5 s; BENCH_MS=300 for a quicker run)
  */
 import { canonicalize, recordHash } from "./jcs.ts"
 import { parseStrictJson } from "./strictJson.ts"

@@ -44,5 +44,3 @@ export const pgClientLayer = (url: Redacted.Redacted<string>, bounds: PgBounds =
 export const MigrationsLayer = PgMigrator.layer({ loader: Migrator.fromRecord(migrations) }).pipe(
   Layer.provide(NodeServices.layer)
 )
-
-export { isConnectionFailure } from "./errors.ts"

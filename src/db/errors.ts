@@ -31,14 +31,6 @@ export const databaseUnavailable = () => new ServiceUnavailable({
   retryAfter: UNAVAILABLE_RETRY_AFTER
 })
 
-/** At the edge: SqlError → 503 when the database could not be reached, a defect (500) otherwise. */
-export const orUnavailable = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>): Effect.Effect<A, Exclude<E, SqlError.SqlError> | ServiceUnavailable, R> =>
-  Effect.catchIf(
-    effect,
-    (e): e is SqlError.SqlError => SqlError.isSqlError(e),
-    (e) => isConnectionFailure(e) ? Effect.fail(databaseUnavailable()) : Effect.die(e)
-  ) as never
-
 /**
  * The edge of a handler: domain errors to their wire errors (`toWire`), SqlError to 503 when the
  * database could not be reached (a defect, so a 500, when it refused a statement).

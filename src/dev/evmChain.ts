@@ -296,7 +296,7 @@ export const serveAnvilChain = (options: AnvilChainOptions) =>
         } catch (e) {
           if (Date.now() > until) {
             child.kill("SIGKILL")
-            throw new Error(`anvil did not answer on ${rpcUrl}: ${String(e)} ${stderr}`)
+            throw new Error(`anvil did not answer on ${rpcUrl}: ${String(e)} ${stderr}`, { cause: e })
           }
           await new Promise((r) => setTimeout(r, 100))
         }

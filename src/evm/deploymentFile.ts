@@ -29,7 +29,7 @@ export const readDeploymentFile = (file: string): DeploymentFileContents => {
     json = JSON.parse(Fs.readFileSync(path, "utf8"))
   } catch (e) {
     const reason = (e as { code?: string }).code === "ENOENT" ? "no such file" : e instanceof SyntaxError ? "not valid JSON" : "unreadable"
-    throw new Error(`deployment file ${path}: ${reason}`)
+    throw new Error(`deployment file ${path}: ${reason}`, { cause: e })
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw new Error(`deployment file ${path}: not a JSON object`)
   const o = json as Record<string, unknown>

@@ -8,10 +8,6 @@
  */
 import { Schema, SchemaTransformation } from "effect"
 import { Anchor, AnchorChainType, ChainType, Environment, RecordStatus } from "../api/recordSchemas.ts"
-import { EventKind } from "../api/webhookSchemas.ts"
-
-export { EventKind }
-export type EventKind = typeof EventKind.Type
 
 const AnchorConfirmedFacts = Schema.Struct({
   kind: Schema.Literal("anchor.confirmed"),

@@ -22,7 +22,6 @@ import { BatchAnchorBody, MAX_BATCH_RECORDS } from "../api/recordSchemas.ts"
 import { annotateFiber, MAX_IDS } from "../tracing/attributes.ts"
 
 export type CreateEndpoint = "anchor" | "anchorEncrypted" | "anchorHash" | "anchorBatch"
-export const CREATE_ENDPOINTS: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])
 
 const KIND: Record<Exclude<CreateEndpoint, "anchorBatch">, SubmissionKind> = {
   anchor: "data",

@@ -263,13 +263,6 @@ const failInfoBits = (bit: number) => {
 export const refusal = (failure: Failure, text: string): Uint8Array =>
   new Uint8Array(new pkijs.TimeStampResp({ status: statusInfo(2, failure, text) }).toSchema().toBER())
 
-export interface Stamp {
-  readonly serial: bigint
-  readonly genTime: Date
-  readonly policy: string
-  readonly accuracyMillis: number
-}
-
 export interface Issued {
   /** The TimeStampResp, DER: what the client receives. */
   readonly response: Uint8Array

@@ -62,7 +62,7 @@ export const verifyTimestamp = Effect.fn("verify.timestamp")(function*(args: Tim
       try {
         return readFileSync(path)
       } catch (e) {
-        throw new Error(`${flag} ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? errorText(e)})`)
+        throw new Error(`${flag} ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? errorText(e)})`, { cause: e })
       }
     }
     tsr = read("--tsr", args.tsr)

@@ -30,7 +30,7 @@ let base = ""
 let accountId = ""
 let apiKey = ""
 /** Records: three EVM ones (anchored), one Fabric one (stays QUEUED: no Fabric network here). */
-let evmIds: Array<string> = []
+const evmIds: Array<string> = []
 let fabricId = ""
 
 const OPERATOR = { email: "ops@example.com", password: "operator passphrase 1" }

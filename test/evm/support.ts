@@ -47,7 +47,7 @@ export const deploy = (rpcUrl: string, privateKey: Hex) => deployAnchorRegistry(
 
 export const publicClient = (rpcUrl: string) => createPublicClient({ transport: http(rpcUrl) })
 
-export { sleep, waitFor } from "../support/wait.ts"
+export { waitFor } from "../support/wait.ts"
 
 export const statusesOf = async (databaseUrl: string, ids: ReadonlyArray<string>) => {
   const rows = await query<{ id: string; status: string }>(databaseUrl, "SELECT id, status FROM record_states WHERE id = ANY($1)", [ids])

@@ -51,7 +51,7 @@ const requests = (): Array<Request> => {
     const meta = r() < 0.3 ? `,"metadata":${pick(r, ['{"ref":"x"}', '{"nested":{"a":[1]}}', "{}"])}` : ""
     const chain = r() < 0.2 ? `,"chain":"${pick(r, ["evm", "fabric", "hybrid"])}"` : ""
     const mode = r() < 0.2 ? `,"packageMode":"${pick(r, ["SEPARATED", "IN_PLACE", "MANAGED"])}"` : ""
-    const collection = r() < 0.25 ? `,"collection":${pick(r, ['"invoices"', '"caf\u00e9 \"q\""', '""', '"a\u0000b"', "7", "null", `"${"x".repeat(129)}"`])}` : ""
+    const collection = r() < 0.25 ? `,"collection":${pick(r, ['"invoices"', '"caf\u00e9 "q""', '""', '"a\u0000b"', "7", "null", `"${"x".repeat(129)}"`])}` : ""
     switch (kind) {
       case "anchor":
         out.push({ path: "/v1/anchor", rawBody: `{"data":${data}${meta}${chain}${mode}${collection}}`, auth })

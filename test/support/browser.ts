@@ -71,7 +71,8 @@ const executablePath = async (): Promise<string> => {
         { cwd: ROOT_DIR, env: { ...process.env, TMPDIR: staging }, timeout: EXTRACT_MS },
         (error, stdout, stderr) => {
           if (stderr.trim() !== "") console.log(`[chromium inflate err] ${stderr.trim()}`)
-          error ? reject(new Error(`inflating @sparticuz/chromium failed: ${error.message}`)) : resolve(stdout.trim())
+          if (error) reject(new Error(`inflating @sparticuz/chromium failed: ${error.message}`))
+          else resolve(stdout.trim())
         }
       )
     })

@@ -9,7 +9,17 @@
  */
 'use strict';
 
+// Types are JSDoc, checked by `tsc -p contracts/fabric` (npm run lint): the file stays plain JavaScript.
 const { Contract } = require('fabric-contract-api');
+
+/** @typedef {import('fabric-contract-api').Context} Context */
+/** @typedef {{ toNumber(): number }} LongLike */
+/**
+ * The shapes a transaction timestamp arrives in: fabric-shim's object (a Long or a number of seconds),
+ * or a protobuf Timestamp message with getters.
+ * @typedef {{ seconds: LongLike | number, nanos: number }
+ *   | { seconds?: undefined, nanos?: undefined, getSeconds(): LongLike | number, getNanos?: () => number }} TxTimestamp
+ */
 
 const ROOT_PATTERN = /^0x[0-9a-fA-F]{64}$/;
 const KEY_PREFIX = 'anchor:';
@@ -18,6 +28,8 @@ const EVENT_NAME = 'Anchored';
 /**
  * Transaction time from the proposal's channel header (never the local clock: every endorser must
  * compute the same write set). Accepts a Long, a number or a protobuf Timestamp message.
+ * @param {{ getTxTimestamp(): TxTimestamp }} stub
+ * @returns {Date}
  */
 function txDate(stub) {
     const ts = stub.getTxTimestamp();
@@ -29,6 +41,10 @@ function txDate(stub) {
     return new Date(seconds * 1000 + Math.floor(Number(rawNanos) / 1e6));
 }
 
+/**
+ * @param {unknown} root
+ * @returns {string}
+ */
 function normaliseRoot(root) {
     if (typeof root !== 'string' || !ROOT_PATTERN.test(root)) {
         throw new Error(`invalid root ${JSON.stringify(root)}: expected 0x-prefixed 32-byte hex`);
@@ -36,6 +52,10 @@ function normaliseRoot(root) {
     return root.toLowerCase();
 }
 
+/**
+ * @param {unknown} leafCount
+ * @returns {number}
+ */
 function parseLeafCount(leafCount) {
     const text = String(leafCount);
     if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text))) {
@@ -44,6 +64,10 @@ function parseLeafCount(leafCount) {
     return Number(text);
 }
 
+/**
+ * @param {unknown} batchId
+ * @returns {string}
+ */
 function parseBatchId(batchId) {
     if (typeof batchId !== 'string' || batchId.length === 0 || batchId.length > 128) {
         throw new Error(`invalid batchId ${JSON.stringify(batchId)}: expected a non-empty string of at most 128 characters`);
@@ -59,6 +83,11 @@ class AnchorContract extends Contract {
     /**
      * Anchors a batch Merkle root once. Fails if the root is already anchored.
      * Returns the stored record as JSON.
+     * @param {Context} ctx
+     * @param {string} root
+     * @param {string} leafCount
+     * @param {string} batchId
+     * @returns {Promise<string>}
      */
     async anchor(ctx, root, leafCount, batchId) {
         return this._anchor(ctx, root, leafCount, batchId, undefined);
@@ -100,7 +129,12 @@ class AnchorContract extends Contract {
         return json;
     }
 
-    /** Returns the stored anchor record (JSON) for a root, or fails if it was never anchored. */
+    /**
+     * Returns the stored anchor record (JSON) for a root, or fails if it was never anchored.
+     * @param {Context} ctx
+     * @param {string} root
+     * @returns {Promise<string>}
+     */
     async lookup(ctx, root) {
         const normalisedRoot = normaliseRoot(root);
         const value = await ctx.stub.getState(KEY_PREFIX + normalisedRoot);

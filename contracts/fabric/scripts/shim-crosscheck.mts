@@ -9,9 +9,9 @@
  */
 import { createPrivateKey } from "node:crypto"
 import { createRequire } from "node:module"
-import { createDevIdentity } from "../../../src/fabric/devpeer/identity.ts"
-import { parseCreator } from "../../../src/fabric/devpeer/signature.ts"
-import { ContractRouter } from "../../../src/fabric/devpeer/stub.ts"
+import { createDevIdentity } from "../../../src/dev/fabric-peer/identity.ts"
+import { parseCreator } from "../../../src/dev/fabric-peer/signature.ts"
+import { ContractRouter } from "../../../src/dev/fabric-peer/stub.ts"
 
 const chaincodeRequire = createRequire(new URL("../package.json", import.meta.url))
 const appRequire = createRequire(new URL("../../../package.json", import.meta.url))

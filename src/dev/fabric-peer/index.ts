@@ -18,7 +18,7 @@ import { serializeIdentity } from "./signature.ts"
 import { ContractRouter } from "./stub.ts"
 
 export { createDevIdentity, type DevIdentity } from "./identity.ts"
-export { blockDataHash, blockHeaderBytes, blockHeaderHash } from "./blocks.ts"
+export { blockHeaderHash } from "./blocks.ts"
 
 export interface DevPeerOptions {
   /** Listen host; default 127.0.0.1. */

@@ -73,5 +73,6 @@ export const setFabricChecker = (f: FabricChecker): void => {
   checker = f
 }
 
+/** @public web/build.ts bundles this module in place of src/verify/fabric.ts, whose export this replaces. */
 export const checkFabricAnchor = (anchor: BundleAnchor, _options: FabricOptions) =>
   Effect.promise(() => checker(anchor)).pipe(Effect.map((checks): Array<Check> => [...checks]))
