@@ -21,7 +21,8 @@ export default defineConfig({
     // setupLogs.ts routes the workers' console to the log files; anything that still reaches
     // vitest's console capture goes to the same file (or to one for logs no test can be named for).
     onConsoleLog: (log, _type, entity) => {
-      appendLog(entity ? logFileFor(entity.type === "module" ? entity.moduleId : entity.module.moduleId) : `${LOG_DIR}/unattributed.log`, log.endsWith("\n") ? log : `${log}\n`)
+      appendLog(entity ? logFileFor(entity.type === "module" ? entity.moduleId : entity.module.moduleId) : `${LOG_DIR}/unattributed.log`,
+        log.endsWith("\n") ? log : `${log}\n`)
       return false
     },
     // No performance hints ("modules were evaluated … isolate: false") after the summary.

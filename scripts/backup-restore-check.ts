@@ -107,7 +107,7 @@ const tableCounts = async (url: string) => {
     "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1")
   const out: Record<string, number> = {}
   for (const { name } of tables) {
-    out[name] = Number((await sqlRows<{ n: string }>(url, `SELECT count(*) AS n FROM "${name.replace(/"/g, '""')}"`))[0]!.n)
+    out[name] = Number((await sqlRows<{ n: string }>(url, `SELECT count(*) AS n FROM "${name.replace(/"/g, "\"\"")}"`))[0]!.n)
   }
   return out
 }
@@ -176,9 +176,11 @@ export const backupRestoreCheck = async (options: CheckOptions): Promise<CheckRe
       "SELECT count(*) AS records, count(*) FILTER (WHERE status = 'ANCHORED') AS anchored FROM record_states") as [{ records: string; anchored: string }]
     // Anchored records of the copy, compared with the original: same hash, same status, same anchors.
     const sample = await sqlRows<{ id: string; account_id: string; environment: string; hash: string }>(restored,
-      "SELECT r.id, r.account_id, r.environment, r.hash FROM records r JOIN record_states s ON s.id = r.id WHERE s.status = 'ANCHORED' ORDER BY r.created_at DESC LIMIT $1", [options.proofs ?? 5])
+      "SELECT r.id, r.account_id, r.environment, r.hash FROM records r JOIN record_states s ON s.id = r.id WHERE s.status = 'ANCHORED' ORDER BY r.created_at DESC LIMIT $1",
+      [options.proofs ?? 5])
     for (const r of sample) {
-      const original = await sqlRows<{ hash: string; status: string }>(options.databaseUrl, "SELECT r.hash, s.status FROM records r JOIN record_states s ON s.id = r.id WHERE r.id = $1", [r.id])
+      const original = await sqlRows<{ hash: string; status: string }>(options.databaseUrl,
+        "SELECT r.hash, s.status FROM records r JOIN record_states s ON s.id = r.id WHERE r.id = $1", [r.id])
       if (original[0]?.hash !== r.hash) problems.push(`record ${r.id}: hash differs from the original's`)
     }
 
@@ -188,11 +190,16 @@ export const backupRestoreCheck = async (options: CheckOptions): Promise<CheckRe
     const dataDir = Path.join(work, "data")
     const port = await freePort()
     node = ChildProcess.spawn(process.execPath, [entry, "start"], {
-      env: anchordEnv(urlFile, dataDir, { PORT: String(port), HOST: "127.0.0.1" }), stdio: ["ignore", "pipe", "pipe"]
+      env: anchordEnv(urlFile, dataDir, { PORT: String(port), HOST: "127.0.0.1" }),
+      stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""
-    node.stdout!.on("data", (b) => { output += b })
-    node.stderr!.on("data", (b) => { output += b })
+    node.stdout!.on("data", (b) => {
+      output += b
+    })
+    node.stderr!.on("data", (b) => {
+      output += b
+    })
     const baseUrl = `http://127.0.0.1:${port}`
     const deadline = Date.now() + 60_000
     for (;;) {
@@ -209,7 +216,9 @@ export const backupRestoreCheck = async (options: CheckOptions): Promise<CheckRe
     for (const r of sample) {
       const owner = `${r.account_id} ${r.environment}`
       if (!keys.has(owner)) {
-        const created = JSON.parse(run(process.execPath, [entry, "keys", "create", r.account_id, "--env", r.environment, "--json"], anchordEnv(urlFile, dataDir)))
+        const created = JSON.parse(
+          run(process.execPath, [entry, "keys", "create", r.account_id, "--env", r.environment, "--json"], anchordEnv(urlFile, dataDir))
+        )
         keys.set(owner, created.key)
       }
       const response = await fetch(`${baseUrl}/v1/records/${r.id}/proof`, { headers: { authorization: `Bearer ${keys.get(owner)}` } })
@@ -220,8 +229,11 @@ export const backupRestoreCheck = async (options: CheckOptions): Promise<CheckRe
       const bundle = await response.json()
       const report = await Effect.runPromise(verifyInput(readInput(bundle), { rpcFor: () => rpc, offline: rpc === undefined }))
       if (report.outcome === "verified") proofsVerified++
-      else problems.push(`record ${r.id}: its proof from the copy does not verify (${report.outcome}: ${
-        report.checks.filter((c) => c.status === "fail").map((c) => c.message).join("; ")})`)
+      else {problems.push(`record ${r.id}: its proof from the copy does not verify (${report.outcome}: ${
+          report.checks.filter((c) => c.status === "fail").map((c) =>
+            c.message
+          ).join("; ")
+        })`)}
     }
     return { pgDump, serverMajor, dumpBytes, restoredDatabase, tables, records: Number(records), anchoredRecords: Number(anchored), proofsVerified, problems }
   } finally {

@@ -88,20 +88,36 @@ const main = async () => {
     }
 
     // (a) latency through the whole node: `anchord start` in its own process, configured by EVM_NETWORKS.
-    log(`(a)/(d) ${RECORDS} records per run (${CHAINS.join(", ")}), window ${WINDOW_MS} ms, ${CONCURRENCY} concurrent POSTs, node = anchord start (child process)`)
+    log(
+      `(a)/(d) ${RECORDS} records per run (${CHAINS.join(", ")}), window ${WINDOW_MS} ms, ${CONCURRENCY} concurrent POSTs, node = anchord start (child process)`
+    )
     const peer = await startDevPeer({ dataDir: Path.join(tmp, "fabric-devpeer") })
     stopPeer = () => peer.close()
     const env: Record<string, string> = {
       FABRIC_NETWORKS: JSON.stringify([{
-        networkId: "bench-fabric", environment: "test", peerEndpoint: peer.address, mspId: peer.mspId,
-        certPath: peer.clientIdentity.certPath, keyPath: peer.clientIdentity.keyPath, channel: peer.channel, chaincode: peer.chaincode,
-        batchMaxSize: 10_000, batchWindowMs: WINDOW_MS
+        networkId: "bench-fabric",
+        environment: "test",
+        peerEndpoint: peer.address,
+        mspId: peer.mspId,
+        certPath: peer.clientIdentity.certPath,
+        keyPath: peer.clientIdentity.keyPath,
+        channel: peer.channel,
+        chaincode: peer.chaincode,
+        batchMaxSize: 10_000,
+        batchWindowMs: WINDOW_MS
       }]),
       DATABASE_URL: databaseUrl,
       ANCHORD_DATA_DIR: tmp,
       EVM_NETWORKS: JSON.stringify([{
-        networkId: "bench-anvil", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-        environment: "test", batchMaxSize: 10_000, batchWindowMs: WINDOW_MS, pollIntervalMs: 200
+        networkId: "bench-anvil",
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 1,
+        environment: "test",
+        batchMaxSize: 10_000,
+        batchWindowMs: WINDOW_MS,
+        pollIntervalMs: 200
       }]),
       EVM_PRIVATE_KEY_BENCH_ANVIL: ANVIL_KEY
     }
@@ -109,10 +125,12 @@ const main = async () => {
     const key = runCli(["keys", "create", account.id, "--json"], env).key as string
     const port = await freePort()
     const node = spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
-      cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"]
+      cwd: root,
+      env: { ...process.env, ...env, PORT: String(port) },
+      stdio: ["ignore", "ignore", "inherit"]
     })
     stopNode = () => void node.kill("SIGTERM")
-    for (let i = 0; ; i++) {
+    for (let i = 0;; i++) {
       try {
         if ((await fetch(`http://127.0.0.1:${port}/v1/openapi.json`)).ok) break
       } catch {}
@@ -164,21 +182,30 @@ const main = async () => {
     stopNode()
 
     // Report
-    const machine = `${Os.cpus()[0]?.model ?? "cpu"} x${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${Os.platform()} ${Os.release()}, Node ${process.version}`
+    const machine = `${Os.cpus()[0]?.model ?? "cpu"} x${Os.cpus().length}, ${
+      (Os.totalmem() / 2 ** 30).toFixed(1)
+    } GiB, ${Os.platform()} ${Os.release()}, Node ${process.version}`
     const date = new Date().toISOString()
     const f = (ms: number) => `${(ms / 1000).toFixed(2)} s`
     const lines = [
       "",
       `## bench:anchor — ${date}`,
       "",
-      `Machine: ${machine}. Node: \`anchord start\` (own process) with EVM_NETWORKS and FABRIC_NETWORKS, client and Fabric dev peer (block cut 50 ms / 100 tx) in the bench process. Chain: anvil (automine), confirmations 1, PostgreSQL ${process.env.DATABASE_URL ? "external" : "embedded"}.`,
+      `Machine: ${machine}. Node: \`anchord start\` (own process) with EVM_NETWORKS and FABRIC_NETWORKS, client and Fabric dev peer (block cut 50 ms / 100 tx) in the bench process. Chain: anvil (automine), confirmations 1, PostgreSQL ${
+        process.env.DATABASE_URL ? "external" : "embedded"
+      }.`,
       "",
       `### (a)/(d) POST → ANCHORED latency, ${RECORDS} records per run, window ${WINDOW_MS} ms (runs one after the other)`,
       "",
       "| chain | submitted in | batches | p50 | p90 | p99 | max | target p99 |",
       "|---|---|---|---|---|---|---|---|",
       ...runs.map((r) =>
-        `| ${r.chain} | ${r.submitSeconds.toFixed(1)} s (${Math.round(RECORDS / r.submitSeconds)}/s, ${CONCURRENCY} conns) | ${r.batches} | ${f(pct(r.latencies, 50))} | ${f(pct(r.latencies, 90))} | ${f(pct(r.latencies, 99))} | ${f(r.latencies[r.latencies.length - 1])} | ≤ 3.00 s ${pct(r.latencies, 99) <= 3000 ? "(met)" : "(missed)"} |`),
+        `| ${r.chain} | ${r.submitSeconds.toFixed(1)} s (${Math.round(RECORDS / r.submitSeconds)}/s, ${CONCURRENCY} conns) | ${r.batches} | ${
+          f(pct(r.latencies, 50))
+        } | ${f(pct(r.latencies, 90))} | ${f(pct(r.latencies, 99))} | ${f(r.latencies[r.latencies.length - 1])} | ≤ 3.00 s ${
+          pct(r.latencies, 99) <= 3000 ? "(met)" : "(missed)"
+        } |`
+      ),
       "",
       "### (b) Gas of anchor(root, leafCount)",
       "",

@@ -128,7 +128,11 @@ const main = async () => {
   await waitFor(`http://127.0.0.1:${ceilingPorts.records}/`)
   await waitFor(`http://127.0.0.1:${ceilingPorts.minimal}/`)
 
-  log(`record body: ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length} bytes, a different record in every request, ${CONNECTIONS} connections, ${DURATION} s per run`)
+  log(
+    `record body: ${
+      Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length
+    } bytes, a different record in every request, ${CONNECTIONS} connections, ${DURATION} s per run`
+  )
   /** One server under load: where it listens, its process, and its rounds' results and CPU time (ms). */
   const server = (url: string, pid: number | undefined) => ({ url, pid, results: [] as Array<autocannon.Result>, cpu: 0 })
   const baseSide = server(`http://127.0.0.1:${baselinePort}/`, baseline.pid)
@@ -150,8 +154,12 @@ const main = async () => {
       side.cpu += cpuMs(side.pid) - cpu0
     }
     const [b, n, f, cr, cm] = sides.map((side) => side.results[i - 1]!["2xx"] / per) as [number, number, number, number, number]
-    log(`round ${i}/${ROUNDS}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${(f / b).toFixed(2)}); ` +
-      `commit ceilings: records ${cr.toFixed(0)}/s (${(cr / b).toFixed(2)}), minimal ${cm.toFixed(0)}/s (${(cm / b).toFixed(2)})`)
+    log(
+      `round ${i}/${ROUNDS}: baseline ${b.toFixed(0)}/s, node ${n.toFixed(0)}/s, ratio ${(n / b).toFixed(2)}; Effect HTTP floor ${f.toFixed(0)}/s (${
+        (f / b).toFixed(2)
+      }); ` +
+        `commit ceilings: records ${cr.toFixed(0)}/s (${(cr / b).toFixed(2)}), minimal ${cm.toFixed(0)}/s (${(cm / b).toFixed(2)})`
+    )
   }
   const usageAfter = await (await fetch(`http://127.0.0.1:${nodePort}/v1/usage`, { headers })).json() as { data: { used: number } }
   const committed = usageAfter.data.used - usageBefore.data.used
@@ -205,7 +213,11 @@ const main = async () => {
   for (const r of rows) console.log(r.map((c, i) => i === 0 ? c.padEnd(40) : c.padStart(12)).join(""))
   console.log(`\nratio node/baseline: ${ratio.toFixed(2)}   202s: ${accepted}   rows committed (usage counter): ${committed}`)
   console.log(`the Effect HTTP server doing only the baseline's work: ${(f.rps / b.rps).toFixed(2)} of the baseline`)
-  console.log(`commit ceilings (bare node:http, baseline's work + durable group commit): the node's INSERT into records ${(cr.rps / b.rps).toFixed(2)}, the minimal durable row ${(cm.rps / b.rps).toFixed(2)} of the baseline`)
+  console.log(
+    `commit ceilings (bare node:http, baseline's work + durable group commit): the node's INSERT into records ${
+      (cr.rps / b.rps).toFixed(2)
+    }, the minimal durable row ${(cm.rps / b.rps).toFixed(2)} of the baseline`
+  )
   const targets = `targets: ≥ 5,000 records/s ${o.rps >= 5000 ? "✔" : "✘"}, p99 ≤ 50 ms ${o.p99 <= 50 ? "✔" : "✘"}, ratio ≥ 0.5 ${ratio >= 0.5 ? "✔" : "✘"}`
   console.log(targets)
   // Requests in flight when the load stopped may commit without being counted as 202: committed ≥ accepted.
@@ -218,7 +230,9 @@ const main = async () => {
     "",
     `### bench:ingest — ${new Date().toISOString()}`,
     "",
-    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length}-byte records (a different one in every request), ${DURATION} s each in ${ROUNDS} alternating rounds (p50: median round, p99: worst round).`,
+    `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded"}. ${CONNECTIONS} connections, ${
+      Buffer.byteLength(body) + ID_LENGTH - ID_PLACEHOLDER.length
+    }-byte records (a different one in every request), ${DURATION} s each in ${ROUNDS} alternating rounds (p50: median round, p99: worst round).`,
     "",
     "| | records/s | p50 ms | p99 ms | non-2xx | server CPU µs/request |",
     "|---|---:|---:|---:|---:|---:|",
@@ -230,7 +244,9 @@ const main = async () => {
     "",
     `Rounds (baseline → node records/s): ${base.map((r, i) => `${(r["2xx"] / per).toFixed(0)} → ${(ours[i]!["2xx"] / per).toFixed(0)}`).join("; ")}.`,
     "",
-    `Ratio node/baseline: **${ratio.toFixed(2)}** (Effect HTTP server with the baseline's work: ${(f.rps / b.rps).toFixed(2)}; commit ceilings: records ${(cr.rps / b.rps).toFixed(2)}, minimal row ${(cm.rps / b.rps).toFixed(2)}). Accepted ${accepted}, committed ${committed}. ${targets}.`,
+    `Ratio node/baseline: **${ratio.toFixed(2)}** (Effect HTTP server with the baseline's work: ${(f.rps / b.rps).toFixed(2)}; commit ceilings: records ${
+      (cr.rps / b.rps).toFixed(2)
+    }, minimal row ${(cm.rps / b.rps).toFixed(2)}). Accepted ${accepted}, committed ${committed}. ${targets}.`,
     ""
   ].join("\n")
   if (!Fs.existsSync(file)) Fs.writeFileSync(file, "# Benchmarks\n\nFigures appended by the `npm run bench:*` scripts.\n")

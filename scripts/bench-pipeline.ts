@@ -62,7 +62,9 @@ import { runCli, startAnvil } from "./bench/anvil.ts"
 /** `anchord <args> --json` of the checkout `nodeRoot` (its own migrations) against env; its parsed output. */
 const runCliAt = (nodeRoot: string, args: Array<string>, env: Record<string, string>) =>
   JSON.parse(ChildProcess.execFileSync(process.execPath, [Path.join(nodeRoot, "src/cli/main.ts"), ...args], {
-    cwd: nodeRoot, env: { ...process.env, ...env }, encoding: "utf8"
+    cwd: nodeRoot,
+    env: { ...process.env, ...env },
+    encoding: "utf8"
   }))
 
 const list = (v: string | undefined) => v === undefined || v.trim() === "" ? undefined : v.split(",").map(Number)
@@ -170,15 +172,21 @@ interface RateResult {
  */
 /** Rows written so far in the node's database, per table (inserted + updated + deleted, HOT updates included). */
 const rowWrites = async (sql: <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => Promise<A>) =>
-  new Map((await sql((s) => s<{ relname: string; n: number }>`
-    SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::float8 AS n FROM pg_stat_user_tables`)).map((r) => [r.relname, r.n]))
+  new Map((await sql((s) =>
+    s<{ relname: string; n: number }>`
+    SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::float8 AS n FROM pg_stat_user_tables`
+  )).map((r) => [r.relname, r.n]))
 
 const walStats = async (sql: <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => Promise<A>) => {
-  const [wal] = await sql((s) => s<{ bytes: number; fpi: number; version: number }>`
-    SELECT wal_bytes::float8 AS bytes, wal_fpi::float8 AS fpi, current_setting('server_version_num')::int AS version FROM pg_stat_wal`)
-  const [cp] = await sql((s) => wal!.version >= 170000
-    ? s<{ n: number }>`SELECT (num_timed + num_requested)::float8 AS n FROM pg_stat_checkpointer`
-    : s<{ n: number }>`SELECT (checkpoints_timed + checkpoints_req)::float8 AS n FROM pg_stat_bgwriter`)
+  const [wal] = await sql((s) =>
+    s<{ bytes: number; fpi: number; version: number }>`
+    SELECT wal_bytes::float8 AS bytes, wal_fpi::float8 AS fpi, current_setting('server_version_num')::int AS version FROM pg_stat_wal`
+  )
+  const [cp] = await sql((s) =>
+    wal!.version >= 170000
+      ? s<{ n: number }>`SELECT (num_timed + num_requested)::float8 AS n FROM pg_stat_checkpointer`
+      : s<{ n: number }>`SELECT (checkpoints_timed + checkpoints_req)::float8 AS n FROM pg_stat_bgwriter`
+  )
   return { bytes: wal!.bytes, fpiBytes: wal!.fpi * 8192, checkpoints: cp!.n }
 }
 
@@ -225,7 +233,7 @@ const withDatabase = (url: string, name: string) => {
 }
 
 const waitHealthy = async (base: string, node: ChildProcess.ChildProcess, seconds: number) => {
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     if (node.exitCode !== null || node.signalCode !== null) throw new Error(`the node exited at start (${node.exitCode ?? node.signalCode})`)
     try {
       if ((await fetch(`${base}/v1/health`)).ok) return
@@ -278,7 +286,9 @@ const postBatch = (base: string, headers: Record<string, string>, agent: Http.Ag
  * anchors nothing, announces nothing. Closed loop: INGEST_CONNECTIONS requests of 50 records in flight
  * for INGEST_SECONDS after a 3 s warm-up, then twice as many; every record accepted counts (a 202 is a committed row).
  */
-const measureIngestAlone = async (serverUrl: string, env: Record<string, string>, lockKeys: ReadonlyArray<string>, chain: string, pgPid: number | undefined) => {
+const measureIngestAlone = async (serverUrl: string, env: Record<string, string>, lockKeys: ReadonlyArray<string>, chain: string,
+  pgPid: number | undefined) =>
+{
   const name = `bench_ingest_alone_${process.pid}`
   await sqlAt(serverUrl)((s) => s.unsafe(`CREATE DATABASE ${name}`))
   const url = withDatabase(serverUrl, name)
@@ -286,7 +296,9 @@ const measureIngestAlone = async (serverUrl: string, env: Record<string, string>
   let node: ChildProcess.ChildProcess | undefined
   try {
     let taken!: () => void
-    const held = new Promise<void>((r) => { taken = r })
+    const held = new Promise<void>((r) => {
+      taken = r
+    })
     locks.runFork(Effect.scoped(Effect.gen(function*() {
       const conn = yield* (yield* SqlClient.SqlClient).reserve
       for (const key of lockKeys) yield* conn.executeValues("SELECT pg_advisory_lock(hashtextextended($1, 0))", [key])
@@ -299,7 +311,9 @@ const measureIngestAlone = async (serverUrl: string, env: Record<string, string>
     const key = runCli(["keys", "create", account.id, "--json"], nodeEnv).key as string
     const port = await freePort()
     node = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
-      cwd: root, env: { ...process.env, ...nodeEnv, PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"]
+      cwd: root,
+      env: { ...process.env, ...nodeEnv, PORT: String(port) },
+      stdio: ["ignore", "ignore", "inherit"]
     })
     const base = `http://127.0.0.1:${port}`
     await waitHealthy(base, node, 60)
@@ -308,7 +322,8 @@ const measureIngestAlone = async (serverUrl: string, env: Record<string, string>
     const loop = async (until: number, stats: { accepted: number; refused: number; latencies: Array<number> }) => {
       for (let i = 0; performance.now() < until; i++) {
         const sent = performance.now()
-        const r = await postBatch(base, headers, agent, Array.from({ length: BATCH }, (_, j) => ({ data: { run: "ingest-alone", i, j, at: Date.now(), r: Math.random() }, chain })))
+        const r = await postBatch(base, headers, agent,
+          Array.from({ length: BATCH }, (_, j) => ({ data: { run: "ingest-alone", i, j, at: Date.now(), r: Math.random() }, chain })))
         stats.accepted += r.ok.length
         stats.refused += r.refused
         stats.latencies.push(performance.now() - sent)
@@ -328,7 +343,11 @@ const measureIngestAlone = async (serverUrl: string, env: Record<string, string>
       const seconds = (performance.now() - t0) / 1000
       const latencies = stats.latencies.sort((a, b) => a - b)
       return {
-        connections, rate: stats.accepted / seconds, refused: stats.refused, p50: pct(latencies, 50), p99: pct(latencies, 99),
+        connections,
+        rate: stats.accepted / seconds,
+        refused: stats.refused,
+        p50: pct(latencies, 50),
+        p99: pct(latencies, 99),
         nodeCpuUsPerRecord: ((stat(node!.pid!).self - cpu0.node) * 1000) / Math.max(1, stats.accepted),
         pgCpuUsPerRecord: ((pgPid === undefined ? NaN : treeCpu(pgPid) - cpu0.pg) * 1000) / Math.max(1, stats.accepted),
         benchCpuUsPerRecord: cpuMicros(process.cpuUsage(cpu0.bench)) / Math.max(1, stats.accepted)
@@ -444,7 +463,9 @@ const main = async () => {
     const tracing: Record<string, string> = {}
     if (TRACE_RATIO !== undefined) {
       const sink = Http.createServer((req, res) => {
-        req.on("data", (c: Buffer) => { traced.bytes += c.length })
+        req.on("data", (c: Buffer) => {
+          traced.bytes += c.length
+        })
         req.on("end", () => {
           traced.requests++
           res.writeHead(200, { "content-type": String(req.headers["content-type"] ?? "application/x-protobuf") }).end()
@@ -461,10 +482,18 @@ const main = async () => {
       log(`tracing on: parentbased_traceidratio ${TRACE_RATIO}, to a discarding OTLP sink`)
     }
 
-    const evmNetworks = (contractAddress: string) => JSON.stringify([{
-      networkId: "bench-anvil", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress, confirmations: 1,
-      environment: "test", batchMaxSize: 10_000, batchWindowMs: WINDOW_MS, pollIntervalMs: 200
-    }])
+    const evmNetworks = (contractAddress: string) =>
+      JSON.stringify([{
+        networkId: "bench-anvil",
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress,
+        confirmations: 1,
+        environment: "test",
+        batchMaxSize: 10_000,
+        batchWindowMs: WINDOW_MS,
+        pollIntervalMs: 200
+      }])
     // The production configuration: `anchord start` with everything from the environment.
     const env: Record<string, string> = {
       DATABASE_URL: db.url,
@@ -473,9 +502,16 @@ const main = async () => {
       EVM_PRIVATE_KEY_BENCH_ANVIL: ANVIL_KEY,
       ...(peer === undefined ? {} : {
         FABRIC_NETWORKS: JSON.stringify([{
-          networkId: "bench-fabric", environment: "test", peerEndpoint: peer.address, mspId: peer.mspId,
-          certPath: peer.clientIdentity.certPath, keyPath: peer.clientIdentity.keyPath, channel: peer.channel, chaincode: peer.chaincode,
-          batchMaxSize: 10_000, batchWindowMs: WINDOW_MS
+          networkId: "bench-fabric",
+          environment: "test",
+          peerEndpoint: peer.address,
+          mspId: peer.mspId,
+          certPath: peer.clientIdentity.certPath,
+          keyPath: peer.clientIdentity.keyPath,
+          channel: peer.channel,
+          chaincode: peer.chaincode,
+          batchMaxSize: 10_000,
+          batchWindowMs: WINDOW_MS
         }])
       }),
       LOG_LEVEL: "warn",
@@ -489,12 +525,25 @@ const main = async () => {
     const pgPid = db.embedded ? embeddedPid(Path.join(tmp, "pg")) : undefined
     let ingestAlone: Awaited<ReturnType<typeof measureIngestAlone>> | undefined
     if (INGEST_SECONDS > 0) {
-      log(`ingest alone: POST /v1/anchor/batch, ${INGEST_CONNECTIONS} then ${2 * INGEST_CONNECTIONS} requests of ${BATCH} in flight, ${INGEST_SECONDS} s each, the node's pipeline held off (the bench holds its networks' leadership)`)
-      ingestAlone = await measureIngestAlone(db.url, env, ["anchord:evm:bench-anvil", ...(peer === undefined ? [] : ["anchord:fabric:bench-fabric"])], CHAINS[0]!, pgPid)
-      log(`ingest alone: ${ingestAlone.atC.toFixed(0)} records/s with ${INGEST_CONNECTIONS} requests in flight, ${ingestAlone.at2C.toFixed(0)} with ${2 * INGEST_CONNECTIONS}` +
-        `${ingestAlone.plateau ? "" : " — NOT A PLATEAU: raise BENCH_INGEST_CONNECTIONS"}`)
-      log(`ingest alone: ${ingestAlone.rate.toFixed(0)} records/s (${ingestAlone.refused} refused), request p50/p99 ${ingestAlone.p50.toFixed(0)} / ${ingestAlone.p99.toFixed(0)} ms, ` +
-        `CPU per record node ${ingestAlone.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${ingestAlone.pgCpuUsPerRecord.toFixed(0)} µs`)
+      log(
+        `ingest alone: POST /v1/anchor/batch, ${INGEST_CONNECTIONS} then ${
+          2 * INGEST_CONNECTIONS
+        } requests of ${BATCH} in flight, ${INGEST_SECONDS} s each, the node's pipeline held off (the bench holds its networks' leadership)`
+      )
+      ingestAlone = await measureIngestAlone(db.url, env, ["anchord:evm:bench-anvil", ...(peer === undefined ? [] : ["anchord:fabric:bench-fabric"])],
+        CHAINS[0]!, pgPid)
+      log(
+        `ingest alone: ${ingestAlone.atC.toFixed(0)} records/s with ${INGEST_CONNECTIONS} requests in flight, ${ingestAlone.at2C.toFixed(0)} with ${
+          2 * INGEST_CONNECTIONS
+        }` +
+          `${ingestAlone.plateau ? "" : " — NOT A PLATEAU: raise BENCH_INGEST_CONNECTIONS"}`
+      )
+      log(
+        `ingest alone: ${ingestAlone.rate.toFixed(0)} records/s (${ingestAlone.refused} refused), request p50/p99 ${ingestAlone.p50.toFixed(0)} / ${
+          ingestAlone.p99.toFixed(0)
+        } ms, ` +
+          `CPU per record node ${ingestAlone.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${ingestAlone.pgCpuUsPerRecord.toFixed(0)} µs`
+      )
     }
     // The physical ceiling of held ÷ ingest alone: what the machine's cores give if each record costs its
     // ingest (node, PostgreSQL, load generator: ingest alone's CPU per record) plus one bare delivery
@@ -506,12 +555,18 @@ const main = async () => {
         bare.senderCpuUsPerRequest + bare.receiverCpuUsPerRequest
       const rate = (Os.availableParallelism() * 1e6) / perRecordUs
       ceiling = { bare, perRecordUs, rate, ratio: rate / ingestAlone.rate }
-      log(`bare delivery: ${bare.perSecond.toFixed(0)} requests/s alone, CPU per request sender ${bare.senderCpuUsPerRequest.toFixed(0)} µs / receiver ${bare.receiverCpuUsPerRequest.toFixed(0)} µs`)
+      log(
+        `bare delivery: ${bare.perSecond.toFixed(0)} requests/s alone, CPU per request sender ${bare.senderCpuUsPerRequest.toFixed(0)} µs / receiver ${
+          bare.receiverCpuUsPerRequest.toFixed(0)
+        } µs`
+      )
       log(`physical ceiling: ingest ${(perRecordUs - bare.senderCpuUsPerRequest - bare.receiverCpuUsPerRequest).toFixed(0)} µs + bare delivery ` +
         `${(bare.senderCpuUsPerRequest + bare.receiverCpuUsPerRequest).toFixed(0)} µs of CPU per record on ${Os.availableParallelism()} cores: ` +
         `${rate.toFixed(0)} records/s, ${ceiling.ratio.toFixed(2)} × the ingest-alone rate`)
     }
-    const rates = ROOTS !== undefined ? RATES ?? [2000] : RATES ?? LADDER.map((f) => Math.max(BATCH, Math.round((f * (ingestAlone?.rate ?? NaN)) / BATCH) * BATCH))
+    const rates = ROOTS !== undefined
+      ? RATES ?? [2000]
+      : RATES ?? LADDER.map((f) => Math.max(BATCH, Math.round((f * (ingestAlone?.rate ?? NaN)) / BATCH) * BATCH))
     if (rates.some((r) => !Number.isFinite(r))) throw new Error("BENCH_RATES unset needs the ingest-alone rate (BENCH_INGEST_SECONDS > 0)")
     log(`rates: ${rates.join(", ")} records/s${RATES === undefined ? ` (${LADDER.join(", ")} × the ingest-alone rate)` : ""}`)
 
@@ -519,13 +574,16 @@ const main = async () => {
     const startNode = async (config: string, nodeRoot: string, nodeEnv: Record<string, string>, apiKey: string): Promise<Target> => {
       const port = await freePort()
       const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(nodeRoot, "src/cli/main.ts"), "start"], {
-        cwd: nodeRoot, env: { ...process.env, ...nodeEnv, ...tracing, PORT: String(port) }, stdio: ["ignore", "ignore", "inherit"]
+        cwd: nodeRoot,
+        env: { ...process.env, ...nodeEnv, ...tracing, PORT: String(port) },
+        stdio: ["ignore", "ignore", "inherit"]
       })
       const base = `http://127.0.0.1:${port}`
       try {
         await waitHealthy(base, node, 60)
         const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }
-        const put = await fetch(`${base}/v1/webhooks`, { method: "PUT", headers, body: JSON.stringify({ url: receiverUrl, enabled: true, events: ["anchor.confirmed"] }) })
+        const put = await fetch(`${base}/v1/webhooks`, { method: "PUT", headers,
+          body: JSON.stringify({ url: receiverUrl, enabled: true, events: ["anchor.confirmed"] }) })
         if (put.status !== 200) throw new Error(`PUT /v1/webhooks ${put.status}`)
         if (db.embedded) await sqlAt(nodeEnv.DATABASE_URL!)((s) => s`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`)
         return { config, base, headers, nodePid: node.pid!, dbUrl: nodeEnv.DATABASE_URL!, statements: db.embedded, pgPid, stop: () => stopProcess(node) }
@@ -535,7 +593,8 @@ const main = async () => {
       }
     }
     const accountKey = (nodeRoot: string, nodeEnv: Record<string, string>) => {
-      const account = runCliAt(nodeRoot, ["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], nodeEnv)
+      const account = runCliAt(nodeRoot, ["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"],
+        nodeEnv)
       return runCliAt(nodeRoot, ["keys", "create", account.id, "--json"], nodeEnv).key as string
     }
     const startProduction = () => startNode("production", root, env, accountKey(root, env))
@@ -548,11 +607,13 @@ const main = async () => {
     const startDev = async (): Promise<Target> => {
       const dataDir = Path.join(tmp, "dev")
       Fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 })
-      const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) =>
-        !/^(DATABASE_URL|EVM_|FABRIC_|LOG_LEVEL|METRICS_|WEBHOOK_|OTEL_|PORT$|HOST$|DEV_|ANCHORD_)/.test(k)))
+      const clean = Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !/^(DATABASE_URL|EVM_|FABRIC_|LOG_LEVEL|METRICS_|WEBHOOK_|OTEL_|PORT$|HOST$|DEV_|ANCHORD_)/.test(k))
+      )
       const port = await freePort()
       const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "dev"], {
-        cwd: root, stdio: ["ignore", "ignore", "inherit"],
+        cwd: root,
+        stdio: ["ignore", "ignore", "inherit"],
         env: { ...clean, ...tracing, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", METRICS_PORT: "0" }
       })
       const base = `http://127.0.0.1:${port}`
@@ -574,7 +635,12 @@ const main = async () => {
         const dbUrl = embeddedDatabaseUrl(dataDir)
         if (dbUrl === undefined) throw new Error("anchord dev: no pg.port in its data directory")
         return {
-          config: "dev", base, headers, nodePid: node.pid!, dbUrl, statements: false,
+          config: "dev",
+          base,
+          headers,
+          nodePid: node.pid!,
+          dbUrl,
+          statements: false,
           pgPid: embeddedPid(Path.join(dataDir, "pg")),
           stop: async () => {
             await stopProcess(node)
@@ -662,22 +728,32 @@ const main = async () => {
       log(`${label}: rows written per record ${perTable.reduce((a, [, n]) => a + n, 0).toFixed(2)} (` +
         `${perTable.map(([t, n]) => `${t} ${n.toFixed(3)}`).join(", ")})`)
       if (target.statements) {
-        const top = await sql((s) => s<{ query: string; calls: number; total: number }>`
+        const top = await sql((s) =>
+          s<{ query: string; calls: number; total: number }>`
           SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::float8 AS calls, total_exec_time::float8 AS total
-          FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 12`)
+          FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 12`
+        )
         const n = Math.max(1, ids.length)
         const rows = top.map((t) =>
-          `| ${(t.total * 1000 / n).toFixed(0)} | ${(t.calls / n).toFixed(3)} | \`${t.query.slice(0, 110).replaceAll("|", "\\|")}${t.query.length > 110 ? "…" : ""}\` |`)
-        profiles.push([`PostgreSQL time per record by statement (${label}; pg_stat_statements, execution time):`, "", "| µs/record | calls/record | statement |", "|---:|---:|---|", ...rows, ""].join("\n"))
+          `| ${(t.total * 1000 / n).toFixed(0)} | ${(t.calls / n).toFixed(3)} | \`${t.query.slice(0, 110).replaceAll("|", "\\|")}${
+            t.query.length > 110 ? "…" : ""
+          }\` |`
+        )
+        profiles.push(
+          [`PostgreSQL time per record by statement (${label}; pg_stat_statements, execution time):`, "", "| µs/record | calls/record | statement |",
+            "|---:|---:|---|", ...rows, ""].join("\n")
+        )
         log(profiles.at(-1)!)
       }
       // POST → ANCHORED: when the batch that completed the record was confirmed (its state is read from its
       // batches, migration 0016: the record row is not updated), against the POST.
       const wallOffset = Date.now() - performance.now()
-      const anchored = await sql((s) => s<{ id: string; t: number }>`
+      const anchored = await sql((s) =>
+        s<{ id: string; t: number }>`
         SELECT st.id, (extract(epoch from (SELECT max(b.confirmed_at) FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
           WHERE a.record_id = st.id)) * 1000)::float8 AS t FROM record_states st
-        WHERE st.status = 'ANCHORED' AND st.id = ANY(${`{${ids.join(",")}}`}::text[])`)
+        WHERE st.status = 'ANCHORED' AND st.id = ANY(${`{${ids.join(",")}}`}::text[])`
+      )
       const anchoredMs = anchored.map((r) => r.t - wallOffset - postedAt.get(r.id)!).sort((a, b) => a - b)
       const webhookMs = ids.filter((id) => deliveredAt.has(id)).map((id) => deliveredAt.get(id)! - postedAt.get(id)!).sort((a, b) => a - b)
       // Undelivered records count as slower than anything delivered (they are in the tail).
@@ -685,10 +761,19 @@ const main = async () => {
       const half = Math.ceil(backlog.length / 2)
       const halves = [Math.max(0, ...backlog.slice(0, half)), Math.max(0, ...backlog.slice(half))] as const
       const result: RateResult = {
-        config, chain, rate, accepted: ids.length, acceptedPerSecond: ids.length / (loadMs / 1000), refused,
-        anchoredP50: pct(anchoredMs, 50), anchoredP99: pct(anchoredMs, 99),
-        webhookP50: pct(tail, 50), webhookP99: pct(tail, 99),
-        backlogHalves: halves, backlogAtEnd, undeliveredAfterDrain: undelivered,
+        config,
+        chain,
+        rate,
+        accepted: ids.length,
+        acceptedPerSecond: ids.length / (loadMs / 1000),
+        refused,
+        anchoredP50: pct(anchoredMs, 50),
+        anchoredP99: pct(anchoredMs, 99),
+        webhookP50: pct(tail, 50),
+        webhookP99: pct(tail, 99),
+        backlogHalves: halves,
+        backlogAtEnd,
+        undeliveredAfterDrain: undelivered,
         nodeCpuUsPerRecord: ((cpu1.node - cpu0.node) * 1000) / Math.max(1, ids.length),
         pgCpuUsPerRecord: ((cpu1.pg - cpu0.pg) * 1000) / Math.max(1, ids.length),
         benchCpuUsPerRecord: (self1.user + self1.system) / Math.max(1, ids.length),
@@ -702,10 +787,20 @@ const main = async () => {
       }
       results.push(result)
       const why = refused === 0 ? "" : `: ${[...refusedBy].map(([status, n]) => `${n} by ${status === 0 ? "no answer" : `HTTP ${status}`}`).join(", ")}`
-      log(`${label}: accepted ${result.acceptedPerSecond.toFixed(0)}/s (${refused} refused${why}), ANCHORED p50/p99 ${secs(result.anchoredP50)} / ${secs(result.anchoredP99)}, ` +
-        `webhook p50/p99 ${secs(result.webhookP50)} / ${secs(result.webhookP99)}, backlog ${halves[0]} → ${halves[1]} (end ${backlogAtEnd}, undelivered after 60 s ${undelivered}), ` +
-        `CPU per record node ${result.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${result.pgCpuUsPerRecord.toFixed(0)} µs, load generator ${result.benchCpuUsPerRecord.toFixed(0)} µs, machine ${result.machineBusyPercent.toFixed(0)}% busy, ` +
-        `WAL ${(result.walBytesPerRecord / 1024).toFixed(1)} KiB per record (${(100 * result.walFpiShare).toFixed(0)}% full-page images), ${result.checkpoints} checkpoints — ${result.held ? "held" : "not held"}`)
+      log(
+        `${label}: accepted ${result.acceptedPerSecond.toFixed(0)}/s (${refused} refused${why}), ANCHORED p50/p99 ${secs(result.anchoredP50)} / ${
+          secs(result.anchoredP99)
+        }, ` +
+          `webhook p50/p99 ${secs(result.webhookP50)} / ${secs(result.webhookP99)}, backlog ${halves[0]} → ${
+            halves[1]
+          } (end ${backlogAtEnd}, undelivered after 60 s ${undelivered}), ` +
+          `CPU per record node ${result.nodeCpuUsPerRecord.toFixed(0)} µs / PostgreSQL ${result.pgCpuUsPerRecord.toFixed(0)} µs, load generator ${
+            result.benchCpuUsPerRecord.toFixed(0)
+          } µs, machine ${result.machineBusyPercent.toFixed(0)}% busy, ` +
+          `WAL ${(result.walBytesPerRecord / 1024).toFixed(1)} KiB per record (${
+            (100 * result.walFpiShare).toFixed(0)
+          }% full-page images), ${result.checkpoints} checkpoints — ${result.held ? "held" : "not held"}`
+      )
       return result
     }
 
@@ -726,8 +821,10 @@ const main = async () => {
         // Each build's own contract (its artifact): a node refuses a contract of another version (doctor).
         const deployOf = (await import(Path.join(nodeRoot, "src/evm/deploy.ts"))).deployAnchorRegistry as typeof deployAnchorRegistry
         const contract = await deployOf({ rpcUrl: anvil.rpcUrl, privateKey: BUILD_KEYS[i]! })
-        const nodeEnv = { ...env, DATABASE_URL: withDatabase(db.url, name), EVM_NETWORKS: evmNetworks(contract.address), EVM_PRIVATE_KEY_BENCH_ANVIL: BUILD_KEYS[i]! }
-        builds.push({ label: commit === undefined ? Path.basename(nodeRoot) : `${commit} (${Path.basename(nodeRoot)})`, nodeRoot, nodeEnv, apiKey: accountKey(nodeRoot, nodeEnv) })
+        const nodeEnv = { ...env, DATABASE_URL: withDatabase(db.url, name), EVM_NETWORKS: evmNetworks(contract.address),
+          EVM_PRIVATE_KEY_BENCH_ANVIL: BUILD_KEYS[i]! }
+        builds.push({ label: commit === undefined ? Path.basename(nodeRoot) : `${commit} (${Path.basename(nodeRoot)})`, nodeRoot, nodeEnv,
+          apiKey: accountKey(nodeRoot, nodeEnv) })
         log(`build ${i + 1}: ${builds.at(-1)!.label}`)
       }
       for (let round = 1; round <= ROUNDS; round++) {
@@ -747,19 +844,33 @@ const main = async () => {
         const m = Math.floor(v.length / 2)
         return v.length === 0 ? NaN : v.length % 2 === 1 ? v[m]! : (v[m - 1]! + v[m]!) / 2
       }
-      const summary = CHAINS.flatMap((chain) => rates.flatMap((rate) => {
-        const per = builds.map((b) => {
-          const rs = results.filter((r) => r.config === b.label && r.chain === chain && r.rate === rate)
-          return { label: b.label, node: median(rs.map((r) => r.nodeCpuUsPerRecord)), pg: median(rs.map((r) => r.pgCpuUsPerRecord)), p99: median(rs.map((r) => r.webhookP99)), held: rs.filter((r) => r.held).length, n: rs.length }
+      const summary = CHAINS.flatMap((chain) =>
+        rates.flatMap((rate) => {
+          const per = builds.map((b) => {
+            const rs = results.filter((r) => r.config === b.label && r.chain === chain && r.rate === rate)
+            return { label: b.label, node: median(rs.map((r) => r.nodeCpuUsPerRecord)), pg: median(rs.map((r) => r.pgCpuUsPerRecord)), p99: median(rs.map((r) =>
+              r.webhookP99
+            )), held: rs.filter((r) => r.held).length, n: rs.length }
+          })
+          return per.map((p) =>
+            `| ${p.label} | ${chain} | ${rate} | ${p.node.toFixed(0)} / ${p.pg.toFixed(0)} µs | **${(p.node + p.pg).toFixed(0)} µs** | ${
+              ((p.node + p.pg) / (per[0]!.node + per[0]!.pg)).toFixed(2)
+            } | ${secs(p.p99)} | ${p.held} of ${p.n} |`
+          )
         })
-        return per.map((p) => `| ${p.label} | ${chain} | ${rate} | ${p.node.toFixed(0)} / ${p.pg.toFixed(0)} µs | **${(p.node + p.pg).toFixed(0)} µs** | ${((p.node + p.pg) / (per[0]!.node + per[0]!.pg)).toFixed(2)} | ${secs(p.p99)} | ${p.held} of ${p.n} |`)
-      }))
+      )
       const lines = [
         "",
-        `## bench:pipeline, builds side by side — ${new Date().toISOString()}${loadBefore >= LOADED_PERCENT ? " (LOADED machine: figures not comparable)" : ""}`,
+        `## bench:pipeline, builds side by side — ${new Date().toISOString()}${
+          loadBefore >= LOADED_PERCENT ? " (LOADED machine: figures not comparable)" : ""
+        }`,
         "",
-        `Machine: ${machine}; ${loadBefore.toFixed(0)}% busy in the 5 s before the run. Production configuration (\`anchord start\`, LOG_LEVEL=warn, EVM on anvil, window ${WINDOW_MS} ms, ` +
-          `the account's global webhook for anchor.confirmed), each build on a database of its own on one ${db.embedded ? "embedded" : "external"} PostgreSQL, ${ROUNDS} alternating rounds of ${SECONDS} s per rate.`,
+        `Machine: ${machine}; ${
+          loadBefore.toFixed(0)
+        }% busy in the 5 s before the run. Production configuration (\`anchord start\`, LOG_LEVEL=warn, EVM on anvil, window ${WINDOW_MS} ms, ` +
+        `the account's global webhook for anchor.confirmed), each build on a database of its own on one ${
+          db.embedded ? "embedded" : "external"
+        } PostgreSQL, ${ROUNDS} alternating rounds of ${SECONDS} s per rate.`,
         "",
         "| build | chain | rate | CPU/record node / PostgreSQL (median of rounds) | node + PostgreSQL | ÷ first build | webhook p99 (median) | held |",
         "|---|---|---:|---|---:|---:|---|---|",
@@ -769,7 +880,11 @@ const main = async () => {
         "",
         "| build | rate | POST → webhook p50 / p99 | CPU/record node / PostgreSQL | machine busy | held |",
         "|---|---:|---|---|---:|---|",
-        ...results.map((r) => `| ${r.config} | ${r.rate} | ${secs(r.webhookP50)} / ${secs(r.webhookP99)} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${r.pgCpuUsPerRecord.toFixed(0)} µs | ${r.machineBusyPercent.toFixed(0)}% | ${r.held ? "yes" : "no"} |`),
+        ...results.map((r) =>
+          `| ${r.config} | ${r.rate} | ${secs(r.webhookP50)} / ${secs(r.webhookP99)} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${
+            r.pgCpuUsPerRecord.toFixed(0)
+          } µs | ${r.machineBusyPercent.toFixed(0)}% | ${r.held ? "yes" : "no"} |`
+        ),
         ""
       ]
       console.log(lines.join("\n"))
@@ -802,7 +917,8 @@ const main = async () => {
     agent.destroy()
 
     // Report
-    const heldBy = (config: Config, chain: string) => Math.max(0, ...results.filter((r) => r.config === config && r.chain === chain && r.held).map((r) => r.rate))
+    const heldBy = (config: Config, chain: string) =>
+      Math.max(0, ...results.filter((r) => r.config === config && r.chain === chain && r.held).map((r) => r.rate))
     const configLabel = (c: Config) => c === "production" ? "production (`anchord start`)" : "npm start (`anchord dev`)"
     const headline = (c: Config, chain: string) => {
       const held = heldBy(c, chain)
@@ -810,7 +926,9 @@ const main = async () => {
         ? ` — **${(held / ingestAlone.rate).toFixed(2)} × the ingest-alone rate**`
         : ` — below ${(Math.min(...rates) / ingestAlone.rate).toFixed(2)} × the ingest-alone rate`
       const ofCeiling = ceiling === undefined || held === 0 ? "" : `, ${(held / ceiling.rate).toFixed(2)} of the physical ceiling`
-      return `Highest rate held, ${configLabel(c)}, ${chain}: **${held || "none of those tried"}**${held ? " records/s" : ""}${ratio}${ofCeiling} (p99 POST → webhook ≤ 3 s, backlog flat, all delivered).`
+      return `Highest rate held, ${configLabel(c)}, ${chain}: **${held || "none of those tried"}**${
+        held ? " records/s" : ""
+      }${ratio}${ofCeiling} (p99 POST → webhook ≤ 3 s, backlog flat, all delivered).`
     }
     const loaded = loadBefore >= LOADED_PERCENT
     const lines = [
@@ -818,31 +936,58 @@ const main = async () => {
       `## bench:pipeline — ${new Date().toISOString()}${loaded ? " (LOADED machine: figures not comparable)" : ""}`,
       "",
       `Machine: ${machine}; ${loadBefore.toFixed(0)}% busy in the 5 s before the run${loaded ? " (other processes: a loaded machine)" : ""}. ` +
-        `Configurations: ${CONFIGS.map(configLabel).join(", ")}. Production: \`anchord start\` (own process), PostgreSQL ${db.embedded ? "embedded" : "external"}, anvil (automine, confirmations 1), window ${WINDOW_MS} ms, LOG_LEVEL=warn, ` +
-        `the account's global webhook (anchor.confirmed). ` +
-        (CONFIGS.includes("dev") ? "npm start: `anchord dev` with its own embedded PostgreSQL, dev chain and dev peer, default log level and metrics, the dev account's global webhook for every kind. " : "") +
-        `Open-loop client in the bench process: batches of ${BATCH} unique records to POST /v1/anchor/batch at a steady rate for ${SECONDS} s per rate; receiver in the bench process. Backlog: accepted and not yet delivered (max over each half of the run). ` +
-        (TRACE_RATIO === undefined ? "Tracing: off (BENCH_TRACE_RATIO unset)." : `Tracing: OTLP/HTTP, parentbased_traceidratio ${TRACE_RATIO}, to a discarding sink (${traced.requests} export requests, ${(traced.bytes / 1024).toFixed(0)} KiB).`),
+      `Configurations: ${CONFIGS.map(configLabel).join(", ")}. Production: \`anchord start\` (own process), PostgreSQL ${
+        db.embedded ? "embedded" : "external"
+      }, anvil (automine, confirmations 1), window ${WINDOW_MS} ms, LOG_LEVEL=warn, ` +
+      `the account's global webhook (anchor.confirmed). ` +
+      (CONFIGS.includes("dev")
+        ? "npm start: `anchord dev` with its own embedded PostgreSQL, dev chain and dev peer, default log level and metrics, the dev account's global webhook for every kind. "
+        : "") +
+      `Open-loop client in the bench process: batches of ${BATCH} unique records to POST /v1/anchor/batch at a steady rate for ${SECONDS} s per rate; receiver in the bench process. Backlog: accepted and not yet delivered (max over each half of the run). ` +
+      (TRACE_RATIO === undefined
+        ? "Tracing: off (BENCH_TRACE_RATIO unset)."
+        : `Tracing: OTLP/HTTP, parentbased_traceidratio ${TRACE_RATIO}, to a discarding sink (${traced.requests} export requests, ${
+          (traced.bytes / 1024).toFixed(0)
+        } KiB).`),
       "",
       ...(ingestAlone === undefined ? [] : [
-        `Ingest alone (the ceiling): **${ingestAlone.rate.toFixed(0)} records/s** on POST /v1/anchor/batch (the higher of ${INGEST_CONNECTIONS} and ${2 * INGEST_CONNECTIONS} requests of ${BATCH} in flight, ${INGEST_SECONDS} s each: ${ingestAlone.atC.toFixed(0)} and ${ingestAlone.at2C.toFixed(0)}/s${ingestAlone.plateau ? "" : ", NOT A PLATEAU"}; ` +
-          `request p50 / p99 ${ingestAlone.p50.toFixed(0)} / ${ingestAlone.p99.toFixed(0)} ms; CPU per record node ${ingestAlone.nodeCpuUsPerRecord.toFixed(0)} / PostgreSQL ${ingestAlone.pgCpuUsPerRecord.toFixed(0)} µs), the production node with its pipeline held off ` +
-          `(the bench holds its networks' leadership in a database of its own on the same server). Rates tried: ${RATES === undefined ? `${LADDER.join(", ")} × that` : "BENCH_RATES"}.`,
+        `Ingest alone (the ceiling): **${ingestAlone.rate.toFixed(0)} records/s** on POST /v1/anchor/batch (the higher of ${INGEST_CONNECTIONS} and ${
+          2 * INGEST_CONNECTIONS
+        } requests of ${BATCH} in flight, ${INGEST_SECONDS} s each: ${ingestAlone.atC.toFixed(0)} and ${ingestAlone.at2C.toFixed(0)}/s${
+          ingestAlone.plateau ? "" : ", NOT A PLATEAU"
+        }; ` +
+        `request p50 / p99 ${ingestAlone.p50.toFixed(0)} / ${ingestAlone.p99.toFixed(0)} ms; CPU per record node ${
+          ingestAlone.nodeCpuUsPerRecord.toFixed(0)
+        } / PostgreSQL ${ingestAlone.pgCpuUsPerRecord.toFixed(0)} µs), the production node with its pipeline held off ` +
+        `(the bench holds its networks' leadership in a database of its own on the same server). Rates tried: ${
+          RATES === undefined ? `${LADDER.join(", ")} × that` : "BENCH_RATES"
+        }.`,
         ""
       ]),
       ...(ceiling === undefined ? [] : [
-        `Physical ceiling: **${ceiling.ratio.toFixed(2)} × the ingest-alone rate** (${ceiling.rate.toFixed(0)} records/s): ${Os.availableParallelism()} cores ÷ ${ceiling.perRecordUs.toFixed(0)} µs of CPU per record, ` +
-          `ingest alone's (node, PostgreSQL, load generator ${ingestAlone!.benchCpuUsPerRecord.toFixed(0)} µs) plus one bare delivery (a keep-alive POST loop in a process of its own, 128 in flight, ` +
-          `to the same receiver: ${ceiling.bare.perSecond.toFixed(0)} requests/s alone, sender ${ceiling.bare.senderCpuUsPerRequest.toFixed(0)} / receiver ${ceiling.bare.receiverCpuUsPerRequest.toFixed(0)} µs per request), ` +
-          "with nothing for cutting, anchoring or delivery bookkeeping: no pipeline can hold more on this machine.",
+        `Physical ceiling: **${ceiling.ratio.toFixed(2)} × the ingest-alone rate** (${
+          ceiling.rate.toFixed(0)
+        } records/s): ${Os.availableParallelism()} cores ÷ ${ceiling.perRecordUs.toFixed(0)} µs of CPU per record, ` +
+        `ingest alone's (node, PostgreSQL, load generator ${
+          ingestAlone!.benchCpuUsPerRecord.toFixed(0)
+        } µs) plus one bare delivery (a keep-alive POST loop in a process of its own, 128 in flight, ` +
+        `to the same receiver: ${ceiling.bare.perSecond.toFixed(0)} requests/s alone, sender ${ceiling.bare.senderCpuUsPerRequest.toFixed(0)} / receiver ${
+          ceiling.bare.receiverCpuUsPerRequest.toFixed(0)
+        } µs per request), ` +
+        "with nothing for cutting, anchoring or delivery bookkeeping: no pipeline can hold more on this machine.",
         ""
       ]),
       "| config | chain | rate | × ingest alone | accepted/s | POST → ANCHORED p50 / p99 | POST → webhook p50 / p99 | backlog (1st half → 2nd) | at end | undelivered 60 s later | CPU/record node / PostgreSQL | machine busy | WAL/record (full pages) | checkpoints | held |",
       "|---|---|---:|---:|---:|---|---|---|---:|---:|---|---:|---|---:|---|",
       ...results.map((r) =>
-        `| ${r.config} | ${r.chain} | ${r.rate} | ${ingestAlone === undefined ? "—" : (r.rate / ingestAlone.rate).toFixed(2)} | ${r.acceptedPerSecond.toFixed(0)} | ${secs(r.anchoredP50)} / ${secs(r.anchoredP99)} | ${secs(r.webhookP50)} / ${secs(r.webhookP99)} | ` +
-        `${r.backlogHalves[0]} → ${r.backlogHalves[1]} | ${r.backlogAtEnd} | ${r.undeliveredAfterDrain} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${r.pgCpuUsPerRecord.toFixed(0)} µs | ${r.machineBusyPercent.toFixed(0)}% | ` +
-        `${(r.walBytesPerRecord / 1024).toFixed(1)} KiB (${(100 * r.walFpiShare).toFixed(0)}%) | ${r.checkpoints} | ${r.held ? "yes" : "no"} |`),
+        `| ${r.config} | ${r.chain} | ${r.rate} | ${ingestAlone === undefined ? "—" : (r.rate / ingestAlone.rate).toFixed(2)} | ${
+          r.acceptedPerSecond.toFixed(0)
+        } | ${secs(r.anchoredP50)} / ${secs(r.anchoredP99)} | ${secs(r.webhookP50)} / ${secs(r.webhookP99)} | ` +
+        `${r.backlogHalves[0]} → ${r.backlogHalves[1]} | ${r.backlogAtEnd} | ${r.undeliveredAfterDrain} | ${r.nodeCpuUsPerRecord.toFixed(0)} / ${
+          r.pgCpuUsPerRecord.toFixed(0)
+        } µs | ${r.machineBusyPercent.toFixed(0)}% | ` +
+        `${(r.walBytesPerRecord / 1024).toFixed(1)} KiB (${(100 * r.walFpiShare).toFixed(0)}%) | ${r.checkpoints} | ${r.held ? "yes" : "no"} |`
+      ),
       "",
       ...(process.env.BENCH_PROFILE === "1" ? profiles : []),
       ...CONFIGS.flatMap((c) => CHAINS.map((chain) => headline(c, chain))),

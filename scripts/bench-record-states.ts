@@ -46,8 +46,7 @@ const dbUrl = (name: string) => {
 const client = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: 2, startupParameters: { jit: "off" } })
 
 // Migration 0016's fragments, as they were before migration 0020 (the baseline of the comparison).
-const oldMayBeQueued = (sql: Sql) =>
-  sql`r.status = 'QUEUED' AND r.insert_xid >= (SELECT COALESCE(min(after_xid), 0) FROM queue_cursors)`
+const oldMayBeQueued = (sql: Sql) => sql`r.status = 'QUEUED' AND r.insert_xid >= (SELECT COALESCE(min(after_xid), 0) FROM queue_cursors)`
 const oldMayBeBatching = (sql: Sql) =>
   sql`r.id IN (SELECT a.record_id FROM anchor_batches b JOIN anchors a ON a.batch_id = b.id
     WHERE b.state IN ('PENDING', 'SENT', 'MINED'))`
@@ -111,8 +110,7 @@ const explain = (sql: Sql, statement: Stmt, repeat: number) =>
   })
 
 /** The rows of both forms, to check they agree. */
-const ids = (sql: Sql, statement: Stmt) =>
-  Effect.map(sql<Record<string, unknown>>`${statement}`, (rows) => JSON.stringify(rows.map((r) => r.id ?? r)))
+const ids = (sql: Sql, statement: Stmt) => Effect.map(sql<Record<string, unknown>>`${statement}`, (rows) => JSON.stringify(rows.map((r) => r.id ?? r)))
 
 const load = (sql: Sql) =>
   Effect.gen(function*() {
@@ -175,7 +173,9 @@ const scenario = (sql: Sql, title: string, repeat: number) =>
         const n = yield* explain(sql, neu, repeat)
         const same = (yield* ids(sql, old)) === (yield* ids(sql, neu))
         console.log(
-          `| ${name} | ${account} | ${o.buffers} / ${o.ms.toFixed(2)} | ${n.buffers} / ${n.ms.toFixed(2)} | ${(n.buffers / o.buffers).toFixed(3)} | ${same ? "yes" : "**NO**"} |`
+          `| ${name} | ${account} | ${o.buffers} / ${o.ms.toFixed(2)} | ${n.buffers} / ${n.ms.toFixed(2)} | ${(n.buffers / o.buffers).toFixed(3)} | ${
+            same ? "yes" : "**NO**"
+          } |`
         )
       })
     for (const account of ["acc_big", "acc_small"]) {
@@ -217,7 +217,9 @@ const storedEra = (sql: Sql) =>
       const n = yield* explain(sql, neu, REPEAT)
       const same = (yield* ids(sql, stored)) === (yield* ids(sql, neu))
       console.log(
-        `| list ?status=ANCHORED, first page | ${account} | ${o.buffers} / ${o.ms.toFixed(2)} | ${n.buffers} / ${n.ms.toFixed(2)} | ${(n.buffers / o.buffers).toFixed(3)} | ${same ? "yes" : "**NO**"} |`
+        `| list ?status=ANCHORED, first page | ${account} | ${o.buffers} / ${o.ms.toFixed(2)} | ${n.buffers} / ${n.ms.toFixed(2)} | ${
+          (n.buffers / o.buffers).toFixed(3)
+        } | ${same ? "yes" : "**NO**"} |`
       )
     }
   })

@@ -37,10 +37,13 @@ const startReceiver = () =>
   })
 
 // An anchor.confirmed-sized body (~2 KB with its proof), a different one per request (as per record).
-const bodyOf = (i: number) => JSON.stringify({
-  id: `evt_${i.toString(16).padStart(24, "0")}`, type: "anchor.confirmed", createdAt: new Date(0).toISOString(),
-  data: { recordId: `rec_${i}`, hash: "ab".repeat(32), merkleProof: Array.from({ length: 14 }, (_, k) => `0x${(k + i).toString(16).padStart(64, "0")}`) }
-})
+const bodyOf = (i: number) =>
+  JSON.stringify({
+    id: `evt_${i.toString(16).padStart(24, "0")}`,
+    type: "anchor.confirmed",
+    createdAt: new Date(0).toISOString(),
+    data: { recordId: `rec_${i}`, hash: "ab".repeat(32), merkleProof: Array.from({ length: 14 }, (_, k) => `0x${(k + i).toString(16).padStart(64, "0")}`) }
+  })
 const delivery = (i: number) => ({
   headers: { event: "anchor.confirmed", eventId: `evt_${i}`, hash: "ab".repeat(32), packageMode: "hash", chain: "evm", network: "anvil" },
   attempts: 0,
@@ -83,14 +86,15 @@ const main = async () => {
   const bare = (i: number) => {
     const d = delivery(i)
     const headers = { ...attemptHeaders(d, seconds(), userAgent), "Content-Length": String(Buffer.byteLength(d.body)) }
-    return () => new Promise<void>((done, fail) => {
-      const req = Http.request({ method: "POST", host: "127.0.0.1", port, path: "/hook", agent: bareAgent, headers }, (res) => {
-        res.on("data", () => {})
-        res.on("end", () => res.statusCode === 200 ? done() : fail(new Error(`HTTP ${res.statusCode}`)))
+    return () =>
+      new Promise<void>((done, fail) => {
+        const req = Http.request({ method: "POST", host: "127.0.0.1", port, path: "/hook", agent: bareAgent, headers }, (res) => {
+          res.on("data", () => {})
+          res.on("end", () => res.statusCode === 200 ? done() : fail(new Error(`HTTP ${res.statusCode}`)))
+        })
+        req.on("error", fail)
+        req.end(d.body)
       })
-      req.on("error", fail)
-      req.end(d.body)
-    })
   }
   const path = (i: number) => {
     const d = delivery(i)
@@ -146,13 +150,21 @@ const main = async () => {
     const b = rows[2 * r]
     const p = rows[2 * r + 1]
     ratios.push(p.perSecond / b.perSecond)
-    console.log(`| ${r + 1} | ${b.perSecond.toFixed(0)} | ${p.perSecond.toFixed(0)} | ${(p.perSecond / b.perSecond).toFixed(2)} | ${b.cpuMicros.toFixed(0)} | ${p.cpuMicros.toFixed(0)} |`)
+    console.log(
+      `| ${r + 1} | ${b.perSecond.toFixed(0)} | ${p.perSecond.toFixed(0)} | ${(p.perSecond / b.perSecond).toFixed(2)} | ${b.cpuMicros.toFixed(0)} | ${
+        p.cpuMicros.toFixed(0)
+      } |`
+    )
   }
   const sorted = [...ratios].sort((a, b) => a - b)
   console.log(`[bench:sender] median ratio path ÷ bare: ${sorted[Math.floor(sorted.length / 2)].toFixed(2)}`)
   if (befores.length > 0) {
     const b = befores.map((x, r) => x.perSecond / rows[2 * r].perSecond).sort((x, y) => x - y)
-    console.log(`[bench:sender] before (${other}): per round /s ${befores.map((x) => x.perSecond.toFixed(0)).join(", ")}, CPU µs/req ${befores.map((x) => x.cpuMicros.toFixed(0)).join(", ")}; median ratio before ÷ bare: ${b[Math.floor(b.length / 2)].toFixed(2)}`)
+    console.log(
+      `[bench:sender] before (${other}): per round /s ${befores.map((x) => x.perSecond.toFixed(0)).join(", ")}, CPU µs/req ${
+        befores.map((x) => x.cpuMicros.toFixed(0)).join(", ")
+      }; median ratio before ÷ bare: ${b[Math.floor(b.length / 2)].toFixed(2)}`
+    )
   }
 }
 

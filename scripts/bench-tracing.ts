@@ -50,8 +50,13 @@ const port = Number((await lines.next()).value)
 const url = `http://127.0.0.1:${port}/v1/traces`
 
 const tracing = layerWith({
-  url, protocol: (process.env.BENCH_TRACE_PROTOCOL ?? "http/protobuf") as "http/protobuf" | "http/json", headers: undefined, sampler: { name: "parentbased_traceidratio", ratio: RATIO },
-  serviceName: "bench", exportIntervalMillis: undefined, maxBatchSize: undefined
+  url,
+  protocol: (process.env.BENCH_TRACE_PROTOCOL ?? "http/protobuf") as "http/protobuf" | "http/json",
+  headers: undefined,
+  sampler: { name: "parentbased_traceidratio", ratio: RATIO },
+  serviceName: "bench",
+  exportIntervalMillis: undefined,
+  maxBatchSize: undefined
 })
 const modes: Record<string, Layer.Layer<never>> = {
   off: Layer.empty,

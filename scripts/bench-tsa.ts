@@ -32,7 +32,9 @@ const PROFILE = process.env.BENCH_TSA_PROFILE
 const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-bench-tsa-"))
 const files = await createTsaCertificates(Path.join(tmp, "tsa"), "ecdsa")
 Fs.writeFileSync(Path.join(tmp, "data"), "bench\n")
-ChildProcess.execFileSync("openssl", ["ts", "-query", "-data", Path.join(tmp, "data"), "-sha256", "-cert", "-out", Path.join(tmp, "q.tsq")], { stdio: "ignore" })
+ChildProcess.execFileSync("openssl", ["ts", "-query", "-data", Path.join(tmp, "data"), "-sha256", "-cert", "-out", Path.join(tmp, "q.tsq")], {
+  stdio: "ignore"
+})
 const query = Fs.readFileSync(Path.join(tmp, "q.tsq"))
 
 /** Operations per second (wall and per CPU-second) for `seconds`: one loop for every bench (scripts/bench/rate.ts). */
@@ -45,11 +47,12 @@ const layouts = template(signer, "2.25.1", 1000)
 const attrs = Crypto.randomBytes(160)
 const bareLoop = () => loop(3, () => Crypto.sign("sha256", attrs, signer.key))
 let serial = 1n
-const buildingLoop = () => loop(3, () => {
-  const parsed = parseRequest(query, "2.25.1")
-  if (parsed._tag !== "Stamp") throw new Error(parsed.text)
-  return issue(signer, layouts, parsed.request, { serial: serial++, genTime: new Date() })
-})
+const buildingLoop = () =>
+  loop(3, () => {
+    const parsed = parseRequest(query, "2.25.1")
+    if (parsed._tag !== "Stamp") throw new Error(parsed.text)
+    return issue(signer, layouts, parsed.request, { serial: serial++, genTime: new Date() })
+  })
 const bare = bareLoop()
 const building = buildingLoop()
 
@@ -123,7 +126,8 @@ const run = (target: Target, seconds: number) =>
       headers: { authorization: `Bearer ${key}`, "content-type": tokens ? "application/timestamp-query" : "application/json" },
       requests: [{
         // autocannon sends a Buffer body as it is; its types say string.
-        setupRequest: (request: Record<string, unknown>) => ({ ...request, body: tokens ? freshQuery() : JSON.stringify({ hash: Crypto.randomBytes(32).toString("hex") }) })
+        setupRequest: (request: Record<string, unknown>) => ({ ...request,
+          body: tokens ? freshQuery() : JSON.stringify({ hash: Crypto.randomBytes(32).toString("hex") }) })
       }],
       connections: CONCURRENCY,
       duration: seconds
@@ -133,13 +137,18 @@ const run = (target: Target, seconds: number) =>
 const sql = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(db.url) }))
 /** Token rows with their records (a DATABASE_URL may hold earlier runs' rows: counted as a difference). */
 const storedTokens = () =>
-  sql.runPromise(Effect.flatMap(SqlClient.SqlClient, (s) =>
-    Effect.map(s<{ n: string }>`SELECT count(*)::text AS n FROM timestamp_tokens t JOIN records r ON r.id = t.record_id`, (rows) => Number(rows[0]!.n))))
+  sql.runPromise(
+    Effect.flatMap(SqlClient.SqlClient,
+      (s) =>
+        Effect.map(s<{ n: string }>`SELECT count(*)::text AS n FROM timestamp_tokens t JOIN records r ON r.id = t.record_id`, (rows) => Number(rows[0]!.n)))
+  )
 
 /** Transactions committed in the database so far (pg_stat_database: how many answers share a commit). */
 const commits = () =>
-  sql.runPromise(Effect.flatMap(SqlClient.SqlClient, (s) =>
-    Effect.map(s<{ n: string }>`SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`, (rows) => Number(rows[0]!.n))))
+  sql.runPromise(
+    Effect.flatMap(SqlClient.SqlClient,
+      (s) => Effect.map(s<{ n: string }>`SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`, (rows) => Number(rows[0]!.n)))
+  )
 
 /** One measured round: what was answered, the node's and this process's CPU, the machine's, the commits. */
 const measure = async (target: Target, seconds: number) => {
@@ -166,10 +175,18 @@ const measure = async (target: Target, seconds: number) => {
   }
 }
 type Round = Awaited<ReturnType<typeof measure>>
-const sum = (rounds: ReadonlyArray<Round>) => rounds.reduce((a, r) => ({
-  transactions: a.transactions + r.transactions, ok: a.ok + r.ok, other: a.other + r.other, seconds: a.seconds + r.seconds, p50: Math.max(a.p50, r.p50), p99: Math.max(a.p99, r.p99),
-  nodeCpu: a.nodeCpu + r.nodeCpu, selfCpu: a.selfCpu + r.selfCpu, busy: a.busy + r.busy * r.seconds
-}))
+const sum = (rounds: ReadonlyArray<Round>) =>
+  rounds.reduce((a, r) => ({
+    transactions: a.transactions + r.transactions,
+    ok: a.ok + r.ok,
+    other: a.other + r.other,
+    seconds: a.seconds + r.seconds,
+    p50: Math.max(a.p50, r.p50),
+    p99: Math.max(a.p99, r.p99),
+    nodeCpu: a.nodeCpu + r.nodeCpu,
+    selfCpu: a.selfCpu + r.selfCpu,
+    busy: a.busy + r.busy * r.seconds
+  }))
 
 /** One client, one request at a time (fetch, keep-alive): the median round trip of each kind, unloaded by this bench. */
 const alone = async (target: Target, n = 200) => {
@@ -223,15 +240,25 @@ const records = r.ok / r.seconds
 const busy = (t.busy + r.busy) / (t.seconds + r.seconds)
 const fmt = (x: { wall: number; cpu: number }) => `${Math.round(x.wall).toLocaleString("en")}/s (${Math.round(x.cpu).toLocaleString("en")} per CPU-second)`
 const perNode = (x: ReturnType<typeof sum>) =>
-  `node ${Math.round(x.nodeCpu * 1e6 / x.ok)} µs CPU each; ${(x.ok / x.transactions).toFixed(1)} answers per committed transaction (${x.transactions.toLocaleString("en")} in the database, background work included)`
+  `node ${Math.round(x.nodeCpu * 1e6 / x.ok)} µs CPU each; ${(x.ok / x.transactions).toFixed(1)} answers per committed transaction (${
+    x.transactions.toLocaleString("en")
+  } in the database, background work included)`
 const lines = [
   `- bare ECDSA P-256 sign loop (node:crypto, same key): ${fmt(bare)} before the load, ${fmt(bareAfter)} after`,
   `- token building alone (parse the query, TSTInfo, signed attributes, sign, CMS + TimeStampResp encoding): ${fmt(building)}`,
-  `- **durable tokens over HTTP** (node: \`anchord start\` in its own process; autocannon, ${CONCURRENCY} keep-alive connections, in the bench process, a new imprint per request; 2 rounds of ${SECONDS / 2} s; token row + hash-only record committed before each reply): ` +
+  `- **durable tokens over HTTP** (node: \`anchord start\` in its own process; autocannon, ${CONCURRENCY} keep-alive connections, in the bench process, a new imprint per request; 2 rounds of ${
+    SECONDS / 2
+  } s; token row + hash-only record committed before each reply): ` +
   `**${Math.round(tokens).toLocaleString("en")}/s**, p50 ≤ ${t.p50} ms, p99 ≤ ${t.p99} ms; ${perNode(t)}; ` +
-  `load generator ${Math.round(100 * t.selfCpu / t.seconds)}% of a core; ${t.other} non-2xx or errors; ${stored.toLocaleString("en")} token rows with their records stored for ${granted.toLocaleString("en")} tokens granted`,
-  `- same node, same rounds alternated: hash-only records (\`POST /v1/anchor/hash\`, durable, the ingest fast path): ${Math.round(records).toLocaleString("en")}/s, p99 ≤ ${r.p99} ms; ${perNode(r)}; ${r.other} non-2xx or errors`,
-  `- ratio durable tokens / bare sign loop: **${(tokens / bare.wall).toFixed(2)}** (wall, vs the loop before the load; ${(tokens / bareAfter.wall).toFixed(2)} vs after); tokens / hash-only records: **${(tokens / records).toFixed(2)}**; token building / bare: ${(building.wall / bare.wall).toFixed(2)}`,
+  `load generator ${Math.round(100 * t.selfCpu / t.seconds)}% of a core; ${t.other} non-2xx or errors; ${
+    stored.toLocaleString("en")
+  } token rows with their records stored for ${granted.toLocaleString("en")} tokens granted`,
+  `- same node, same rounds alternated: hash-only records (\`POST /v1/anchor/hash\`, durable, the ingest fast path): ${
+    Math.round(records).toLocaleString("en")
+  }/s, p99 ≤ ${r.p99} ms; ${perNode(r)}; ${r.other} non-2xx or errors`,
+  `- ratio durable tokens / bare sign loop: **${(tokens / bare.wall).toFixed(2)}** (wall, vs the loop before the load; ${
+    (tokens / bareAfter.wall).toFixed(2)
+  } vs after); tokens / hash-only records: **${(tokens / records).toFixed(2)}**; token building / bare: ${(building.wall / bare.wall).toFixed(2)}`,
   `- one request at a time (one client, sequential): a token ${aloneTokens.toFixed(1)} ms, a hash-only record ${aloneRecords.toFixed(1)} ms (medians of 200)`,
   `- machine while measured: ${Math.round(busy * 100)}% of ${Os.cpus().length} cores busy, load average ${load0.toFixed(2)} at the start`
 ]
@@ -245,7 +272,9 @@ if (process.env.BENCH_TSA_NO_WRITE !== "1") {
     "",
     `## RFC 3161 tokens (bench:tsa), ${new Date().toISOString().slice(0, 10)}, ${Os.cpus().length} × ${cpuModel}`,
     "",
-    `Machine shared with other work while measured (loaded): absolute figures are noisy; the ratio is the headline. ${db.embedded ? "Embedded PostgreSQL" : "PostgreSQL at DATABASE_URL"}.`,
+    `Machine shared with other work while measured (loaded): absolute figures are noisy; the ratio is the headline. ${
+      db.embedded ? "Embedded PostgreSQL" : "PostgreSQL at DATABASE_URL"
+    }.`,
     "",
     ...lines,
     ""

@@ -29,8 +29,7 @@ const LEAVES = 1024
 
 /** Checks per second of wall time and per CPU-second (the machine is shared); a failed check stops the bench. */
 const rate = (label: string, seconds: number, f: (i: number) => boolean) => opsPerSecond(label, seconds, f, 2000)
-const fmt = (r: { wall: number; cpu: number }) =>
-  `${Math.round(r.wall).toLocaleString("en")}/s (${Math.round(r.cpu).toLocaleString("en")} per CPU-second)`
+const fmt = (r: { wall: number; cpu: number }) => `${Math.round(r.wall).toLocaleString("en")}/s (${Math.round(r.cpu).toLocaleString("en")} per CPU-second)`
 
 // (1) offline
 const data = Array.from({ length: LEAVES }, (_, i) => ({ invoice: i, amount: `${i}.00`, customer: { id: i % 97, name: "ACME" } }))
@@ -40,11 +39,16 @@ const oz = StandardMerkleTree.of(hashes.map((h) => [`0x${h}`]), ["bytes32"])
 const ozProofs = hashes.map((_, i) => oz.getProof(i))
 if (oz.root !== tree.root) throw new Error("tree mismatch")
 const ours = rate("verifyProof", 2, (i) => verifyProof(hashes[i % LEAVES]!, tree.proofs[i % LEAVES]!, tree.root))
-const baseline = rate("StandardMerkleTree.verify", 2, (i) =>
-  StandardMerkleTree.verify(oz.root, ["bytes32"], [`0x${hashes[i % LEAVES]}`], ozProofs[i % LEAVES]!))
-const bundles = hashes.map((h, i) => readInput({
-  version: 1, hash: h, anchors: [{ chainType: "evm", networkId: "bench", chainId: 1, contractAddress: "0x" + "11".repeat(20), batchId: 1, merkleRoot: tree.root, merkleProof: tree.proofs[i], txHash: "0x" + "22".repeat(32), blockNumber: 1 }]
-}))
+const baseline = rate("StandardMerkleTree.verify", 2,
+  (i) => StandardMerkleTree.verify(oz.root, ["bytes32"], [`0x${hashes[i % LEAVES]}`], ozProofs[i % LEAVES]!))
+const bundles = hashes.map((h, i) =>
+  readInput({
+    version: 1,
+    hash: h,
+    anchors: [{ chainType: "evm", networkId: "bench", chainId: 1, contractAddress: "0x" + "11".repeat(20), batchId: 1, merkleRoot: tree.root,
+      merkleProof: tree.proofs[i], txHash: "0x" + "22".repeat(32), blockNumber: 1 }]
+  })
+)
 const fullOffline = rate("verifyInput --offline", 2, (i) => {
   const input = bundles[i % LEAVES]!
   const report = Effect.runSync(verifyInput(input, { rpcFor: () => undefined, offline: true, data: { value: data[i % LEAVES] } }))
@@ -64,7 +68,7 @@ const helpRuns: Array<number> = []
 let rpcRoundTrip: number
 try {
   const client = createPublicClient({ transport: http(rpcUrl) })
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     try {
       await client.getChainId()
       break
@@ -80,12 +84,26 @@ try {
   const [batchId] = await client.readContract({ address, abi: anchorRegistryAbi, functionName: "getAnchor", args: [tree.root as Hex] })
   const block = await client.getBlock({ blockNumber: receipt.blockNumber })
   const bundle = {
-    version: 1, recordId: "0".repeat(24), hash: hashes[7], hashAlgorithm: "sha256", canonicalization: "RFC8785-JCS",
+    version: 1,
+    recordId: "0".repeat(24),
+    hash: hashes[7],
+    hashAlgorithm: "sha256",
+    canonicalization: "RFC8785-JCS",
     leafEncoding: "openzeppelin-standard-merkle-tree:bytes32",
     anchors: [{
-      chainType: "evm", networkId: "bench-anvil", chainId, contractAddress: address.toLowerCase(), batchId: Number(batchId),
-      merkleRoot: tree.root, merkleProof: tree.proofs[7], leafIndex: 7, leafCount: LEAVES, txHash, blockNumber: Number(receipt.blockNumber),
-      blockHash: receipt.blockHash, anchoredAt: new Date(Number(block.timestamp) * 1000).toISOString()
+      chainType: "evm",
+      networkId: "bench-anvil",
+      chainId,
+      contractAddress: address.toLowerCase(),
+      batchId: Number(batchId),
+      merkleRoot: tree.root,
+      merkleProof: tree.proofs[7],
+      leafIndex: 7,
+      leafCount: LEAVES,
+      txHash,
+      blockNumber: Number(receipt.blockNumber),
+      blockHash: receipt.blockHash,
+      anchoredAt: new Date(Number(block.timestamp) * 1000).toISOString()
     }]
   }
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "bench-verify-"))
@@ -116,22 +134,36 @@ try {
 const sorted = [...runs].sort((a, b) => a - b)
 const median = sorted[Math.floor(sorted.length / 2)]!
 const fullCli = [...helpRuns].sort((a, b) => a - b)[1]!
-console.log(`anchord verify against anvil (spawn → exit, 7 runs): median ${median.toFixed(0)} ms, min ${sorted[0]!.toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms`)
-console.log(`  for comparison: \`anchord --version\` (loads the whole node's CLI) median ${fullCli.toFixed(0)} ms; one RPC round trip ${rpcRoundTrip.toFixed(1)} ms`)
+console.log(
+  `anchord verify against anvil (spawn → exit, 7 runs): median ${median.toFixed(0)} ms, min ${sorted[0]!.toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms`
+)
+console.log(
+  `  for comparison: \`anchord --version\` (loads the whole node's CLI) median ${fullCli.toFixed(0)} ms; one RPC round trip ${rpcRoundTrip.toFixed(1)} ms`
+)
 
 const cpu = Os.cpus()
 const text = `
 ## bench:verify — ${new Date().toISOString()}
 
-Machine: ${cpu[0]?.model.trim() ?? "?"} × ${cpu.length}, ${(Os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${Os.platform()} ${Os.release()}, Node ${process.version}. Load average at start: ${Os.loadavg().map((l) => l.toFixed(2)).join(" ")} (the machine is shared).
+Machine: ${cpu[0]?.model.trim() ?? "?"} × ${cpu.length}, ${
+  (Os.totalmem() / 2 ** 30).toFixed(1)
+} GiB, ${Os.platform()} ${Os.release()}, Node ${process.version}. Load average at start: ${
+  Os.loadavg().map((l) => l.toFixed(2)).join(" ")
+} (the machine is shared).
 
 | | figure | target |
 |---|---:|---|
-| offline proof checks of \`anchord verify\` (\`verifyProof\`, src/evm/merkle.ts), ${LEAVES}-leaf batch, ${tree.proofs[0]!.length}-element proofs, one thread | ${fmt(ours)} | ≥ 100,000/s (wall: ${ours.wall >= 100_000 ? "met" : "MISSED"}; per CPU-second: ${ours.cpu >= 100_000 ? "met" : "MISSED"}) |
+| offline proof checks of \`anchord verify\` (\`verifyProof\`, src/evm/merkle.ts), ${LEAVES}-leaf batch, ${
+  tree.proofs[0]!.length
+}-element proofs, one thread | ${fmt(ours)} | ≥ 100,000/s (wall: ${ours.wall >= 100_000 ? "met" : "MISSED"}; per CPU-second: ${
+  ours.cpu >= 100_000 ? "met" : "MISSED"
+}) |
 | baseline: \`StandardMerkleTree.verify\` (@openzeppelin/merkle-tree), same proofs | ${fmt(baseline)} | |
 | ratio verifyProof / baseline (wall) | ${(ours.wall / baseline.wall).toFixed(1)}× | |
 | whole offline check of a bundle with data (strict JSON already parsed: JCS + SHA-256 + proof + report) | ${fmt(fullOffline)} | |
-| one \`anchord verify bundle --rpc … --data …\` against anvil, spawn → exit, median of 7 (min / max) | ${median.toFixed(0)} ms (${sorted[0]!.toFixed(0)} / ${sorted.at(-1)!.toFixed(0)}) | ≤ 1 s (${median <= 1000 ? "met" : "MISSED"}) |
+| one \`anchord verify bundle --rpc … --data …\` against anvil, spawn → exit, median of 7 (min / max) | ${median.toFixed(0)} ms (${sorted[0]!.toFixed(0)} / ${
+  sorted.at(-1)!.toFixed(0)
+}) | ≤ 1 s (${median <= 1000 ? "met" : "MISSED"}) |
 | for comparison: \`anchord --version\` through the full command line (server, database, chain modules loaded) | ${fullCli.toFixed(0)} ms | |
 
 \`verify\` is dispatched by src/cli/main.ts before anything else is loaded: it imports only src/verify/ (effect, effect/cli,

@@ -32,7 +32,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const runCli = (args: Array<string>, env: Record<string, string>) =>
   JSON.parse(ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
-    cwd: root, env: { ...process.env, ...env }, encoding: "utf8"
+    cwd: root,
+    env: { ...process.env, ...env },
+    encoding: "utf8"
   }))
 
 const waitFor = async (url: string, ms = 30_000) => {
@@ -113,7 +115,8 @@ const main = async () => {
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
   const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(root, "src/cli/main.ts"), "start"], {
     // The receiver is on loopback, which the egress policy opens only when told.
-    cwd: root, env: { ...process.env, ...env, PORT: String(nodePort), WEBHOOK_CONCURRENCY: String(CONCURRENCY), WEBHOOK_ALLOW_PRIVATE: "loopback" },
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(nodePort), WEBHOOK_CONCURRENCY: String(CONCURRENCY), WEBHOOK_ALLOW_PRIVATE: "loopback" },
     stdio: ["ignore", "ignore", "inherit"]
   })
   await waitFor(`http://127.0.0.1:${nodePort}/v1/health`)
@@ -213,7 +216,9 @@ const main = async () => {
   const bp99 = percentile(single, 99)
   log(`(b) baseline: one bare POST round trip p50 ${bp50.toFixed(1)} ms, p99 ${bp99.toFixed(1)} ms`)
 
-  const attempts = await sql<{ n: string; failed: string }>(`SELECT count(*) AS n, count(*) FILTER (WHERE status_code IS DISTINCT FROM 200) AS failed FROM webhook_attempt_log`)
+  const attempts = await sql<{ n: string; failed: string }>(
+    `SELECT count(*) AS n, count(*) FILTER (WHERE status_code IS DISTINCT FROM 200) AS failed FROM webhook_attempt_log`
+  )
   node.kill("SIGTERM")
   await new Promise((r) => node.once("exit", r))
   await db.dispose()
@@ -225,26 +230,32 @@ const main = async () => {
 
   const ok1 = perSecond >= 1000
   const ok2 = p99 <= 250
-  const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${Os.platform()} ${Os.release()}, Node ${process.version}`
+  const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${
+    (Os.totalmem() / 2 ** 30).toFixed(1)
+  } GiB, ${Os.platform()} ${Os.release()}, Node ${process.version}`
   const lines = [
     "",
     `## bench:webhooks — ${new Date().toISOString()}`,
     "",
     `Machine: ${machine}. PostgreSQL: ${process.env.DATABASE_URL ? "external (DATABASE_URL)" : "embedded (fsync on)"}. ` +
-      `Node: \`anchord start\` (WEBHOOK_CONCURRENCY ${CONCURRENCY}), receiver: node:http in the bench process answering 200 at once, all on one host.`,
+    `Node: \`anchord start\` (WEBHOOK_CONCURRENCY ${CONCURRENCY}), receiver: node:http in the bench process answering 200 at once, all on one host.`,
     "",
     "| | figure | target |",
     "|---|---:|---|",
-    `| (a) backlog of ${BACKLOG} events (one COMMIT) → all delivered | ${perSecond.toFixed(0)} deliveries/s (${drainMs.toFixed(0)} ms) | ≥ 1,000/s ${ok1 ? "(met)" : "(MISSED)"} |`,
+    `| (a) backlog of ${BACKLOG} events (one COMMIT) → all delivered | ${perSecond.toFixed(0)} deliveries/s (${drainMs.toFixed(0)} ms) | ≥ 1,000/s ${
+      ok1 ? "(met)" : "(MISSED)"
+    } |`,
     `| (a) baseline: bare node:http POST loop, same bodies, same concurrency | ${basePerSecond.toFixed(0)} POSTs/s | |`,
     `| (a) ratio dispatcher / baseline | ${(perSecond / basePerSecond).toFixed(2)} | |`,
-    `| (a) CPU per delivery: node / PostgreSQL / receiver (2 cores shared by all three) | ${perDelivery(cpuNode)} / ${perDelivery(cpuPg)} / ${perDelivery(cpuReceiver)} | |`,
+    `| (a) CPU per delivery: node / PostgreSQL / receiver (2 cores shared by all three) | ${perDelivery(cpuNode)} / ${perDelivery(cpuPg)} / ${
+      perDelivery(cpuReceiver)
+    } | |`,
     `| (b) COMMIT → attempt 0 at the receiver, ${LATENCY_EVENTS} events at ${LATENCY_RATE}/s, p50 | ${p50.toFixed(1)} ms | |`,
     `| (b) same, p99 (max ${max.toFixed(1)} ms) | ${p99.toFixed(1)} ms | ≤ 250 ms ${ok2 ? "(met)" : "(MISSED)"} |`,
     `| (b) baseline: one bare POST round trip, p50 / p99 | ${bp50.toFixed(1)} / ${bp99.toFixed(1)} ms | |`,
     "",
     `Attempts logged: ${attempts[0].n}, non-200: ${attempts[0].failed}. Each delivery: claim (SKIP LOCKED, lease), render + HMAC once, ` +
-      "stored before sending, POST, outcome batched into webhook_deliveries (+ webhook_attempts for failures).",
+    "stored before sending, POST, outcome batched into webhook_deliveries (+ webhook_attempts for failures).",
     ""
   ]
   console.log(lines.join("\n"))

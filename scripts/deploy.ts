@@ -14,13 +14,7 @@
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Hex } from "viem"
-import {
-  anchorRegistryAbi,
-  anchorRegistryBytecode,
-  deployAnchorRegistry,
-  writeDeploymentRecord,
-  type AnchorRegistryDeployment
-} from "../src/evm/deploy.ts"
+import { anchorRegistryAbi, anchorRegistryBytecode, deployAnchorRegistry, writeDeploymentRecord, type AnchorRegistryDeployment } from "../src/evm/deploy.ts"
 
 const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 

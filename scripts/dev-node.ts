@@ -89,6 +89,7 @@ export const startDevNode = async (dataDir: string, options: { port?: number; en
 export const runCli = (dataDir: string, args: ReadonlyArray<string>) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     ChildProcess.execFile(process.execPath, [cliEntry, ...args], {
-      cwd: root, env: { ...process.env, ANCHORD_DATA_DIR: dataDir, DATABASE_URL: "" }
+      cwd: root,
+      env: { ...process.env, ANCHORD_DATA_DIR: dataDir, DATABASE_URL: "" }
     }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }))
   })

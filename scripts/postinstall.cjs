@@ -45,7 +45,9 @@ for (const { name, version, dir } of missing) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "anchord-postinstall-"))
   try {
     const out = execFileSync("npm", ["pack", `${name}@${version}`, "--silent", "--pack-destination", tmp], {
-      cwd: tmp, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"]
+      cwd: tmp,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"]
     }).trim().split("\n").pop()
     fs.mkdirSync(dir, { recursive: true })
     execFileSync("tar", ["xzf", path.join(tmp, out), "--strip-components=1", "-C", dir])

@@ -33,10 +33,8 @@ import { LEADER_LEASE_MS } from "../src/anchoring/Leadership.ts"
 import { startDevPeer } from "../src/dev/fabric-peer/index.ts"
 import { deployAnchorRegistry } from "../src/evm/deploy.ts"
 import { startAnvil } from "./bench/anvil.ts"
-import {
-  type Accepted, anchordJson, type ClusterNode, failedChecks, finalChecks, freshDatabase, leaderOf, openLoopClient, pct, pollFor,
-  query, type RecordChain, sleep, startNode, startReceiver, startRpcProxy, tcpProxy
-} from "./bench/cluster-kit.ts"
+import { type Accepted, anchordJson, type ClusterNode, failedChecks, finalChecks, freshDatabase, leaderOf, openLoopClient, pct, pollFor, query,
+  type RecordChain, sleep, startNode, startReceiver, startRpcProxy, tcpProxy } from "./bench/cluster-kit.ts"
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300)
 const RATE = Number(process.env.SOAK_RATE ?? 20)
@@ -57,8 +55,9 @@ const log = (line: string) => console.log(`[soak:cluster +${Math.round((Date.now
 
 const redisServer = {
   stop: () => ChildProcess.execFileSync("redis-cli", ["-p", "6379", "shutdown", "nosave"], { stdio: "ignore" }),
-  start: () => ChildProcess.execFileSync("redis-server", ["--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379", "--save", "",
-    "--appendonly", "no", "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log"], { stdio: "ignore" }),
+  start: () =>
+    ChildProcess.execFileSync("redis-server", ["--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379", "--save", "", "--appendonly", "no",
+      "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log"], { stdio: "ignore" }),
   up: () => {
     try {
       return ChildProcess.execFileSync("redis-cli", ["-p", "6379", "ping"], { encoding: "utf8" }).includes("PONG")
@@ -90,7 +89,11 @@ const main = async () => {
     cleanups.length = 0
   }
   // Redis is shared with other users of the machine: whatever happens, it runs again when this ends.
-  if (REAL_REDIS) cleanups.push(() => { if (!redisServer.up()) redisServer.start() })
+  if (REAL_REDIS) {
+    cleanups.push(() => {
+      if (!redisServer.up()) redisServer.start()
+    })
+  }
   process.once("SIGINT", () => void cleanup().then(() => process.exit(130)))
   try {
     const db = await freshDatabase(ADMIN_URL)
@@ -111,21 +114,41 @@ const main = async () => {
     const evmId = "soak-anvil"
     const fabricId = "soak-fabric"
     const fabric = {
-      networkId: fabricId, endpoint: peer.address, mspId: peer.mspId, certPath: peer.clientIdentity.certPath,
-      keyPath: peer.clientIdentity.keyPath, channel: peer.channel, chaincode: peer.chaincode
+      networkId: fabricId,
+      endpoint: peer.address,
+      mspId: peer.mspId,
+      certPath: peer.clientIdentity.certPath,
+      keyPath: peer.clientIdentity.keyPath,
+      channel: peer.channel,
+      chaincode: peer.chaincode
     }
     const envFor = (name: string): Record<string, string> => ({
       DATABASE_URL: db.url,
       ANCHORD_DATA_DIR: Path.join(tmp, name),
       REDIS_URL: redis === undefined ? "redis://127.0.0.1:6379" : `redis://127.0.0.1:${redis.port}`,
       EVM_NETWORKS: JSON.stringify([{
-        networkId: evmId, rpcUrl: rpc.urlFor(name), chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-        environment: "test", batchMaxSize: 1_000, batchWindowMs: 1_000, pollIntervalMs: 200
+        networkId: evmId,
+        rpcUrl: rpc.urlFor(name),
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 1,
+        environment: "test",
+        batchMaxSize: 1_000,
+        batchWindowMs: 1_000,
+        pollIntervalMs: 200
       }]),
       EVM_PRIVATE_KEY_SOAK_ANVIL: ANVIL_KEY,
       FABRIC_NETWORKS: JSON.stringify([{
-        networkId: fabricId, environment: "test", peerEndpoint: peer.address, mspId: peer.mspId, certPath: peer.clientIdentity.certPath,
-        keyPath: peer.clientIdentity.keyPath, channel: peer.channel, chaincode: peer.chaincode, batchMaxSize: 1_000, batchWindowMs: 1_000
+        networkId: fabricId,
+        environment: "test",
+        peerEndpoint: peer.address,
+        mspId: peer.mspId,
+        certPath: peer.clientIdentity.certPath,
+        keyPath: peer.clientIdentity.keyPath,
+        channel: peer.channel,
+        chaincode: peer.chaincode,
+        batchMaxSize: 1_000,
+        batchWindowMs: 1_000
       }]),
       WEBHOOK_ALLOW_PRIVATE: "loopback",
       LOG_LEVEL: "info"
@@ -145,7 +168,8 @@ const main = async () => {
     log(`${NODES} nodes up: ${nodes.map((n) => `${n.name} ${n.base} pid ${n.child.pid}`).join(", ")}; logs ${tmp}/n*.log`)
     for (const [k, who] of [[key, "soak"], [limitedKey, "limited"]] as const) {
       const put = await fetch(`${nodes[0]!.base}/v1/webhooks`, {
-        method: "PUT", headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
+        method: "PUT",
+        headers: { authorization: `Bearer ${k}`, "content-type": "application/json" },
         body: JSON.stringify({ url: receiver.url, enabled: true, events: ["anchor.confirmed"] })
       })
       const json = await put.json() as any
@@ -189,7 +213,8 @@ const main = async () => {
       const note = await aim(leader, kill)
       if (at === 0) await kill()
       const h = await handover(networkId, leader, at, 30_000)
-      const fault: Fault = { name, at, end: Date.now(), handovers: [{ networkId, ms: h.ms }], bound: BOUND_KILL_MS, note: `${leader.name} killed ${note}; ${h.next?.name ?? "nobody"} leads` }
+      const fault: Fault = { name, at, end: Date.now(), handovers: [{ networkId, ms: h.ms }], bound: BOUND_KILL_MS,
+        note: `${leader.name} killed ${note}; ${h.next?.name ?? "nobody"} leads` }
       faults.push(fault)
       log(`${name}: ${fault.note} after ${h.ms} ms`)
       await sleep(5_000)
@@ -215,7 +240,11 @@ const main = async () => {
     const schedule = async () => {
       await sleep(20_000)
       limitsShared = await probeLimit(10)
-      log(`limited key (${LIMIT}/s) at ${4 * LIMIT}/s across ${rotation().length} nodes, Redis up: ${(limitsShared.accepted / limitsShared.seconds).toFixed(1)}/s accepted`)
+      log(
+        `limited key (${LIMIT}/s) at ${4 * LIMIT}/s across ${rotation().length} nodes, Redis up: ${
+          (limitsShared.accepted / limitsShared.seconds).toFixed(1)
+        }/s accepted`
+      )
       await sleep(5_000)
 
       await killLeader("kill -9 EVM leader after broadcast", evmId, async (leader, kill) =>
@@ -224,9 +253,12 @@ const main = async () => {
       await killLeader("kill -9 EVM leader between cut and broadcast", evmId, async (leader, kill) =>
         (await rpc.aim(leader.name, "hold", kill, 30_000)) ? "with its signed transaction stored, not broadcast" : "(no broadcast within 30 s: not aimed)")
       await sleep(10_000)
-      for (const [name, states] of [["kill -9 Fabric leader after submit", ["SENT", "MINED"]], ["kill -9 Fabric leader between cut and submit", ["PENDING"]]] as const) {
+      for (const [name, states] of [["kill -9 Fabric leader after submit", ["SENT", "MINED"]], ["kill -9 Fabric leader between cut and submit", [
+        "PENDING"
+      ]]] as const) {
         await killLeader(name, fabricId, async (_, kill) => {
-          const seen = await pollFor(() => fabricState(states), 30_000, 20)
+          const seen = await pollFor(() =>
+            fabricState(states), 30_000, 20)
           await kill()
           return seen === undefined ? "(no such batch seen within 30 s: not aimed)" : `with batch ${seen.id} ${states.join("/")} (seen 0–20 ms before)`
         })
@@ -240,7 +272,9 @@ const main = async () => {
         out.add(leader)
         const at = Date.now()
         leader.signal("SIGSTOP")
-        const hs = await Promise.all(led.map((n) => handover(n, leader, at, BOUND_PAUSE_MS + 20_000)))
+        const hs = await Promise.all(led.map((n) =>
+          handover(n, leader, at, BOUND_PAUSE_MS + 20_000)
+        ))
         await sleep(Math.max(0, at + LEADER_LEASE_MS + 2_000 - Date.now()))
         const linesBefore = leader.lines.length
         leader.signal("SIGCONT")
@@ -250,7 +284,8 @@ const main = async () => {
         out.delete(leader)
         const note = `${leader.name} paused ${Math.round((Date.now() - at) / 1000)} s; woken: ${asFollower ? "a follower" : "STILL LEADING"}, ` +
           `${fenced} write(s) refused by the fence after waking`
-        faults.push({ name: "SIGSTOP leader past its lease", at, end: Date.now(), handovers: hs.map(({ networkId, ms }) => ({ networkId, ms })), bound: BOUND_PAUSE_MS, note })
+        faults.push({ name: "SIGSTOP leader past its lease", at, end: Date.now(), handovers: hs.map(({ networkId, ms }) => ({ networkId, ms })),
+          bound: BOUND_PAUSE_MS, note })
         log(`SIGSTOP: ${note}; handover ${hs.map((h) => `${h.networkId} ${h.ms} ms`).join(", ")}`)
       }
       await sleep(10_000)
@@ -269,7 +304,9 @@ const main = async () => {
         else redisServer.start()
         const back = await pollFor(() => nodes.every((n) => n.lines.some((l) => l.includes("answers again"))) ? true : undefined, 30_000, 200)
         faults.push({ name: "Redis gone 30 s", at, end: Date.now(), handovers: [], bound: 0,
-          note: `limits per node meanwhile; every node back to shared counts: ${back ? `yes, ${Math.round((Date.now() - at - REDIS_DOWN_MS) / 1000)} s after Redis returned` : "NO (30 s)"}` })
+          note: `limits per node meanwhile; every node back to shared counts: ${
+            back ? `yes, ${Math.round((Date.now() - at - REDIS_DOWN_MS) / 1000)} s after Redis returned` : "NO (30 s)"
+          }` })
       }
       await sleep(10_000)
 
@@ -282,8 +319,8 @@ const main = async () => {
         await node.stop("SIGTERM")
         const hs = await Promise.all(leads.filter((n) => n !== undefined).map((n) => handover(n!, node, at, 30_000)))
         await restart(node)
-        faults.push({ name: `rolling restart ${node.name}`, at, end: Date.now(), handovers: hs.map(({ networkId, ms }) => ({ networkId, ms })), bound: BOUND_KILL_MS + 1_000,
-          note: `SIGTERM, started again in ${Math.round((Date.now() - at) / 100) / 10} s` })
+        faults.push({ name: `rolling restart ${node.name}`, at, end: Date.now(), handovers: hs.map(({ networkId, ms }) => ({ networkId, ms })),
+          bound: BOUND_KILL_MS + 1_000, note: `SIGTERM, started again in ${Math.round((Date.now() - at) / 100) / 10} s` })
         log(`rolling restart: ${node.name} back${hs.length ? `; handover ${hs.map((h) => `${h.networkId} ${h.ms} ms`).join(", ")}` : ""}`)
         await sleep(5_000)
       }
@@ -305,48 +342,73 @@ const main = async () => {
     // database (docs/operating.md): counted and shown; any other 5xx fails the soak.
     const shed = client.fiveXx.filter((f) => f.status === 503 && f.retryAfter !== undefined)
     const fiveXx = client.fiveXx.length - shed.length
-    for (const f of client.fiveXx.slice(0, 5)) log(`5xx from ${f.node} at +${Math.round((f.at - t0) / 1000)}s: ${f.status} (Retry-After ${f.retryAfter ?? "none"}) ${f.body}`)
+    for (const f of client.fiveXx.slice(0, 5)) {
+      log(`5xx from ${f.node} at +${Math.round((f.at - t0) / 1000)}s: ${f.status} (Retry-After ${f.retryAfter ?? "none"}) ${f.body}`)
+    }
     const failures = failedChecks(checks)
-    const handoverLine = (f: Fault) => f.handovers.map((h) => `${h.networkId} ${h.ms === undefined ? "none" : `${(h.ms / 1000).toFixed(1)} s`}`).join(", ") || "—"
+    const handoverLine = (f: Fault) =>
+      f.handovers.map((h) => `${h.networkId} ${h.ms === undefined ? "none" : `${(h.ms / 1000).toFixed(1)} s`}`).join(", ") || "—"
     const allHandovers = faults.flatMap((f) => f.handovers.map((h) => ({ ...h, bound: f.bound })))
     const overBound = allHandovers.filter((h) => h.ms === undefined || h.ms > h.bound)
     const sharedRate = limitsShared.accepted / Math.max(1, limitsShared.seconds)
     const aloneRate = limitsAlone.accepted / Math.max(1, limitsAlone.seconds)
     const sharedOk = sharedRate <= LIMIT * 1.3 && sharedRate >= LIMIT * 0.7
-    if (delays.at(-1)! > BOUND_DELAY_MS) failures.push(`a record took ${(delays.at(-1)! / 1000).toFixed(0)} s to its webhook (bound ${BOUND_DELAY_MS / 1000} s)`)
+    if (delays.at(-1)! > BOUND_DELAY_MS) {
+      failures.push(`a record took ${(delays.at(-1)! / 1000).toFixed(0)} s to its webhook (bound ${BOUND_DELAY_MS / 1000} s)`)
+    }
     if (fiveXx > 0) failures.push(`${fiveXx} 5xx answers`)
     if (overBound.length > 0) failures.push(`${overBound.length} handovers over their bound`)
     if (!sharedOk) failures.push(`shared limit: ${sharedRate.toFixed(1)}/s for a key limited to ${LIMIT}/s`)
     // Redis gone: each node counts alone, so more than N/s in total, never more than N per node.
-    if (!(aloneRate > LIMIT * 1.3 && aloneRate <= LIMIT * NODES * 1.3)) failures.push(`limit with Redis gone: ${aloneRate.toFixed(1)}/s (per-node counting expected)`)
+    if (!(aloneRate > LIMIT * 1.3 && aloneRate <= LIMIT * NODES * 1.3)) {
+      failures.push(`limit with Redis gone: ${aloneRate.toFixed(1)}/s (per-node counting expected)`)
+    }
     if (receiver.counts.badSignature > 0) failures.push(`${receiver.counts.badSignature} deliveries with a bad signature`)
 
-    const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, load average ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}`
+    const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${
+      (Os.totalmem() / 2 ** 30).toFixed(0)
+    } GiB, Node ${process.version}, load average ${Os.loadavg().map((l) => l.toFixed(1)).join(" ")}`
     const lines = [
       "",
       `## soak:cluster — ${new Date().toISOString()}`,
       "",
       `Machine: ${machine} (shared with other work: timings are noisy). ${NODES} \`anchord start\` nodes on the machine's PostgreSQL 15 (a fresh database) and Redis ` +
-        `(${REAL_REDIS ? "stopped for real" : "through a TCP proxy the soak cuts"}), anvil (automine, confirmations 1, through an RPC proxy that aims kills), the Fabric dev peer; ` +
-        `open-loop round-robin client at ${RATE} records/s (3 evm : 1 fabric : 1 hybrid) for ${Math.round((Date.now() - t0) / 1000)} s in all; webhook receiver checking signatures. ` +
-        `Nodes killed or paused leave the client's rotation (as behind a load balancer's health check). The rolling restart restarts the same build.`,
+      `(${
+        REAL_REDIS ? "stopped for real" : "through a TCP proxy the soak cuts"
+      }), anvil (automine, confirmations 1, through an RPC proxy that aims kills), the Fabric dev peer; ` +
+      `open-loop round-robin client at ${RATE} records/s (3 evm : 1 fabric : 1 hybrid) for ${
+        Math.round((Date.now() - t0) / 1000)
+      } s in all; webhook receiver checking signatures. ` +
+      `Nodes killed or paused leave the client's rotation (as behind a load balancer's health check). The rolling restart restarts the same build.`,
       "",
       "| fault | handover (per network) | bound | what happened |",
       "|---|---|---:|---|",
       ...faults.map((f) => `| ${f.name} | ${handoverLine(f)} | ${f.bound ? `${f.bound / 1000} s` : "—"} | ${f.note} |`),
       "",
-      `Handover p50 / max: kill -9 ${secsOf(allHandovers.filter((h) => h.bound === BOUND_KILL_MS))}; SIGSTOP ${secsOf(allHandovers.filter((h) => h.bound === BOUND_PAUSE_MS))}; ` +
-        `rolling restart ${secsOf(allHandovers.filter((h) => h.bound === BOUND_KILL_MS + 1_000))}.`,
+      `Handover p50 / max: kill -9 ${secsOf(allHandovers.filter((h) => h.bound === BOUND_KILL_MS))}; SIGSTOP ${
+        secsOf(allHandovers.filter((h) => h.bound === BOUND_PAUSE_MS))
+      }; ` +
+      `rolling restart ${secsOf(allHandovers.filter((h) => h.bound === BOUND_KILL_MS + 1_000))}.`,
       "",
       `Accepted (202) ${checks.accepted}: missing **${checks.missing}**, not ANCHORED ${checks.notAnchored}, wrong anchors (a network missing or twice) **${checks.wrongAnchors}**, ` +
-        `roots twice on chain **${checks.rootsTwiceOnChain}** / in the database ${checks.rootsTwiceInDb}, proofs verified against the chains ${checks.proofsChecked} (failing **${checks.proofsFailing}**), ` +
-        `without a signed anchor.confirmed **${checks.unconfirmed}**, duplicate anchor.confirmed (two event ids) **${checks.duplicateEvents}**, redeliveries of one event ${checks.redeliveries}, ` +
-        `bad signatures ${receiver.counts.badSignature}. 5xx answered **${fiveXx}** other than 503 with Retry-After, and ${shed.length} of those (${[...new Set(shed.map((f) => { try { return String(JSON.parse(f.body).error) } catch { return f.body.slice(0, 80) } }))].join("; ") || "none"}); no answer (node killed under the request) ${client.noAnswer}; ` +
-        `answers ${JSON.stringify(Object.fromEntries(client.statuses))}.`,
-      `POST → anchor.confirmed p50 / p99 / max ${(pct(delays, 50) / 1000).toFixed(1)} / ${(pct(delays, 99) / 1000).toFixed(1)} / ${(delays.at(-1)! / 1000).toFixed(1)} s; ` +
-        `delayed over ${DELAYED_MS / 1000} s: ${delayed} records (bound on any: ${BOUND_DELAY_MS / 1000} s).`,
+      `roots twice on chain **${checks.rootsTwiceOnChain}** / in the database ${checks.rootsTwiceInDb}, proofs verified against the chains ${checks.proofsChecked} (failing **${checks.proofsFailing}**), ` +
+      `without a signed anchor.confirmed **${checks.unconfirmed}**, duplicate anchor.confirmed (two event ids) **${checks.duplicateEvents}**, redeliveries of one event ${checks.redeliveries}, ` +
+      `bad signatures ${receiver.counts.badSignature}. 5xx answered **${fiveXx}** other than 503 with Retry-After, and ${shed.length} of those (${
+        [...new Set(shed.map((f) => {
+          try {
+            return String(JSON.parse(f.body).error)
+          } catch {
+            return f.body.slice(0, 80)
+          }
+        }))].join("; ") || "none"
+      }); no answer (node killed under the request) ${client.noAnswer}; ` +
+      `answers ${JSON.stringify(Object.fromEntries(client.statuses))}.`,
+      `POST → anchor.confirmed p50 / p99 / max ${(pct(delays, 50) / 1000).toFixed(1)} / ${(pct(delays, 99) / 1000).toFixed(1)} / ${
+        (delays.at(-1)! / 1000).toFixed(1)
+      } s; ` +
+      `delayed over ${DELAYED_MS / 1000} s: ${delayed} records (bound on any: ${BOUND_DELAY_MS / 1000} s).`,
       `Shared limit, a key at ${LIMIT}/s driven at ${4 * LIMIT}/s round-robin: ${sharedRate.toFixed(1)}/s accepted with Redis (expected ${LIMIT} ± 30%), ` +
-        `${aloneRate.toFixed(1)}/s with Redis gone (per-node counting: up to ${LIMIT} × the nodes in rotation).`,
+      `${aloneRate.toFixed(1)}/s with Redis gone (per-node counting: up to ${LIMIT} × the nodes in rotation).`,
       "",
       failures.length === 0 ? "**All held.**" : `**Did not hold:** ${failures.join("; ")}.`,
       ...checks.examples.map((e) => `- ${e}`),

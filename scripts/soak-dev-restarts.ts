@@ -79,8 +79,7 @@ interface Saved {
   deleted: boolean
 }
 const saved: Array<Saved> = []
-const anchorKey = (anchors: ReadonlyArray<{ networkId: string; txHash: string }>) =>
-  anchors.map((a) => `${a.networkId}:${a.txHash}`).sort().join(",")
+const anchorKey = (anchors: ReadonlyArray<{ networkId: string; txHash: string }>) => anchors.map((a) => `${a.networkId}:${a.txHash}`).sort().join(",")
 
 let reanchored = 0
 let proofsFailing = 0
@@ -172,8 +171,7 @@ try {
       saved.push({ recordId: c.recordId, hash: c.hash, anchors: anchorKey(record.anchors), proof: proof.json, deleted: false })
     }
     // Its anchor.confirmed delivered before the stop: a second one after a restart is a duplicate.
-    await waitFor("anchor.confirmed deliveries", async () =>
-      created.every((c) => confirmedIds.has(c.hash)) ? true : undefined)
+    await waitFor("anchor.confirmed deliveries", async () => created.every((c) => confirmedIds.has(c.hash)) ? true : undefined)
     if (round === 2) {
       const victim = saved[0]
       if ((await api(node, "DELETE", `/v1/records/${victim.recordId}`)).status !== 200) throw new Error("soft delete failed")

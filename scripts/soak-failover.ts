@@ -69,8 +69,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** `anchord <args> --json`, not blocking the event loop (the switch the CLI connects through runs in it). */
 const runCli = (args: Array<string>, env: Record<string, string>) =>
   new Promise<any>((resolve, reject) =>
-    ChildProcess.execFile(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], { cwd: root, env: { ...process.env, ...env }, encoding: "utf8", timeout: 120_000 },
-      (error, stdout) => error ? reject(error) : resolve(JSON.parse(stdout))))
+    ChildProcess.execFile(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], { cwd: root, env: { ...process.env, ...env }, encoding: "utf8",
+      timeout: 120_000 }, (error, stdout) => error ? reject(error) : resolve(JSON.parse(stdout)))
+  )
 const inChunks = async <A>(items: ReadonlyArray<A>, concurrency: number, f: (a: A) => Promise<void>) => {
   let next = 0
   await Promise.all(Array.from({ length: concurrency }, async () => {
@@ -138,8 +139,14 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
       DATABASE_URL: `postgres://postgres@127.0.0.1:${sw.port}/anchord`,
       ANCHORD_DATA_DIR: logsDir,
       EVM_NETWORKS: JSON.stringify([{
-        networkId: "soak-anvil", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-        environment: "test", batchWindowMs: 1000, pollIntervalMs: 250
+        networkId: "soak-anvil",
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 1,
+        environment: "test",
+        batchWindowMs: 1000,
+        pollIntervalMs: 250
       }]),
       EVM_PRIVATE_KEY_SOAK_ANVIL: ANVIL_KEY,
       WEBHOOK_ALLOW_PRIVATE: "loopback",
@@ -184,7 +191,9 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
       const port = await freePort()
       const out = Fs.openSync(Path.join(logsDir, `node-${n}.log`), "a")
       const child = ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
-        cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ["ignore", out, out]
+        cwd: root,
+        env: { ...process.env, ...env, PORT: String(port) },
+        stdio: ["ignore", out, out]
       })
       cleanups.unshift(async () => {
         child.kill("SIGTERM")
@@ -194,7 +203,7 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
       bases.push(`http://127.0.0.1:${port}`)
     }
     for (const base of bases) {
-      for (let i = 0; ; i++) {
+      for (let i = 0;; i++) {
         try {
           if ((await fetch(`${base}/v1/health`)).ok) break
         } catch {}
@@ -204,14 +213,16 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
     }
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`
-    const put = await fetch(`${bases[0]}/v1/webhooks`, { method: "PUT", headers, body: JSON.stringify({ url: receiverUrl, enabled: true, events: ["anchor.confirmed"] }) })
+    const put = await fetch(`${bases[0]}/v1/webhooks`, { method: "PUT", headers,
+      body: JSON.stringify({ url: receiverUrl, enabled: true, events: ["anchor.confirmed"] }) })
     if (put.status !== 200) throw new Error(`PUT /v1/webhooks ${put.status}`)
     secret = ((await (await fetch(`${bases[0]}/v1/webhooks`, { headers })).json()) as any).data.secret
     log(`${mode}: ${NODES} nodes up on the switch (:${sw.port} → primary :${p.primary.port}); load ${RATE} records/s, kill after ${BEFORE_S} s`)
 
     // The load: open loop, round-robin, a 503 retried after its Retry-After with the same Idempotency-Key.
     const accepted = new Map<string, { at: number; node: number }>()
-    const counts = { other4xx: 0, notSent: 0, answered503: 0, without503RetryAfter: 0, other5xx: 0, dropped: 0, slower: 0, maxLatency: 0, retried: 0, gaveUp: 0 }
+    const counts = { other4xx: 0, notSent: 0, answered503: 0, without503RetryAfter: 0, other5xx: 0, dropped: 0, slower: 0, maxLatency: 0, retried: 0,
+      gaveUp: 0 }
     const inFlight = new Set<Promise<void>>()
     /** What the refusals said, for the log. */
     const reasons = new Map<string, number>()
@@ -260,8 +271,11 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
     const failover = (async () => {
       await sleep(BEFORE_S * 1000)
       // How far the standby was behind at the kill (bytes of WAL not yet replayed), read just before it.
-      walLagBytesAtKill = Number((await psqlAsync(p.primary.port,
-        "SELECT coalesce(pg_current_wal_lsn() - flush_lsn, 0) FROM pg_stat_replication WHERE application_name = 'standby1'"))[0] ?? NaN)
+      walLagBytesAtKill = Number(
+        (await psqlAsync(p.primary.port, "SELECT coalesce(pg_current_wal_lsn() - flush_lsn, 0) FROM pg_stat_replication WHERE application_name = 'standby1'"))[
+          0
+        ] ?? NaN
+      )
       const pid = p.primary.pid()
       orphans = childPids(pid)
       process.kill(pid, "SIGKILL")
@@ -277,11 +291,21 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
       promotedWall = Date.now()
       log(`${mode}: standby promoted in ${promoteMs.toFixed(0)} ms, the switch points at it (:${p.standby.port})`)
     })()
-    const health = () => Promise.all(bases.map((b) =>
-      fetch(`${b}/v1/health`, { signal: AbortSignal.timeout(2000) }).then(async (r) => ((await r.json()) as any)?.data?.database?.status ?? r.status, () => "no answer")))
-    const progress = setInterval(() => void health().then((h) =>
-      log(`${mode}: ${((performance.now() - t0) / 1000).toFixed(0)} of ${BEFORE_S + AFTER_S} s, ${accepted.size} accepted, ${counts.answered503} × 503, ` +
-        `${counts.dropped} dropped, ${inFlight.size} in flight; nodes' database: ${h.join(", ")}`)), 10_000)
+    const health = () =>
+      Promise.all(
+        bases.map((b) =>
+          fetch(`${b}/v1/health`, { signal: AbortSignal.timeout(2000) }).then(async (r) => ((await r.json()) as any)?.data?.database?.status ?? r.status, () =>
+            "no answer")
+        )
+      )
+    const progress = setInterval(
+      () =>
+        void health().then((h) =>
+          log(`${mode}: ${((performance.now() - t0) / 1000).toFixed(0)} of ${BEFORE_S + AFTER_S} s, ${accepted.size} accepted, ${counts.answered503} × 503, ` +
+            `${counts.dropped} dropped, ${inFlight.size} in flight; nodes' database: ${h.join(", ")}`)
+        ),
+      10_000
+    )
     const interval = 1000 / RATE
     for (let i = 0; performance.now() < loadEnd; i++) {
       const wait = t0 + i * interval - performance.now()
@@ -302,7 +326,8 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
     // The new primary, directly (the switch points at it too).
     const sql = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
       Effect.runPromise(Effect.scoped(Effect.flatMap(SqlClient.SqlClient, f).pipe(
-        Effect.provide(PgClient.layer({ url: Redacted.make(`postgres://postgres@127.0.0.1:${p.standby.port}/anchord`) })))))
+        Effect.provide(PgClient.layer({ url: Redacted.make(`postgres://postgres@127.0.0.1:${p.standby.port}/anchord`) }))
+      )))
     const ids = [...accepted.keys()]
     const idArray = `{${ids.join(",")}}`
     const presentRows = await sql((s) => s<{ id: string }>`SELECT id FROM records WHERE id = ANY(${idArray}::text[])`)
@@ -326,13 +351,17 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
     log(`${mode}: drained in ${((Date.now() - drainStart) / 1000).toFixed(0)} s (${notAnchored} not ANCHORED, ${undelivered} not delivered)`)
 
     // Batches against the chain: each confirmed root on chain once, nothing anchored twice.
-    const batches = await sql((s) => s<{ root: string; state: string; createdAt: number }>`
-      SELECT merkle_root AS root, state, (extract(epoch from created_at) * 1000)::float8 AS "createdAt" FROM anchor_batches WHERE network_id = 'soak-anvil'`)
+    const batches = await sql((s) =>
+      s<{ root: string; state: string; createdAt: number }>`
+      SELECT merkle_root AS root, state, (extract(epoch from created_at) * 1000)::float8 AS "createdAt" FROM anchor_batches WHERE network_id = 'soak-anvil'`
+    )
     const confirmed = batches.filter((b) => b.state === "CONFIRMED")
     const duplicateRootsDb = confirmed.length - new Set(confirmed.map((b) => b.root.toLowerCase())).size
     const logs = await (await fetch(anvil.rpcUrl, {
-      method: "POST", headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [{ address: d.address, topics: [ANCHORED_TOPIC], fromBlock: "0x0", toBlock: "latest" }] })
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getLogs",
+        params: [{ address: d.address, topics: [ANCHORED_TOPIC], fromBlock: "0x0", toBlock: "latest" }] })
     })).json() as { result: Array<{ topics: Array<string> }> }
     const onChain = new Map<string, number>()
     for (const l of logs.result) onChain.set(l.topics[2]!.toLowerCase(), (onChain.get(l.topics[2]!.toLowerCase()) ?? 0) + 1)
@@ -363,13 +392,36 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
       return firsts.length === 0 ? NaN : Math.min(...firsts)
     })
     return {
-      mode, accepted: ids.length, acceptedBeforeKill: [...accepted.values()].filter((a) => a.at < killAt).length,
-      lostBeforeKill, lostAfterKill, walLagBytesAtKill,
-      answered503: counts.answered503, without503RetryAfter: counts.without503RetryAfter, other5xx: counts.other5xx, dropped: counts.dropped, other4xx: counts.other4xx, notSent: counts.notSent,
-      slowerThanBound: counts.slower, maxLatencyMs: counts.maxLatency, retriedRecords: counts.retried, gaveUp: counts.gaveUp,
-      promoteMs, resumeMs, firstBatchAfterPromotionMs, notAnchored, batches: confirmed.length,
-      duplicateRootsDb, duplicateRootsChain, confirmedNotOnChain, chainRootsWithoutBatch, proofsChecked, proofsFailing,
-      undelivered, badSignatures, duplicateConfirmations: [...confirmations.values()].filter((s) => s.size > 1).length
+      mode,
+      accepted: ids.length,
+      acceptedBeforeKill: [...accepted.values()].filter((a) => a.at < killAt).length,
+      lostBeforeKill,
+      lostAfterKill,
+      walLagBytesAtKill,
+      answered503: counts.answered503,
+      without503RetryAfter: counts.without503RetryAfter,
+      other5xx: counts.other5xx,
+      dropped: counts.dropped,
+      other4xx: counts.other4xx,
+      notSent: counts.notSent,
+      slowerThanBound: counts.slower,
+      maxLatencyMs: counts.maxLatency,
+      retriedRecords: counts.retried,
+      gaveUp: counts.gaveUp,
+      promoteMs,
+      resumeMs,
+      firstBatchAfterPromotionMs,
+      notAnchored,
+      batches: confirmed.length,
+      duplicateRootsDb,
+      duplicateRootsChain,
+      confirmedNotOnChain,
+      chainRootsWithoutBatch,
+      proofsChecked,
+      proofsFailing,
+      undelivered,
+      badSignatures,
+      duplicateConfirmations: [...confirmations.values()].filter((s) => s.size > 1).length
     }
   } finally {
     for (const c of cleanups) {
@@ -392,29 +444,43 @@ const main = async () => {
   deadline.unref()
   const results: Array<ModeResult> = []
   for (const mode of MODES) results.push(await runMode(mode))
-  const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, Node ${process.version}, PostgreSQL 15 (${Path.basename(Path.dirname(process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin"))})`
+  const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, Node ${process.version}, PostgreSQL 15 (${
+    Path.basename(Path.dirname(process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin"))
+  })`
   const row = (r: ModeResult) =>
-    `| ${r.mode === "sync" ? "synchronous" : "asynchronous"} | ${r.accepted} (${r.acceptedBeforeKill} before the kill) | **${r.lostBeforeKill}** / ${r.lostAfterKill} | ` +
-    `${Number.isFinite(r.walLagBytesAtKill) ? r.walLagBytesAtKill : "—"} | ${r.answered503} (${r.without503RetryAfter} without Retry-After) | ${r.other5xx} / ${r.dropped} / ${r.other4xx} | ${r.notSent} | ` +
-    `${ms(r.maxLatencyMs)} (${r.slowerThanBound} over ${HANG_BOUND_MS / 1000} s) | ${r.gaveUp} | ${ms(r.promoteMs)} | ${r.resumeMs.map(ms).join(", ")} | ${ms(r.firstBatchAfterPromotionMs)} | ` +
-    `${r.batches} / ${r.duplicateRootsDb + r.duplicateRootsChain} / ${r.confirmedNotOnChain} / ${r.chainRootsWithoutBatch} | ${r.proofsChecked - r.proofsFailing} of ${r.proofsChecked} | ` +
+    `| ${
+      r.mode === "sync" ? "synchronous" : "asynchronous"
+    } | ${r.accepted} (${r.acceptedBeforeKill} before the kill) | **${r.lostBeforeKill}** / ${r.lostAfterKill} | ` +
+    `${
+      Number.isFinite(r.walLagBytesAtKill) ? r.walLagBytesAtKill : "—"
+    } | ${r.answered503} (${r.without503RetryAfter} without Retry-After) | ${r.other5xx} / ${r.dropped} / ${r.other4xx} | ${r.notSent} | ` +
+    `${ms(r.maxLatencyMs)} (${r.slowerThanBound} over ${HANG_BOUND_MS / 1000} s) | ${r.gaveUp} | ${ms(r.promoteMs)} | ${r.resumeMs.map(ms).join(", ")} | ${
+      ms(r.firstBatchAfterPromotionMs)
+    } | ` +
+    `${r.batches} / ${r.duplicateRootsDb + r.duplicateRootsChain} / ${r.confirmedNotOnChain} / ${r.chainRootsWithoutBatch} | ${
+      r.proofsChecked - r.proofsFailing
+    } of ${r.proofsChecked} | ` +
     `${r.undelivered} / ${r.badSignatures} / ${r.duplicateConfirmations} | ${r.notAnchored} |`
   const lines = [
     "",
     `## soak:failover — ${new Date().toISOString()}`,
     "",
     `Machine: ${machine}; shared with other work (timings noisy, counts not). Per mode: a primary and a streaming standby (initdb, pg_basebackup) ` +
-      `replicating through a link of ${LINK_DELAY_MS} ms each way, a TCP switch standing in for the VIP / HAProxy / PgBouncer endpoint, anvil, ${NODES} \`anchord start\` nodes. ` +
-      `An open-loop client at ${RATE} records/s round-robin (single POST /v1/anchor, Idempotency-Key each, a 503 retried after its Retry-After) for ${BEFORE_S} s; ` +
-      `then kill -9 of the primary's postmaster, ${DETECT_MS} ms of nothing behind the switch (the HA manager's detection, a stand-in), \`pg_ctl promote\`, the switch moved, ${AFTER_S - DETECT_MS / 1000} s more load.`,
+    `replicating through a link of ${LINK_DELAY_MS} ms each way, a TCP switch standing in for the VIP / HAProxy / PgBouncer endpoint, anvil, ${NODES} \`anchord start\` nodes. ` +
+    `An open-loop client at ${RATE} records/s round-robin (single POST /v1/anchor, Idempotency-Key each, a 503 retried after its Retry-After) for ${BEFORE_S} s; ` +
+    `then kill -9 of the primary's postmaster, ${DETECT_MS} ms of nothing behind the switch (the HA manager's detection, a stand-in), \`pg_ctl promote\`, the switch moved, ${
+      AFTER_S - DETECT_MS / 1000
+    } s more load.`,
     "",
     `| replication | accepted (202) | lost: answered before the kill / after | WAL the standby lacked at the kill (bytes) | 503 | other 5xx / dropped / 4xx | not sent (client at ${MAX_OUTSTANDING} outstanding) | slowest answer | refused after retrying | promote | 202 again after promotion (per node) | first batch after promotion | batches confirmed / anchored twice / not on chain / on chain without a batch | proofs verifying | webhooks missing / bad signature / duplicate | not ANCHORED |`,
     "|---|---|---|---:|---|---|---:|---|---:|---:|---|---:|---|---|---|---:|",
     ...results.map(row),
     "",
-    `Bounds (docs/operating.md, "PostgreSQL high availability"): synchronous: 0 lost, every 503 with Retry-After, no other 5xx, no answer slower than ${HANG_BOUND_MS / 1000} s, ` +
-      `each node answering 202 within ${RESUME_BOUND_MS / 1000} s of the promotion, nothing anchored twice, every proof verifying, every record delivered. ` +
-      "Asynchronous: reported, not bounded: the lost records are why the synchronous setup is the supported one.",
+    `Bounds (docs/operating.md, "PostgreSQL high availability"): synchronous: 0 lost, every 503 with Retry-After, no other 5xx, no answer slower than ${
+      HANG_BOUND_MS / 1000
+    } s, ` +
+    `each node answering 202 within ${RESUME_BOUND_MS / 1000} s of the promotion, nothing anchored twice, every proof verifying, every record delivered. ` +
+    "Asynchronous: reported, not bounded: the lost records are why the synchronous setup is the supported one.",
     ""
   ]
   console.log(lines.join("\n"))

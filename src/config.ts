@@ -180,8 +180,7 @@ export const secretConfig = (name: string): Config.Config<Option.Option<Redacted
     }
     return Effect.try({
       try: () => Fs.readFileSync(file.value, "utf8"),
-      catch: (e) =>
-        configError(`${name}_FILE: cannot read ${JSON.stringify(file.value)} (${(e as NodeJS.ErrnoException).code ?? "error"})`)
+      catch: (e) => configError(`${name}_FILE: cannot read ${JSON.stringify(file.value)} (${(e as NodeJS.ErrnoException).code ?? "error"})`)
     }).pipe(Effect.flatMap((text) => {
       const secret = text.replace(/\r?\n$/, "")
       return secret.trim() === ""
@@ -228,15 +227,20 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("anc
         const text = raw.trim()
         if (text === "") return Effect.succeed(Option.none<number>())
         const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN
-        return port <= 65535 ? Effect.succeed(Option.some(port)) : Effect.fail(configError(`METRICS_PORT: ${quoted(raw)} is not a port (0-65535; unset: no metrics listener)`))
+        return port <= 65535
+          ? Effect.succeed(Option.some(port))
+          : Effect.fail(configError(`METRICS_PORT: ${quoted(raw)} is not a port (0-65535; unset: no metrics listener)`))
       })
     ),
     metricsHost: Config.String("METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
     metricsSampleIntervalMillis: Config.Int("METRICS_SAMPLE_INTERVAL_MS").pipe(Config.withDefault(10_000))
   }).pipe(Config.mapEffect((c) =>
     Option.isSome(c.tlsPlainPort) && Option.isNone(c.tls)
-      ? Effect.fail(configError("TLS_PLAIN_PORT is set but TLS is off: it is the plain port of an HTTPS node (set TLS_CERT_FILE and TLS_KEY_FILE, or unset it)"))
-      : Effect.succeed(c)))
+      ? Effect.fail(
+        configError("TLS_PLAIN_PORT is set but TLS is off: it is the plain port of an HTTPS node (set TLS_CERT_FILE and TLS_KEY_FILE, or unset it)")
+      )
+      : Effect.succeed(c)
+  ))
 
   static readonly layer = Layer.effect(AppConfig, Effect.map(AppConfig.config, (c) => AppConfig.of(c)))
 

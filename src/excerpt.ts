@@ -18,4 +18,6 @@ export const excerpt = (text: string, max = EXCERPT_MAX): string => {
 
 /** `JSON.stringify` of a string, bounded: `"abc…" (70000 characters)`. */
 export const quoted = (text: string, max = EXCERPT_MAX): string =>
-  text.length <= max ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, /[\uD800-\uDBFF]/.test(text[max - 1]!) ? max - 1 : max))}… (${text.length} characters)`
+  text.length <= max
+    ? JSON.stringify(text)
+    : `${JSON.stringify(text.slice(0, /[\uD800-\uDBFF]/.test(text[max - 1]!) ? max - 1 : max))}… (${text.length} characters)`

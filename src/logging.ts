@@ -9,7 +9,8 @@ export const LoggingLayer = Layer.unwrap(Effect.gen(function*() {
   const format = yield* Config.Literals(["json", "pretty"] as const, "LOG_FORMAT").pipe(
     Config.withDefault(process.stdout.isTTY ? "pretty" as const : "json" as const)
   )
-  const levels = { all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", warning: "Warn", error: "Error", fatal: "Fatal", none: "None" } as const
+  const levels = { all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", warning: "Warn", error: "Error", fatal: "Fatal",
+    none: "None" } as const
   const name = (yield* Config.String("LOG_LEVEL").pipe(Config.withDefault("Info"))).toLowerCase()
   const level = name in levels ? levels[name as keyof typeof levels] : yield* Effect.die(
     new Error(`LOG_LEVEL must be one of ${Object.keys(levels).join(", ")} (any case), not ${JSON.stringify(name)}`)

@@ -4,10 +4,10 @@
  *
  * SPDX-License-Identifier: Apache-2.0
  */
-'use strict';
+"use strict"
 
-const { AnchorContract, EVENT_NAME } = require('./lib/anchor-contract.js');
+const { AnchorContract, EVENT_NAME } = require("./lib/anchor-contract.js")
 
-module.exports.AnchorContract = AnchorContract;
-module.exports.EVENT_NAME = EVENT_NAME;
-module.exports.contracts = [AnchorContract];
+module.exports.AnchorContract = AnchorContract
+module.exports.EVENT_NAME = EVENT_NAME
+module.exports.contracts = [AnchorContract]

@@ -18,7 +18,7 @@ const server = Http.createServer((req, res) => {
       res.end(out)
     } catch {
       res.writeHead(400, { "content-type": "application/json" })
-      res.end('{"success":false,"error":"bad","errorCode":"INVALID_JSON"}')
+      res.end("{\"success\":false,\"error\":\"bad\",\"errorCode\":\"INVALID_JSON\"}")
     }
   })
 })

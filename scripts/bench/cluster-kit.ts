@@ -90,7 +90,11 @@ export const startNode = async (name: string, env: Record<string, string>, logFi
   const out = Fs.createWriteStream(logFile, { flags: "a" })
   const lines: Array<string> = []
   const node: ClusterNode = {
-    name, port, base, lines, child: undefined as unknown as ChildProcess.ChildProcess,
+    name,
+    port,
+    base,
+    lines,
+    child: undefined as unknown as ChildProcess.ChildProcess,
     alive: () => node.child.exitCode === null && node.child.signalCode === null,
     signal: (s) => void node.child.kill(s),
     stop: async (s = "SIGTERM") => {
@@ -103,7 +107,9 @@ export const startNode = async (name: string, env: Record<string, string>, logFi
     start: async () => {
       lines.length = 0
       const child = ChildProcess.spawn(process.execPath, [entry, "start"], {
-        cwd: root, env: { ...process.env, LOG_FORMAT: "json", ...env, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"]
+        cwd: root,
+        env: { ...process.env, LOG_FORMAT: "json", ...env, PORT: String(port) },
+        stdio: ["ignore", "pipe", "pipe"]
       })
       node.child = child
       out.write(`--- ${new Date().toISOString()} ${name} started (pid ${child.pid})\n`)
@@ -203,7 +209,9 @@ export const startReceiver = async (): Promise<Receiver> => {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
   return {
     url: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}/hook`,
-    confirmed, counts, secrets,
+    confirmed,
+    counts,
+    secrets,
     close: () => new Promise((r) => server.close(() => r()))
   }
 }
@@ -246,7 +254,9 @@ export const openLoopClient = (options: {
     const body = JSON.stringify({ data: { soak: options.tag, i, at }, chain })
     const p = new Promise<void>((resolve) => {
       const req = Http.request(`${node.base}/v1/anchor`, {
-        method: "POST", agent, timeout: options.timeoutMs ?? 30_000,
+        method: "POST",
+        agent,
+        timeout: options.timeoutMs ?? 30_000,
         headers: { authorization: `Bearer ${options.key}`, "content-type": "application/json" }
       }, (res) => {
         const chunks: Array<Buffer> = []
@@ -267,10 +277,16 @@ export const openLoopClient = (options: {
           }
           resolve()
         })
-        res.on("error", () => { noAnswer++; resolve() })
+        res.on("error", () => {
+          noAnswer++
+          resolve()
+        })
       })
       req.on("timeout", () => req.destroy(new Error("timeout")))
-      req.on("error", () => { noAnswer++; resolve() })
+      req.on("error", () => {
+        noAnswer++
+        resolve()
+      })
       req.end(body)
     }).finally(() => inFlight.delete(p))
     inFlight.add(p)
@@ -289,8 +305,12 @@ export const openLoopClient = (options: {
     agent.destroy()
   })()
   return {
-    accepted, statuses, fiveXx,
-    get noAnswer() { return noAnswer },
+    accepted,
+    statuses,
+    fiveXx,
+    get noAnswer() {
+      return noAnswer
+    },
     stop: async () => {
       running = false
       await done
@@ -347,10 +367,11 @@ export const startRpcProxy = async (upstream: string) => {
           resolve(true)
         } })
       }),
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections()
-      server.close(() => r())
-    })
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      })
   }
 }
 
@@ -549,16 +570,30 @@ export const finalChecks = async (options: {
     redeliveries += c.deliveries - 1
   }
   return {
-    accepted: ids.length, missing: missing.length, notAnchored: notAnchored.length, wrongAnchors: wrong.length,
-    rootsTwiceOnChain, rootsTwiceInDb: twiceInDb[0]?.n ?? 0, proofsChecked, proofsFailing,
-    unconfirmed: unconfirmed.length, duplicateEvents, redeliveries, examples
+    accepted: ids.length,
+    missing: missing.length,
+    notAnchored: notAnchored.length,
+    wrongAnchors: wrong.length,
+    rootsTwiceOnChain,
+    rootsTwiceInDb: twiceInDb[0]?.n ?? 0,
+    proofsChecked,
+    proofsFailing,
+    unconfirmed: unconfirmed.length,
+    duplicateEvents,
+    redeliveries,
+    examples
   }
 }
 
 /** The failures among the checks (empty: all held). */
 export const failedChecks = (c: FinalChecks) =>
   ([
-    ["202'd records missing", c.missing], ["not ANCHORED", c.notAnchored], ["wrong anchors", c.wrongAnchors],
-    ["roots twice on chain", c.rootsTwiceOnChain], ["roots twice in the database", c.rootsTwiceInDb],
-    ["proofs failing", c.proofsFailing], ["without a signed anchor.confirmed", c.unconfirmed], ["duplicate anchor.confirmed events", c.duplicateEvents]
+    ["202'd records missing", c.missing],
+    ["not ANCHORED", c.notAnchored],
+    ["wrong anchors", c.wrongAnchors],
+    ["roots twice on chain", c.rootsTwiceOnChain],
+    ["roots twice in the database", c.rootsTwiceInDb],
+    ["proofs failing", c.proofsFailing],
+    ["without a signed anchor.confirmed", c.unconfirmed],
+    ["duplicate anchor.confirmed events", c.duplicateEvents]
   ] as const).filter(([, n]) => n > 0).map(([what, n]) => `${n} ${what}`)

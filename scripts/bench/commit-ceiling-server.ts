@@ -73,7 +73,7 @@ const write = () => {
       console.error(`[commit-ceiling] commit failed: ${String(error).slice(0, 300)}`)
       for (const { res } of group) {
         res.writeHead(500, { "content-type": "application/json" })
-        res.end('{"success":false,"error":"commit failed","errorCode":"INTERNAL_ERROR"}')
+        res.end("{\"success\":false,\"error\":\"commit failed\",\"errorCode\":\"INTERNAL_ERROR\"}")
       }
     }
   ).finally(() => {
@@ -92,14 +92,29 @@ const server = Http.createServer((req, res) => {
       jcs = canonicalize(JSON.parse(Buffer.concat(chunks).toString("utf8")).data)
     } catch {
       res.writeHead(400, { "content-type": "application/json" })
-      return void res.end('{"success":false,"error":"bad","errorCode":"INVALID_JSON"}')
+      return void res.end("{\"success\":false,\"error\":\"bad\",\"errorCode\":\"INVALID_JSON\"}")
     }
     const now = new Date()
     waiting.push({
       row: {
-        id: newRecordId(now.getTime()), accountId, environment: "test", hash: sha256Hex(jcs), chainType: "evm", networkId,
-        packageMode: "MANAGED", source: "data", dataJcs: jcs, ciphertext: null, nonce: null, authTag: null,
-        metadata: {}, webhookUrl: null, collection: null, createdAt: now, updatedAt: now, salted: false
+        id: newRecordId(now.getTime()),
+        accountId,
+        environment: "test",
+        hash: sha256Hex(jcs),
+        chainType: "evm",
+        networkId,
+        packageMode: "MANAGED",
+        source: "data",
+        dataJcs: jcs,
+        ciphertext: null,
+        nonce: null,
+        authTag: null,
+        metadata: {},
+        webhookUrl: null,
+        collection: null,
+        createdAt: now,
+        updatedAt: now,
+        salted: false
       },
       res
     })

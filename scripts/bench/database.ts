@@ -17,8 +17,15 @@ export const benchDatabase = async (
   log(`starting embedded PostgreSQL on ${port}`)
   const EmbeddedPostgres = await loadEmbeddedPostgres()
   const pg = new EmbeddedPostgres({
-    databaseDir: Path.join(dir, "pg"), port, user: "postgres", password: "bench", persistent: false,
-    createPostgresUser: process.getuid?.() === 0, postgresFlags, onLog: () => {}, onError: () => {}
+    databaseDir: Path.join(dir, "pg"),
+    port,
+    user: "postgres",
+    password: "bench",
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags,
+    onLog: () => {},
+    onError: () => {}
   })
   await pg.initialise()
   await pg.start()

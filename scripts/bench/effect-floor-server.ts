@@ -17,10 +17,12 @@ const Anchor = HttpRouter.add("POST", "/", Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const body = JSON.parse(yield* request.text)
   return HttpServerResponse.jsonUnsafe({ success: true, data: { hash: recordHash(body.data), status: "QUEUED" } }, { status: 202 })
-}).pipe(Effect.catchCause(() => Effect.succeed(HttpServerResponse.jsonUnsafe(
-  { success: false, error: "bad", errorCode: "INVALID_JSON" },
-  { status: 400 }
-)))))
+}).pipe(Effect.catchCause(() =>
+  Effect.succeed(HttpServerResponse.jsonUnsafe(
+    { success: false, error: "bad", errorCode: "INVALID_JSON" },
+    { status: 400 }
+  ))
+)))
 const Ready = HttpRouter.add("GET", "/", Effect.succeed(HttpServerResponse.text("ok")))
 
 NodeRuntime.runMain(Layer.launch(

@@ -28,14 +28,17 @@ const psqlArgs = (port: number, sql: string, db: string) => ["-h", "127.0.0.1", 
 /** psql -At against a server: the output's lines. */
 export const psql = (port: number, sql: string, db = "postgres") =>
   ChildProcess.execFileSync(Path.join(PG_BIN, "psql"), psqlArgs(port, sql, db), {
-    encoding: "utf8", timeout: 30_000, stdio: ["ignore", "pipe", "pipe"]
+    encoding: "utf8",
+    timeout: 30_000,
+    stdio: ["ignore", "pipe", "pipe"]
   }).split("\n").filter((l) => l !== "")
 
 /** The same without blocking the event loop (while a load runs in this process). */
 export const psqlAsync = (port: number, sql: string, db = "postgres") =>
   new Promise<Array<string>>((resolve, reject) =>
     ChildProcess.execFile(Path.join(PG_BIN, "psql"), psqlArgs(port, sql, db), { encoding: "utf8", timeout: 30_000 }, (error, stdout) =>
-      error ? reject(error) : resolve(stdout.split("\n").filter((l) => l !== ""))))
+      error ? reject(error) : resolve(stdout.split("\n").filter((l) => l !== "")))
+  )
 
 export interface PgServer {
   readonly dir: string
@@ -56,7 +59,8 @@ export interface PgPair {
 }
 
 const server = (dir: string, port: number): PgServer => ({
-  dir, port,
+  dir,
+  port,
   pid: () => Number(Fs.readFileSync(Path.join(dir, "postmaster.pid"), "utf8").split("\n")[0])
 })
 
@@ -87,18 +91,32 @@ export const buildPgPair = async (synchronous: boolean, log: (line: string) => v
 }
 
 const build = async (
-  synchronous: boolean, log: (line: string) => void, linkDelayMs: number, root: string, primary: PgServer, standby: PgServer,
-  setLink: (link: TcpSwitch) => void, destroy: () => void
+  synchronous: boolean,
+  log: (line: string) => void,
+  linkDelayMs: number,
+  root: string,
+  primary: PgServer,
+  standby: PgServer,
+  setLink: (link: TcpSwitch) => void,
+  destroy: () => void
 ): Promise<PgPair> => {
   pg("initdb", ["-D", primary.dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
   // Appended settings win over initdb's. The standby copies them; its own follow in its auto.conf.
   Fs.appendFileSync(Path.join(primary.dir, "postgresql.conf"), [
-    "", "# anchord failover soak",
-    `port = ${primary.port}`, "listen_addresses = '127.0.0.1'", `unix_socket_directories = '${root}'`,
-    "wal_level = replica", "max_wal_senders = 5", "wal_keep_size = '512MB'", "hot_standby = on",
-    "max_connections = 120", "shared_buffers = '64MB'",
+    "",
+    "# anchord failover soak",
+    `port = ${primary.port}`,
+    "listen_addresses = '127.0.0.1'",
+    `unix_socket_directories = '${root}'`,
+    "wal_level = replica",
+    "max_wal_senders = 5",
+    "wal_keep_size = '512MB'",
+    "hot_standby = on",
+    "max_connections = 120",
+    "shared_buffers = '64MB'",
     "synchronous_commit = on",
-    `synchronous_standby_names = '${synchronous ? "FIRST 1 (standby1)" : ""}'`, ""
+    `synchronous_standby_names = '${synchronous ? "FIRST 1 (standby1)" : ""}'`,
+    ""
   ].join("\n"))
   start(primary)
   log(`primary on ${primary.port} (${synchronous ? "synchronous standby required" : "asynchronous replication"})`)
@@ -106,15 +124,17 @@ const build = async (
   const link = linkDelayMs > 0 ? await startTcpSwitch(primary.port, linkDelayMs) : undefined
   if (link) setLink(link)
   Fs.appendFileSync(Path.join(standby.dir, "postgresql.auto.conf"), [
-    "", `port = ${standby.port}`,
+    "",
+    `port = ${standby.port}`,
     `primary_conninfo = 'host=127.0.0.1 port=${link?.port ?? primary.port} user=postgres application_name=standby1'`,
     // Promoted, it has no standby of its own: requiring one would block every commit (Patroni's
     // non-strict synchronous_mode does the same until a replica is back).
-    "synchronous_standby_names = ''", ""
+    "synchronous_standby_names = ''",
+    ""
   ].join("\n"))
   start(standby)
   // Streaming, and in the state the mode asks for, before anything is written.
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     // Not blocking: the replication link may be a switch in this process.
     const state = (await psqlAsync(primary.port, "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1' AND state = 'streaming'"))[0]
     if (state === (synchronous ? "sync" : "async")) break
@@ -124,7 +144,10 @@ const build = async (
   log(`standby on ${standby.port}, streaming (${synchronous ? "sync" : "async"}${link ? `, through a link of ${linkDelayMs} ms each way` : ""})`)
   await psqlAsync(primary.port, "CREATE DATABASE anchord")
   return {
-    root, primary, standby, synchronous,
+    root,
+    primary,
+    standby,
+    synchronous,
     promote: () =>
       new Promise<void>((resolve, reject) => {
         const [cmd, argv] = pgCommand("pg_ctl", ["-D", standby.dir, "-w", "-t", "60", "promote"])

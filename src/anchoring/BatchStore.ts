@@ -21,17 +21,7 @@ import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTree, type Hex } from "./merkle.ts"
 import { buildRecordLog } from "./recordLog.ts"
 import { stateJoin } from "./recordState.ts"
-import {
-  AnchorChainType,
-  type BatchMeta,
-  BatchRow,
-  BatchState,
-  CountRow,
-  decodeFirst,
-  decodeRows,
-  type Environment,
-  IdRow
-} from "./model.ts"
+import { AnchorChainType, type BatchMeta, BatchRow, BatchState, CountRow, decodeFirst, decodeRows, type Environment, IdRow } from "./model.ts"
 
 type Sql = SqlClient.SqlClient
 
@@ -63,8 +53,7 @@ const claimScope = (sql: Sql, networkId: string, hybridEnvironment: Environment 
  * stalled. The probe keeps the statement walking the queue index in id order, reading only the rows
  * it returns (docs/benchmarks.md, 2026-11-25 night).
  */
-const notYetInBatchOf = (sql: Sql, networkId: string) =>
-  sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
+const notYetInBatchOf = (sql: Sql, networkId: string) => sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
 
 /**
  * Where a network's queue starts (`queue_cursors`, migration 0016): records before it, in
@@ -390,7 +379,11 @@ export class BatchStore extends Context.Service<BatchStore, {
               UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
           }
           const anchorsJson = JSON.stringify(claimed.map((r, i) => ({
-            r: r.id, i, p: tree.proofs[i], li: log.entries[i]!.index, lp: log.entries[i]!.proofHex
+            r: r.id,
+            i,
+            p: tree.proofs[i],
+            li: log.entries[i]!.index,
+            lp: log.entries[i]!.proofHex
           })))
           yield* sql`
             INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)
@@ -402,7 +395,8 @@ export class BatchStore extends Context.Service<BatchStore, {
           }
           return { batchId, root: tree.root, leafCount: claimed.length, joined: existing !== undefined } satisfies CutBatch
         })).pipe(Effect.tap((cut) =>
-          cut === undefined ? Effect.void
+          cut === undefined ?
+            Effect.void
             : annotateSampled(() => ({ "anchord.batch_id": cut.batchId, "anchord.network_id": networkId, "anchord.record_count": cut.leafCount }))
         ))
       })

@@ -68,5 +68,4 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
 })
 
 /** How often the batcher looks at the queue: a quarter of the window, between 50 ms and 1 s. */
-export const batcherPeriodMs = (network: { readonly batchWindowMs: number }) =>
-  Math.max(50, Math.min(1000, Math.floor(network.batchWindowMs / 4)))
+export const batcherPeriodMs = (network: { readonly batchWindowMs: number }) => Math.max(50, Math.min(1000, Math.floor(network.batchWindowMs / 4)))

@@ -41,7 +41,13 @@ export class NetworkHealth extends Context.Service<NetworkHealth, {
         const now = yield* Clock.currentTimeMillis
         yield* SubscriptionRef.update(states, (m) =>
           new Map(m).set(networkId, {
-            networkId, chainType, leader: false, rpc: "unknown", head: undefined, lastError: undefined, lastChangeAt: now
+            networkId,
+            chainType,
+            leader: false,
+            rpc: "unknown",
+            head: undefined,
+            lastError: undefined,
+            lastChangeAt: now
           }))
       })
 

@@ -75,7 +75,8 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
     yield* Effect.addFinalizer(() =>
       Effect.andThen(
         conn.executeValues(
-          `SELECT pg_advisory_unlock(hashtextextended($1, 0)), ${ON_14} THEN set_config('idle_session_timeout', '0', false) END`, [key]
+          `SELECT pg_advisory_unlock(hashtextextended($1, 0)), ${ON_14} THEN set_config('idle_session_timeout', '0', false) END`,
+          [key]
         ).pipe(Effect.ignore),
         health.update(networkId, { leader: false })
       )
@@ -122,8 +123,8 @@ export const runAnchorChain = <E, R>(chain: AnchorChain<E, R>) => {
     Effect.gen(function*() {
       const connected = yield* chain.connect
       yield* Effect.all([
-        loop("batcher/writer", `${batcherPeriodMs(chain.target)} millis`, networkId,
-          Effect.andThen(batcherTick(chain.target, Effect.void), connected.submit), chain.isUnavailable),
+        loop("batcher/writer", `${batcherPeriodMs(chain.target)} millis`, networkId, Effect.andThen(batcherTick(chain.target, Effect.void), connected.submit),
+          chain.isUnavailable),
         loop("watcher", connected.watchPeriod, networkId, connected.watch, chain.isUnavailable)
       ], { concurrency: "unbounded", discard: true })
     })

@@ -101,8 +101,7 @@ export const toAnchor = (a: AnchorRow): typeof Anchor.Type => ({
  * The anchor as events carry it: `toAnchor`, with SPEC 4's rule for events that a Fabric anchor's
  * `blockNumber` is null (the block stays in the record view and the proof bundle).
  */
-export const toEventAnchor = (a: AnchorRow): typeof Anchor.Type =>
-  a.chainType === "fabric" ? { ...toAnchor(a), blockNumber: null } : toAnchor(a)
+export const toEventAnchor = (a: AnchorRow): typeof Anchor.Type => a.chainType === "fabric" ? { ...toAnchor(a), blockNumber: null } : toAnchor(a)
 
 /**
  * A record's `anchor.confirmed` as the outbox schema's facts (src/outbox/events.ts AnchorConfirmed):
@@ -128,8 +127,7 @@ export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>
 
 /** Attaches `anchors` to record rows (for toView). */
 export const withAnchors = (sql: SqlClient.SqlClient) => <Row extends { readonly id: string }>(rows: ReadonlyArray<Row>) =>
-  Effect.map(loadAnchors(sql, rows.map((r) => r.id)), (byId) =>
-    rows.map((r) => ({ ...r, anchors: (byId.get(r.id) ?? []).map(toAnchor) })))
+  Effect.map(loadAnchors(sql, rows.map((r) => r.id)), (byId) => rows.map((r) => ({ ...r, anchors: (byId.get(r.id) ?? []).map(toAnchor) })))
 
 /**
  * SPEC 6: the self-contained receipt of an anchored record (see docs/proof-format.md). A salted

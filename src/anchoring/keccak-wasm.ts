@@ -20,12 +20,30 @@ const RHO = [
 ] as const
 
 const ROUND_CONSTANTS = [
-  0x0000000000000001n, 0x0000000000008082n, 0x800000000000808an, 0x8000000080008000n,
-  0x000000000000808bn, 0x0000000080000001n, 0x8000000080008081n, 0x8000000000008009n,
-  0x000000000000008an, 0x0000000000000088n, 0x0000000080008009n, 0x000000008000000an,
-  0x000000008000808bn, 0x800000000000008bn, 0x8000000000008089n, 0x8000000000008003n,
-  0x8000000000008002n, 0x8000000000000080n, 0x000000000000800an, 0x800000008000000an,
-  0x8000000080008081n, 0x8000000000008080n, 0x0000000080000001n, 0x8000000080008008n
+  0x0000000000000001n,
+  0x0000000000008082n,
+  0x800000000000808an,
+  0x8000000080008000n,
+  0x000000000000808bn,
+  0x0000000080000001n,
+  0x8000000080008081n,
+  0x8000000000008009n,
+  0x000000000000008an,
+  0x0000000000000088n,
+  0x0000000080008009n,
+  0x000000008000000an,
+  0x000000008000808bn,
+  0x800000000000008bn,
+  0x8000000000008089n,
+  0x8000000000008003n,
+  0x8000000000008002n,
+  0x8000000000000080n,
+  0x000000000000800an,
+  0x800000008000000an,
+  0x8000000080008081n,
+  0x8000000000008080n,
+  0x0000000080000001n,
+  0x8000000080008008n
 ] as const
 
 // Opcodes.
@@ -73,7 +91,9 @@ const name = (s: string): Array<number> => vec([...Buffer.from(s, "utf8")].map((
  * Body of one function: `params` i32 parameters, then 60 i64 locals: lanes A (25), B (25),
  * C (5), D (5). `load` sets up the absorbed block, `store` writes the digest.
  */
-const functionBody = (params: number, load: (code: Array<number>, a: (i: number) => number) => void, store: (code: Array<number>, a: (i: number) => number) => void): Array<number> => {
+const functionBody = (params: number, load: (code: Array<number>, a: (i: number) => number) => void,
+  store: (code: Array<number>, a: (i: number) => number) => void): Array<number> =>
+{
   const A = (i: number): number => params + i
   const B = (i: number): number => params + 25 + i
   const C = (x: number): number => params + 50 + x
@@ -166,7 +186,14 @@ const k64Body = functionBody(3, (code, a) => {
 }, storeDigest(2))
 
 const moduleBytes = new Uint8Array([
-  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+  0x00,
+  0x61,
+  0x73,
+  0x6d,
+  0x01,
+  0x00,
+  0x00,
+  0x00,
   ...section(1, vec([
     [0x60, ...vec([[I32], [I32]]), ...vec([])],
     [0x60, ...vec([[I32], [I32], [I32]]), ...vec([])]
@@ -188,8 +215,8 @@ interface WasmMemory {
   grow(pages: number): number
 }
 interface WasmApi {
-  readonly Module: new (bytes: Uint8Array) => object
-  readonly Instance: new (module: object, imports: object) => { readonly exports: unknown }
+  readonly Module: new(bytes: Uint8Array) => object
+  readonly Instance: new(module: object, imports: object) => { readonly exports: unknown }
 }
 const { WebAssembly: wasm } = globalThis as unknown as { WebAssembly: WasmApi }
 

@@ -44,8 +44,7 @@ export const commonDefaults = (n: {
 })
 
 /** `<PREFIX>_<NETWORK_ID>`: `EVM_PRIVATE_KEY` + `base-sepolia` → `EVM_PRIVATE_KEY_BASE_SEPOLIA`. */
-export const perNetworkVariable = (prefix: string, networkId: string) =>
-  `${prefix}_${networkId.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
+export const perNetworkVariable = (prefix: string, networkId: string) => `${prefix}_${networkId.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`
 
 /**
  * Parses the JSON array of `variable` with `item`'s schema; the networks in order. `fail` builds the

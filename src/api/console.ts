@@ -14,11 +14,9 @@
 import { Context, Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { AddressLimit } from "./auth.ts"
-import {
-  AcceptInvitationBody, AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreateAccountBody, CreatedKey, CreatedLink,
-  CreateKeyBody, InvitationList, InvitationView, InviteBody, KeyList, KeyView, LinkView, MemberList, NetworkList, OverviewView, PlanBody, RevealedSecret, SessionView,
-  SignInBody, SignOutResult, TestEventBody, TokenBody
-} from "./consoleSchemas.ts"
+import { AcceptInvitationBody, AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreateAccountBody, CreatedKey, CreatedLink, CreateKeyBody,
+  InvitationList, InvitationView, InviteBody, KeyList, KeyView, LinkView, MemberList, NetworkList, OverviewView, PlanBody, RevealedSecret, SessionView,
+  SignInBody, SignOutResult, TestEventBody, TokenBody } from "./consoleSchemas.ts"
 import { BadRequest, Conflict, Forbidden, Gone, NotFound, ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized, Unprocessable } from "./errors.ts"
 import { DatabaseBound, JsonBodyFraming, RequestDeadline } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
@@ -127,22 +125,24 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       .middleware(JsonBodyFraming)
       .annotate(OpenApi.Description, "Ends every session of this user, this one included."),
     HttpApiEndpoint.get("config", "/config", { success: ok(ConsoleConfigView) }),
-
     // Operators
     HttpApiEndpoint.get("listAccounts", "/accounts", { success: ok(AccountList) }),
     HttpApiEndpoint.post("createAccount", "/accounts", { payload: JsonBody(CreateAccountBody), success: ok(AccountView), error: [BadRequest] })
       .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("activateAccount", accountPath("/activate"), { params: AccountParam, payload: empty, success: ok(AccountView), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("activateAccount", accountPath("/activate"), { params: AccountParam, payload: empty, success: ok(AccountView),
+      error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("suspendAccount", accountPath("/suspend"), { params: AccountParam, payload: empty, success: ok(AccountView), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("suspendAccount", accountPath("/suspend"), { params: AccountParam, payload: empty, success: ok(AccountView),
+      error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("changePlan", accountPath("/plan"), { params: AccountParam, payload: JsonBody(PlanBody), success: ok(AccountView), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("changePlan", accountPath("/plan"), { params: AccountParam, payload: JsonBody(PlanBody), success: ok(AccountView),
+      error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
     HttpApiEndpoint.get("networks", "/networks", { success: ok(NetworkList) }),
-
     // One account (its members; operators: any)
     HttpApiEndpoint.get("account", accountPath(""), { params: AccountParam, success: ok(AccountView), error: [NotFound] }),
-    HttpApiEndpoint.get("overview", accountPath("/overview"), { params: AccountParam, query: EnvironmentQuery, success: ok(OverviewView), error: [BadRequest, NotFound] }),
+    HttpApiEndpoint.get("overview", accountPath("/overview"), { params: AccountParam, query: EnvironmentQuery, success: ok(OverviewView),
+      error: [BadRequest, NotFound] }),
     HttpApiEndpoint.get("listKeys", accountPath("/keys"), { params: AccountParam, success: ok(KeyList), error: [NotFound] }),
     HttpApiEndpoint.post("createKey", accountPath("/keys"), {
       params: AccountParam,
@@ -156,9 +156,9 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       success: ok(KeyView),
       error: [BadRequest, NotFound]
     }).middleware(JsonBodyFraming),
-
     // The webhook, its secret and rotation are per environment (migration 0013): each endpoint names it.
-    HttpApiEndpoint.get("getWebhook", accountPath("/webhook"), { params: AccountParam, query: EnvironmentQuery, success: ok(ConsoleWebhookView), error: [BadRequest, NotFound] }),
+    HttpApiEndpoint.get("getWebhook", accountPath("/webhook"), { params: AccountParam, query: EnvironmentQuery, success: ok(ConsoleWebhookView),
+      error: [BadRequest, NotFound] }),
     HttpApiEndpoint.put("putWebhook", accountPath("/webhook"), {
       params: AccountParam,
       // The environment's settings; the URL checked by the egress policy (src/webhooks/urlPolicy.ts; live: https only).
@@ -167,19 +167,22 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       success: ok(ConsoleWebhookView),
       error: [BadRequest, NotFound]
     }).middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("revealSecret", accountPath("/webhook/secret/reveal"), { params: AccountParam, query: EnvironmentQuery, payload: empty, success: ok(RevealedSecret), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("revealSecret", accountPath("/webhook/secret/reveal"), { params: AccountParam, query: EnvironmentQuery, payload: empty,
+      success: ok(RevealedSecret), error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("rotateSecret", accountPath("/webhook/secret/rotate"), { params: AccountParam, query: EnvironmentQuery, payload: empty, success: ok(RotationResult), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("rotateSecret", accountPath("/webhook/secret/rotate"), { params: AccountParam, query: EnvironmentQuery, payload: empty,
+      success: ok(RotationResult), error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("confirmSecret", accountPath("/webhook/secret/confirm"), { params: AccountParam, query: EnvironmentQuery, payload: empty, success: ok(ConsoleWebhookView), error: [BadRequest, NotFound] })
+    HttpApiEndpoint.post("confirmSecret", accountPath("/webhook/secret/confirm"), { params: AccountParam, query: EnvironmentQuery, payload: empty,
+      success: ok(ConsoleWebhookView), error: [BadRequest, NotFound] })
       .middleware(JsonBodyFraming),
     HttpApiEndpoint.post("testWebhook", accountPath("/webhook/test"), {
       params: AccountParam,
       payload: JsonBody(TestEventBody),
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Description, "A webhook.test event to the webhook URL of the body's environment, delivered like every event."),
-
+    }).middleware(JsonBodyFraming).annotate(OpenApi.Description,
+      "A webhook.test event to the webhook URL of the body's environment, delivered like every event."),
     HttpApiEndpoint.get("listDeliveries", accountPath("/deliveries"), {
       params: AccountParam,
       query: {
@@ -206,7 +209,6 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
     }).middleware(JsonBodyFraming),
-
     HttpApiEndpoint.get("listRecords", accountPath("/records"), {
       params: AccountParam,
       query: {
@@ -244,7 +246,6 @@ export class ConsoleApi extends HttpApiGroup.make("console")
       success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/pdf" })),
       error: [BadRequest, NotFound, Gone, Conflict, Unprocessable]
     }),
-
     HttpApiEndpoint.get("listMembers", accountPath("/members"), { params: AccountParam, success: ok(MemberList), error: [NotFound] }),
     HttpApiEndpoint.post("inviteMember", accountPath("/members/invite"), {
       params: AccountParam,

@@ -67,19 +67,24 @@ const bodyFields = <S extends ErrorStatus>(status: S) => ({
   errorCode: codesOf(status)
 })
 
-const wire = <S extends ErrorStatus>(status: S, description: string) =>
-  [bodyFields(status), { httpApiStatus: status, description }] as const
+const wire = <S extends ErrorStatus>(status: S, description: string) => [bodyFields(status), { httpApiStatus: status, description }] as const
 
 export class BadRequest extends Schema.Error<BadRequest>("BadRequest")(...wire(400, "The request is malformed or does not match the schema")) {}
 export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(...wire(401, "No valid API key (the API), or not signed in (the console)")) {}
-export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(...wire(403, "Signed in, but this user's role may not do this, or a state change came without its CSRF token")) {}
+export class Forbidden
+  extends Schema.Error<Forbidden>("Forbidden")(...wire(403, "Signed in, but this user's role may not do this, or a state change came without its CSRF token"))
+{}
 export class NotFound extends Schema.Error<NotFound>("NotFound")(...wire(404, "No such record, resource or route")) {}
 export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("MethodNotAllowed")(...wire(405, "The path exists, the method does not (see Allow)")) {}
-export class Conflict extends Schema.Error<Conflict>("Conflict")(...wire(409, "Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it")) {}
+export class Conflict extends Schema.Error<Conflict>("Conflict")(
+  ...wire(409, "Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it")
+) {}
 export class Gone extends Schema.Error<Gone>("Gone")(...wire(410, "The record was deleted")) {}
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(...wire(413, "The request body is larger than the limit")) {}
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(...wire(415, "The body must be application/json")) {}
-export class Unprocessable extends Schema.Error<Unprocessable>("Unprocessable")(...wire(422, "The request changes an immutable field, or the certificate's QR code cannot hold the proof")) {}
+export class Unprocessable extends Schema.Error<Unprocessable>("Unprocessable")(
+  ...wire(422, "The request changes an immutable field, or the certificate's QR code cannot hold the proof")
+) {}
 export class InternalError extends Schema.Error<InternalError>("InternalError")(...wire(500, "An unexpected error; the message never carries internals")) {}
 
 /** 429 and 503 say when to come back: `Retry-After` (seconds), carried by the error as `retryAfter`. */
@@ -152,23 +157,35 @@ export interface DomainError {
 export const wireError = <C extends ErrorCode>(errorCode: C, message: string, retryAfter = 1): WireFor<C> => {
   const body = { success: false as const, error: message, errorCode: errorCode as never }
   switch (statusOf(errorCode)) {
-    case 400: return new BadRequest(body) as WireFor<C>
-    case 401: return new Unauthorized(body) as WireFor<C>
-    case 403: return new Forbidden(body) as WireFor<C>
-    case 404: return new NotFound(body) as WireFor<C>
-    case 405: return new MethodNotAllowed(body) as WireFor<C>
-    case 409: return new Conflict(body) as WireFor<C>
-    case 410: return new Gone(body) as WireFor<C>
-    case 413: return new PayloadTooLarge(body) as WireFor<C>
-    case 415: return new UnsupportedMediaType(body) as WireFor<C>
-    case 422: return new Unprocessable(body) as WireFor<C>
-    case 429: return new TooManyRequests({ ...body, retryAfter }) as WireFor<C>
-    case 500: return new InternalError(body) as WireFor<C>
-    case 503: return new ServiceUnavailable({ ...body, retryAfter }) as WireFor<C>
+    case 400:
+      return new BadRequest(body) as WireFor<C>
+    case 401:
+      return new Unauthorized(body) as WireFor<C>
+    case 403:
+      return new Forbidden(body) as WireFor<C>
+    case 404:
+      return new NotFound(body) as WireFor<C>
+    case 405:
+      return new MethodNotAllowed(body) as WireFor<C>
+    case 409:
+      return new Conflict(body) as WireFor<C>
+    case 410:
+      return new Gone(body) as WireFor<C>
+    case 413:
+      return new PayloadTooLarge(body) as WireFor<C>
+    case 415:
+      return new UnsupportedMediaType(body) as WireFor<C>
+    case 422:
+      return new Unprocessable(body) as WireFor<C>
+    case 429:
+      return new TooManyRequests({ ...body, retryAfter }) as WireFor<C>
+    case 500:
+      return new InternalError(body) as WireFor<C>
+    case 503:
+      return new ServiceUnavailable({ ...body, retryAfter }) as WireFor<C>
   }
 }
 
 /** The one mapping from a domain error to the wire (used at the edge: handlers and the gateway). */
 export const toWire = <E extends DomainError>(e: E): WireFor<E["errorCode"]> =>
   wireError(e.errorCode, e.message, e.retryAfterSeconds) as WireFor<E["errorCode"]>
-

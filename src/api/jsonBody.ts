@@ -68,7 +68,8 @@ const made = new WeakMap<Schema.Top, unknown>()
 
 const makeJsonBody = <S extends Schema.Top & { readonly DecodingServices: never; readonly EncodingServices: never }>(schema: S) => {
   // A schema with checks keeps its annotations on the last check.
-  const ast = schema.ast as { readonly annotations?: { readonly identifier?: unknown }; readonly checks?: ReadonlyArray<{ readonly annotations?: { readonly identifier?: unknown } }> }
+  const ast = schema.ast as { readonly annotations?: { readonly identifier?: unknown };
+    readonly checks?: ReadonlyArray<{ readonly annotations?: { readonly identifier?: unknown } }> }
   const identifier = ast.checks?.at(-1)?.annotations?.identifier ?? ast.annotations?.identifier
   if (typeof identifier !== "string") throw new Error("JsonBody: the body schema needs an identifier")
   targets.set(`${identifier}JsonText`, schema)
@@ -78,10 +79,10 @@ const makeJsonBody = <S extends Schema.Top & { readonly DecodingServices: never;
   })
   const encode = Schema.encodeUnknownEffect(schema)
   const transformation = new SchemaTransformation.Transformation<S["Type"], string>(
-    SchemaGetter.transformEffect((text: string) =>
-      Effect.flatMap(parse(text), (value) => Effect.mapError(decode(value), (e) => e.issue))),
+    SchemaGetter.transformEffect((text: string) => Effect.flatMap(parse(text), (value) => Effect.mapError(decode(value), (e) => e.issue))),
     SchemaGetter.transformEffect((value: S["Type"]) =>
-      Effect.mapBoth(encode(value), { onFailure: (e) => e.issue, onSuccess: (encoded) => JSON.stringify(encoded) }))
+      Effect.mapBoth(encode(value), { onFailure: (e) => e.issue, onSuccess: (encoded) => JSON.stringify(encoded) })
+    )
   )
   return Schema.String.annotate({ identifier: `${identifier}JsonText` }).pipe(
     Schema.decodeTo(Schema.toType(schema), transformation as never),
@@ -149,4 +150,3 @@ export const isJsonSyntaxIssue = (issue: SchemaIssue.Issue): boolean => {
   visit(issue)
   return found
 }
-

@@ -38,7 +38,8 @@ export const RESPONSE_HEADERS: Record<string, Json> = {
   },
   "X-Quota-Reset": integer("Unix time (seconds) of the first instant of next month, UTC"),
   "Retry-After": integer("Seconds to wait before retrying", { minimum: 1 }),
-  "Idempotent-Replayed": { description: "`true` when this is the stored response of an earlier request with the same Idempotency-Key", schema: { type: "string", enum: ["true"] } },
+  "Idempotent-Replayed": { description: "`true` when this is the stored response of an earlier request with the same Idempotency-Key",
+    schema: { type: "string", enum: ["true"] } },
   ETag: { description: "The document's entity tag (weak when the body is compressed), for If-None-Match", schema: { type: "string" } }
 }
 
@@ -57,8 +58,7 @@ const CREATING = new Set(["/v1/anchor", "/v1/anchor/encrypted", "/v1/anchor/hash
  * A response's header: a reference to the component, or, when it is always sent, a copy marked
  * `required` (a Reference Object cannot carry `required` beside `$ref`).
  */
-const header = (name: string, required: boolean): Json =>
-  required ? { ...RESPONSE_HEADERS[name], required: true } : { $ref: `#/components/headers/${name}` }
+const header = (name: string, required: boolean): Json => required ? { ...RESPONSE_HEADERS[name], required: true } : { $ref: `#/components/headers/${name}` }
 
 export const wireInOpenApi = (spec: Json): Json => {
   const paths: Json = {}
@@ -79,7 +79,7 @@ export const wireInOpenApi = (spec: Json): Json => {
         for (const [name, value] of Object.entries<Json>(response.headers ?? {})) if (name.toLowerCase() !== "retry-after") headers[name] = value
         for (const name of RATE) headers[name] = header(name, true)
         // Authenticated answers: X-Quota-* always on success; on errors when the key was valid (not 401).
-        if (secured && code !== 401) for (const name of QUOTA) headers[name] = header(name, code < 300)
+        if (secured && code !== 401) { for (const name of QUOTA) headers[name] = header(name, code < 300) }
         if (code === 429 || code === 503) headers["Retry-After"] = header("Retry-After", true)
         if (CREATING.has(path) && (code === 202 || code === 207)) headers["Idempotent-Replayed"] = header("Idempotent-Replayed", false)
         if (path === "/v1/openapi.json" && (code === 200 || code === 304)) headers["ETag"] = header("ETag", true)
@@ -90,7 +90,8 @@ export const wireInOpenApi = (spec: Json): Json => {
           ? { ...p, description: "Page size, 1 to 100 (default 50)", schema: { type: "integer", minimum: 1, maximum: 100 } }
           : p.in === "header" && typeof p.name === "string" && REQUEST_HEADERS[p.name] !== undefined
           ? { ...p, name: REQUEST_HEADERS[p.name] }
-          : p)
+          : p
+      )
       out[method] = { ...op, parameters, responses }
     }
     paths[path] = out

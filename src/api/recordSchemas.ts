@@ -276,4 +276,6 @@ export const Health = Schema.Struct({
  * `limit` of the paged lists: an integer from 1 to 100, written as such (`1e2`, `050`, `10.0` are
  * refused). The query string carries text; the document shows the integer it stands for.
  */
-export const Limit = patterned(/^(100|[1-9][0-9]?)$/, { expected: "an integer from 1 to 100" }).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: (s: string) => Number(s), encode: (n: number) => String(n) })))
+export const Limit = patterned(/^(100|[1-9][0-9]?)$/, { expected: "an integer from 1 to 100" }).pipe(
+  Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: (s: string) => Number(s), encode: (n: number) => String(n) }))
+)

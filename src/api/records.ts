@@ -6,10 +6,8 @@ import { BadRequest, Conflict, Gone, NotFound, TooManyRequestsSchema, Unprocessa
 import { DatabaseBound, JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
-import {
-  AnchorBody, BatchAnchorBody, BatchResult, Collection, DeleteResult, documented, EncryptedAnchorBody, Hash64, HashAnchorBody, ok,
-  PatchBody, Limit, ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage
-} from "./recordSchemas.ts"
+import { AnchorBody, BatchAnchorBody, BatchResult, Collection, DeleteResult, documented, EncryptedAnchorBody, Hash64, HashAnchorBody, ok, PatchBody, Limit,
+  ProofLookup, RecordId, RecordList, RecordStatus, RecordView, Usage } from "./recordSchemas.ts"
 
 const created = ok(RecordView).annotate({ httpApiStatus: 202, description: "Accepted: the record, status QUEUED" })
 
@@ -51,7 +49,8 @@ export class RecordsApi extends HttpApiGroup.make("records")
     })
       .middleware(DatabaseBound).middleware(JsonBodyFraming)
       .annotate(OpenApi.Summary, "Submit up to 100 records")
-      .annotate(OpenApi.Description, "Up to 100 records in one call, with a result per item: 202 when all are accepted, 207 when some or all are refused (nothing is written for those)."),
+      .annotate(OpenApi.Description,
+        "Up to 100 records in one call, with a result per item: 202 when all are accepted, 207 when some or all are refused (nothing is written for those)."),
     HttpApiEndpoint.get("list", "/records", {
       query: {
         limit: Schema.optionalKey(Limit),

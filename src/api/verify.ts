@@ -59,12 +59,12 @@ export class VerifyApi extends HttpApiGroup.make("verify")
       .annotate(RequestDeadline, 25_000)
       .annotate(OpenApi.Summary, "Verify data or a hash against the chains")
       .annotate(
-      OpenApi.Description,
-      "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
-        "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. " +
-        "The API key is optional: without one (the public verify page), the request must carry a bundle, only its " +
-        "Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address."
-    )
+        OpenApi.Description,
+        "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
+          "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. " +
+          "The API key is optional: without one (the public verify page), the request must carry a bundle, only its " +
+          "Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address."
+      )
   )
   .middleware(DatabaseBound)
   .middleware(KeyOrAddress)

@@ -6,15 +6,15 @@ import { BadRequest, NotFound } from "./errors.ts"
 import { DatabaseBound, JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { Limit, ok, RecordId } from "./recordSchemas.ts"
-import {
-  DeliveryId, DeliveryList, DeliveryState, EventId, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch, WebhookSettingsView
-} from "./webhookSchemas.ts"
+import { DeliveryId, DeliveryList, DeliveryState, EventId, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch,
+  WebhookSettingsView } from "./webhookSchemas.ts"
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("getSettings", "/webhooks", { success: ok(WebhookSettingsView) })
       .annotate(OpenApi.Summary, "Get the global webhook")
-      .annotate(OpenApi.Description, "The global webhook of this key's environment (test and live have their own): url, subscribed events, payloadFormat, enabled, secret."),
+      .annotate(OpenApi.Description,
+        "The global webhook of this key's environment (test and live have their own): url, subscribed events, payloadFormat, enabled, secret."),
     HttpApiEndpoint.put("putSettings", "/webhooks", {
       payload: JsonBody(WebhookSettingsPatch),
       success: ok(WebhookSettingsView),
@@ -34,7 +34,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       success: ok(WebhookSettingsView),
       error: [BadRequest]
     }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Confirm the secret rotation")
-      .annotate(OpenApi.Description, "End the rotation overlap of this key's environment now: the new secret signs x-webhook-signature from the next delivery."),
+      .annotate(OpenApi.Description,
+        "End the rotation overlap of this key's environment now: the new secret signs x-webhook-signature from the next delivery."),
     HttpApiEndpoint.get("listDeliveries", "/webhooks/deliveries", {
       query: {
         limit: Schema.optionalKey(Limit),

@@ -62,8 +62,7 @@ export const GatewayLayer = HttpRouter.middleware(
     // with the fast path, without the router's handler chain around the same function.
     const serveStamp = yield* makeServeStamp
 
-    const withHeaders = (response: HttpServerResponse.HttpServerResponse, headers: Headers) =>
-      HttpServerResponse.setHeaders(response, headers)
+    const withHeaders = (response: HttpServerResponse.HttpServerResponse, headers: Headers) => HttpServerResponse.setHeaders(response, headers)
 
     /** Counted by address, then `response` with the headers earned (a 429 when over the limit). */
     const byAddress = (request: HttpServerRequest.HttpServerRequest, response: () => HttpServerResponse.HttpServerResponse) =>
@@ -92,9 +91,12 @@ export const GatewayLayer = HttpRouter.middleware(
     // ---- The ingest fast path (plain functions over Exits: it runs for every record-creating request).
 
     const createFailed = (e: CreateError | FramingError) =>
-      "errorCode" in e && !("success" in e) ? wireResponse(toWire(e))
-        : "success" in e ? wireResponse(e)
-        : isConnectionFailure(e) ? wireResponse(databaseUnavailable())
+      "errorCode" in e && !("success" in e) ?
+        wireResponse(toWire(e))
+        : "success" in e ?
+        wireResponse(e)
+        : isConnectionFailure(e) ?
+        wireResponse(databaseUnavailable())
         : undefined
 
     /** A refusal of admission as a response, with the headers earned. */
@@ -162,7 +164,9 @@ export const GatewayLayer = HttpRouter.middleware(
       if (config.ingestFastPath && method === "POST" && CREATES.has(endpoint)) {
         return Effect.suspend(() => fast(request, endpoint as CreateEndpoint)).pipe(Effect.catchCause(failure))
       }
-      if (config.ingestFastPath && method === "POST" && endpoint === "timestamp") return Effect.suspend(() => serveStamp(request)).pipe(Effect.catchCause(failure))
+      if (config.ingestFastPath && method === "POST" && endpoint === "timestamp") {
+        return Effect.suspend(() => serveStamp(request)).pipe(Effect.catchCause(failure))
+      }
       return app.pipe(Effect.catchCause(failure))
     }
 

@@ -78,10 +78,12 @@ const sampleOnce = Effect.gen(function*() {
   const bounded = <A, E, R>(what: string, query: Effect.Effect<A, E, R>) =>
     query.pipe(
       Effect.timeout(QUERY_TIMEOUT),
-      Effect.tapCause((cause) => Effect.andThen(
-        Effect.sync(() => sampled.sampleFailures(what, () => ({ query: what })).updateUnsafe(1, ctx)),
-        Effect.logDebug("metrics sample failed", { query: what, cause })
-      )),
+      Effect.tapCause((cause) =>
+        Effect.andThen(
+          Effect.sync(() => sampled.sampleFailures(what, () => ({ query: what })).updateUnsafe(1, ctx)),
+          Effect.logDebug("metrics sample failed", { query: what, cause })
+        )
+      ),
       Effect.option
     )
 
@@ -137,31 +139,32 @@ const sampleOnce = Effect.gen(function*() {
 
 /** The listener and the sampler when METRICS_PORT is set (`dev`: 9464 unless set; a busy port only warns). */
 export const MetricsLayer = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* AppConfig
-    const dev = yield* MetricsDevDefault
-    const port = Option.getOrElse(config.metricsPort, () => dev ? 9464 : undefined)
-    if (port === undefined) return Layer.succeed(MetricsListener, { url: Option.none() })
-    const serve = Layer.effect(MetricsListener, Effect.gen(function*() {
-      const server = yield* HttpServer.HttpServer
-      yield* server.serve(metricsApp)
-      const ctx = yield* Effect.context<never>()
-      sampled.dbPoolMax("", () => ({})).updateUnsafe(POOL_MAX_CONNECTIONS, ctx)
-      sampled.buildInfo(VERSION, () => ({ version: VERSION })).updateUnsafe(1, ctx)
-      initialize(ctx)
-      yield* sampleOnce.pipe(
-        Effect.catchCause((cause) => Effect.logWarning("metrics sample failed", cause)),
-        Effect.repeat(Schedule.spaced(`${config.metricsSampleIntervalMillis} millis`)),
-        Effect.forkScoped
-      )
-      const address = server.address
-      const bound = address._tag === "UnixPathAddress" ? port : address.port
-      return { url: Option.some(`${listenerUrl(config.metricsHost, bound)}/metrics`) }
-    })).pipe(Layer.provide(NodeHttpServer.layer(() => Http.createServer(), { port, host: config.metricsHost })))
-    if (!dev || Option.isSome(config.metricsPort)) return serve
-    // `npm start` on a machine where 9464 is taken (another dev node): run without metrics, say so.
-    return serve.pipe(Layer.catchCause((cause) =>
-      Layer.effect(MetricsListener, Effect.as(
-        Effect.logWarning(`metrics listener not started (${config.metricsHost}:${port}: ${String(cause).split("\n", 1)[0]}); set METRICS_PORT to another port`),
-        { url: Option.none() }
-      ))))
-  }))
+  const config = yield* AppConfig
+  const dev = yield* MetricsDevDefault
+  const port = Option.getOrElse(config.metricsPort, () => dev ? 9464 : undefined)
+  if (port === undefined) return Layer.succeed(MetricsListener, { url: Option.none() })
+  const serve = Layer.effect(MetricsListener, Effect.gen(function*() {
+    const server = yield* HttpServer.HttpServer
+    yield* server.serve(metricsApp)
+    const ctx = yield* Effect.context<never>()
+    sampled.dbPoolMax("", () => ({})).updateUnsafe(POOL_MAX_CONNECTIONS, ctx)
+    sampled.buildInfo(VERSION, () => ({ version: VERSION })).updateUnsafe(1, ctx)
+    initialize(ctx)
+    yield* sampleOnce.pipe(
+      Effect.catchCause((cause) => Effect.logWarning("metrics sample failed", cause)),
+      Effect.repeat(Schedule.spaced(`${config.metricsSampleIntervalMillis} millis`)),
+      Effect.forkScoped
+    )
+    const address = server.address
+    const bound = address._tag === "UnixPathAddress" ? port : address.port
+    return { url: Option.some(`${listenerUrl(config.metricsHost, bound)}/metrics`) }
+  })).pipe(Layer.provide(NodeHttpServer.layer(() => Http.createServer(), { port, host: config.metricsHost })))
+  if (!dev || Option.isSome(config.metricsPort)) return serve
+  // `npm start` on a machine where 9464 is taken (another dev node): run without metrics, say so.
+  return serve.pipe(Layer.catchCause((cause) =>
+    Layer.effect(MetricsListener, Effect.as(
+      Effect.logWarning(`metrics listener not started (${config.metricsHost}:${port}: ${String(cause).split("\n", 1)[0]}); set METRICS_PORT to another port`),
+      { url: Option.none() }
+    ))
+  ))
+}))

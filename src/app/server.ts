@@ -38,11 +38,26 @@ import { plainPortListener } from "../http/plainPort.ts"
 export const HttpAppLayer = Layer.merge(
   HttpApiBuilder.layer(Api).pipe(
     Layer.provide([
-      RecordsHttpLayer, SystemHttpLayer, WebhooksHttpLayer, VerifyHttpLayer, CertificatesHttpLayer, ConsoleAuthHttpLayer, ConsoleHttpLayer,
-      TimestampHttpLayer, TsaShortHttpLayer, ReceiptsHttpLayer, ReceiptKeysHttpLayer
+      RecordsHttpLayer,
+      SystemHttpLayer,
+      WebhooksHttpLayer,
+      VerifyHttpLayer,
+      CertificatesHttpLayer,
+      ConsoleAuthHttpLayer,
+      ConsoleHttpLayer,
+      TimestampHttpLayer,
+      TsaShortHttpLayer,
+      ReceiptsHttpLayer,
+      ReceiptKeysHttpLayer
     ]),
     Layer.provide([
-      ApiKeyAuthLayer, AddressLimitLayer, KeyOrAddressLayer, JsonBodyFramingLayer, ErrorEnvelopeLayer, ConsoleSessionLayer, ConsoleSameOriginLayer,
+      ApiKeyAuthLayer,
+      AddressLimitLayer,
+      KeyOrAddressLayer,
+      JsonBodyFramingLayer,
+      ErrorEnvelopeLayer,
+      ConsoleSessionLayer,
+      ConsoleSameOriginLayer,
       DatabaseBoundLayer
     ])
   ),
@@ -95,8 +110,8 @@ const answerMalformed = (server: Http.Server, admission: typeof Admission.Servic
       "Unsupported Expect header: only 100-continue is understood")
   })
   server.on("connect", (request: Http.IncomingMessage, socket: Net.Socket) => {
-    counted(socket, request.headers, (c, m, h) => answerAndClose(socket, rawErrorResponse(c, m, { ...h, allow: ALLOWED_METHODS })),
-      "METHOD_NOT_ALLOWED", "Method CONNECT is not allowed")
+    counted(socket, request.headers, (c, m, h) => answerAndClose(socket, rawErrorResponse(c, m, { ...h, allow: ALLOWED_METHODS })), "METHOD_NOT_ALLOWED",
+      "Method CONNECT is not allowed")
   })
 }
 

@@ -127,25 +127,27 @@ export class Accounts extends Context.Service<Accounts, {
         noted.set(keyId, now)
         pending.set(keyId, now)
       }
-      const flushLastUsed = (atShutdown: boolean) => Effect.suspend(() => {
-        if (pending.size === 0) return Effect.void
-        const uses = [...pending].map(([id, at]) => ({ id, at: new Date(at).toISOString() }))
-        pending.clear()
-        return sql`
+      const flushLastUsed = (atShutdown: boolean) =>
+        Effect.suspend(() => {
+          if (pending.size === 0) return Effect.void
+          const uses = [...pending].map(([id, at]) => ({ id, at: new Date(at).toISOString() }))
+          pending.clear()
+          return sql`
           UPDATE api_keys k SET last_used_at = GREATEST(COALESCE(k.last_used_at, v.at), v.at)
           FROM jsonb_to_recordset(${JSON.stringify(uses)}::jsonb) AS v(id text, at timestamptz)
           WHERE k.id = v.id`.pipe(
-          Effect.asVoid,
-          // Informational: a failed write is logged and the uses are forgotten (the next ones are written).
-          // At shutdown a database already gone is expected, not a warning: Ctrl-C in a terminal signals
-          // the whole process group, so `npm start`'s embedded PostgreSQL stops at the same moment as the
-          // node (issue 24); the uses of the last minute are then not recorded.
-          Effect.catch((e) =>
-            atShutdown && isConnectionFailure(e)
-              ? Effect.logDebug("API keys' last use not recorded: the database stopped first", { keys: uses.length })
-              : Effect.logWarning("could not record API keys' last use", { keys: uses.length, error: e.message }))
-        )
-      })
+            Effect.asVoid,
+            // Informational: a failed write is logged and the uses are forgotten (the next ones are written).
+            // At shutdown a database already gone is expected, not a warning: Ctrl-C in a terminal signals
+            // the whole process group, so `npm start`'s embedded PostgreSQL stops at the same moment as the
+            // node (issue 24); the uses of the last minute are then not recorded.
+            Effect.catch((e) =>
+              atShutdown && isConnectionFailure(e)
+                ? Effect.logDebug("API keys' last use not recorded: the database stopped first", { keys: uses.length })
+                : Effect.logWarning("could not record API keys' last use", { keys: uses.length, error: e.message })
+            )
+          )
+        })
       yield* flushLastUsed(false).pipe(Effect.repeat(Schedule.spaced(LAST_USED_FLUSH)), Effect.forkScoped)
       yield* Effect.addFinalizer(() => flushLastUsed(true).pipe(Effect.timeout("2 seconds"), Effect.ignore))
 
@@ -161,8 +163,7 @@ export class Accounts extends Context.Service<Accounts, {
         })
 
       const requireActive = (accountId: string) =>
-        Effect.flatMap(get(accountId), (account) =>
-          account.status === "ACTIVE" ? Effect.succeed(account) : Effect.fail(new AccountNotActive({ accountId })))
+        Effect.flatMap(get(accountId), (account) => account.status === "ACTIVE" ? Effect.succeed(account) : Effect.fail(new AccountNotActive({ accountId })))
 
       const insertKey = (accountId: string, environment: Environment, key: string, name?: string, expiresAt?: Date) =>
         sql`
@@ -219,7 +220,8 @@ export class Accounts extends Context.Service<Accounts, {
             INSERT INTO accounts (id, name, email, plan, rate_per_second, default_chain, created_at)
             VALUES (${newId("acct")}, ${input.name}, ${input.email ?? null}, ${input.plan},
                     ${input.ratePerSecond ?? null}, ${input.defaultChain ?? "evm"}, ${clockDate()})
-            RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount), Effect.map((row) => row!))),
+            RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount), Effect.map((row) => row!))
+        ),
         activate: Effect.fn("Accounts.activate")((accountId) => setStatus(accountId, "ACTIVE")),
         suspend: Effect.fn("Accounts.suspend")((accountId) => setStatus(accountId, "SUSPENDED")),
         setPlan: Effect.fn("Accounts.setPlan")(function*(accountId, plan, ratePerSecond) {
@@ -249,7 +251,8 @@ export class Accounts extends Context.Service<Accounts, {
         listKeys: Effect.fn("Accounts.listKeys")((accountId) =>
           (accountId === undefined
             ? sql`SELECT ${keyColumns} FROM api_keys ORDER BY created_at`
-            : sql`SELECT ${keyColumns} FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`).pipe(Effect.flatMap(keys))),
+            : sql`SELECT ${keyColumns} FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`).pipe(Effect.flatMap(keys))
+        ),
         getKey: Effect.fn("Accounts.getKey")(function*(keyId) {
           const info = yield* sql`SELECT ${keyColumns} FROM api_keys WHERE id = ${keyId}`.pipe(Effect.flatMap(firstKey))
           if (info === undefined) return yield* new ApiKeyNotFound({ keyId })
@@ -285,9 +288,11 @@ export class Accounts extends Context.Service<Accounts, {
                 if (result._tag === "Ok") noteUse(result.principal.keyId, now)
                 if (cache.size > 10_000) cache.clear()
                 cache.set(cacheKey, { result, expires: now + config.authCacheMillis, verifiedAt: now })
-              })),
+              })
+            ),
             Effect.catch((e) =>
-              stale !== undefined && (e instanceof DatabaseUnavailable || isConnectionFailure(e)) ? Effect.succeed(stale.result) : Effect.fail(e))
+              stale !== undefined && (e instanceof DatabaseUnavailable || isConnectionFailure(e)) ? Effect.succeed(stale.result) : Effect.fail(e)
+            )
           )
         }
       })

@@ -105,10 +105,11 @@ export class Admission extends Context.Service<Admission, {
         "x-ratelimit-reset": String(s.reset)
       })
 
-      const rateLimited = (s: LimitState) => new TooManyRequests({
-        ...errorBody("RATE_LIMIT_EXCEEDED", `Rate limit exceeded: ${s.limit} requests per second`),
-        retryAfter: s.retryAfter
-      })
+      const rateLimited = (s: LimitState) =>
+        new TooManyRequests({
+          ...errorBody("RATE_LIMIT_EXCEEDED", `Rate limit exceeded: ${s.limit} requests per second`),
+          retryAfter: s.retryAfter
+        })
 
       const hit = (key: string, limit: number): Effect.Effect<LimitState> =>
         limits.hitNow !== undefined ? Exit.succeed(limits.hitNow(key, limit)) : limits.hit(key, limit)
@@ -144,12 +145,14 @@ export class Admission extends Context.Service<Admission, {
 
       const authenticate = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<AuthResult, Refused<ServiceUnavailable | TooManyRequests>> => {
         const auth = accounts.authenticate(bearerToken(request.headers["authorization"]))
-        return Exit.isExit(auth) && Exit.isSuccess(auth) ? auth as unknown as Effect.Effect<AuthResult> : Effect.catch(auth, (e) =>
-          e instanceof DatabaseUnavailable
-            ? refusedByAddress(request, toWire(e))
-            : isConnectionFailure(e)
-            ? Effect.andThen(guard.probeSoon, refusedByAddress(request, databaseUnavailable()))
-            : Effect.die(e))
+        return Exit.isExit(auth) && Exit.isSuccess(auth) ?
+          auth as unknown as Effect.Effect<AuthResult> :
+          Effect.catch(auth, (e) =>
+            e instanceof DatabaseUnavailable
+              ? refusedByAddress(request, toWire(e))
+              : isConnectionFailure(e)
+              ? Effect.andThen(guard.probeSoon, refusedByAddress(request, databaseUnavailable()))
+              : Effect.die(e))
       }
 
       const byKey = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Admitted, Refused<Unauthorized | TooManyRequests | ServiceUnavailable>> =>

@@ -143,7 +143,9 @@ const redisClient = (url: string) => {
       connectTimeout: 2_000,
       reconnectStrategy: (retries, cause) => connected ? Math.min(2 ** retries * 50, 2_000) + Math.floor(Math.random() * 200) : cause
     }
-  }).pipe(Layer.tap(() => Effect.sync(() => {
-    connected = true
-  })))
+  }).pipe(Layer.tap(() =>
+    Effect.sync(() => {
+      connected = true
+    })
+  ))
 }

@@ -35,5 +35,4 @@ export const apiKeyDigest = (token: string): Buffer => Crypto.hash("sha256", tok
 export const displayKey = (token: string): string => `${token.slice(0, 13)}…${token.slice(-4)}`
 
 /** Constant-time comparison of two secrets' digests. */
-export const digestsEqual = (a: Uint8Array, b: Uint8Array): boolean =>
-  a.length === b.length && Crypto.timingSafeEqual(a, b)
+export const digestsEqual = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && Crypto.timingSafeEqual(a, b)

@@ -14,7 +14,8 @@ const respondWith = (admission: typeof Admission.Service, headers: Headers, prin
   HttpEffect.appendPreResponseHandler((_request, response) =>
     principal === undefined
       ? Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-      : Effect.map(admission.quotaHeaders(principal), (quota) => HttpServerResponse.setHeaders(response, { ...headers, ...quota })))
+      : Effect.map(admission.quotaHeaders(principal), (quota) => HttpServerResponse.setHeaders(response, { ...headers, ...quota }))
+  )
 
 export const ApiKeyAuthLayer = Layer.effect(
   ApiKeyAuth,
@@ -36,13 +37,15 @@ export const ApiKeyAuthLayer = Layer.effect(
 
 export const AddressLimitLayer = Layer.effect(
   AddressLimit,
-  Effect.map(Admission, (admission) =>
-    AddressLimit.of((httpEffect) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        Effect.matchEffect(admission.byAddress(request), {
-          onFailure: (refused) => Effect.andThen(respondWith(admission, refused.headers, undefined), Effect.fail(refused.error)),
-          onSuccess: (admitted) => Effect.andThen(respondWith(admission, admitted.headers, undefined), httpEffect)
-        }))))
+  Effect.map(Admission,
+    (admission) =>
+      AddressLimit.of((httpEffect) =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          Effect.matchEffect(admission.byAddress(request), {
+            onFailure: (refused) => Effect.andThen(respondWith(admission, refused.headers, undefined), Effect.fail(refused.error)),
+            onSuccess: (admitted) => Effect.andThen(respondWith(admission, admitted.headers, undefined), httpEffect)
+          }))
+      ))
 )
 
 /** A key when one is sent (as ApiKeyAuth), else anonymous and counted by address (as AddressLimit). */

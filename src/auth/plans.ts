@@ -23,8 +23,7 @@ export const Plans: Readonly<Record<PlanName, Plan>> = {
 
 /** First instant of the next calendar month (UTC): when the monthly quota resets. */
 export const nextMonthStart = (now: Date): Date => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))
-export const monthStart = (now: Date): string =>
-  `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, "0")}-01`
+export const monthStart = (now: Date): string => `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, "0")}-01`
 
 let cached = { from: 0, until: 0, month: "", resetSeconds: "" }
 

@@ -16,7 +16,8 @@ function rnd(): number {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!
-const words = ["alpha", "beta", "gamma", "delta", "invoice", "shipment", "café", "naïve", "Zürich", "東京", "line\nbreak", "quote\"d", "tab\there", "plain text value"]
+const words = ["alpha", "beta", "gamma", "delta", "invoice", "shipment", "café", "naïve", "Zürich", "東京", "line\nbreak", "quote\"d", "tab\there",
+  "plain text value"]
 
 /** A ~1 KB record shaped like a typical business document. */
 function makeRecord(i: number): unknown {

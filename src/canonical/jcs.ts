@@ -83,7 +83,7 @@ export function canonicalize(value: unknown): string {
 export function canonicalizeParsedPlain(value: unknown): string {
   switch (typeof value) {
     case "string":
-      return '"' + value + '"'
+      return "\"" + value + "\""
     case "number":
       return "" + value
     case "boolean":
@@ -101,7 +101,7 @@ export function canonicalizeParsedPlain(value: unknown): string {
       let s = "{"
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i]!
-        s += (i > 0 ? ',"' : '"') + k + '":' + canonicalizeParsedPlain(obj[k])
+        s += (i > 0 ? ",\"" : "\"") + k + "\":" + canonicalizeParsedPlain(obj[k])
       }
       return s + "}"
     }
@@ -198,7 +198,7 @@ function quote(s: string, level: number): string {
       return JSON.stringify(s)
     }
   }
-  return '"' + s + '"'
+  return "\"" + s + "\""
 }
 
 function checkWellFormed(s: string, level: number): void {

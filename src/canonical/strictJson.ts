@@ -144,13 +144,13 @@ function parseNative(text: string, limit: number): unknown {
     return SLOW
   }
   let names = 0
-  let i = text.indexOf('"')
+  let i = text.indexOf("\"")
   while (i !== -1) {
-    let j = text.indexOf('"', i + 1) + 1
+    let j = text.indexOf("\"", i + 1) + 1
     let c = text.charCodeAt(j)
     while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++j)
     if (c === 0x3a) names++
-    i = text.indexOf('"', j)
+    i = text.indexOf("\"", j)
   }
   namesSeen = 0
   if (!checkNative(value, 0, limit) || namesSeen !== names) return SLOW
@@ -300,7 +300,7 @@ function parseArray(): unknown[] {
     depth--
     return arr
   }
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     segs[d] = i
     if (src.charCodeAt(pos) === 0x5d && i > 0) fail("syntax", "trailing comma before ']'", pos)
     arr.push(parseValue())
@@ -392,7 +392,7 @@ function parseEscape(isKey: boolean): string {
   pos += 2
   switch (e) {
     case 0x22:
-      return '"'
+      return "\""
     case 0x5c:
       return "\\"
     case 0x2f:

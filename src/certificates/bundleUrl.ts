@@ -68,7 +68,9 @@ const fromBase32 = (text: string): Uint8Array => {
 /** The fragment value (after `#bundle=`) carrying `bundle`, as compact JSON. */
 export const encodeBundle = async (bundle: unknown): Promise<string> => {
   const json = new TextEncoder().encode(JSON.stringify(bundle))
-  if (json.byteLength > MAX_BUNDLE_JSON_BYTES) throw new BundleLinkError(`the bundle is ${json.byteLength} bytes of JSON, more than a link carries (${MAX_BUNDLE_JSON_BYTES})`)
+  if (json.byteLength > MAX_BUNDLE_JSON_BYTES) {
+    throw new BundleLinkError(`the bundle is ${json.byteLength} bytes of JSON, more than a link carries (${MAX_BUNDLE_JSON_BYTES})`)
+  }
   return toBase32(await transform(json, new CompressionStream("deflate-raw"), Number.MAX_SAFE_INTEGER))
 }
 

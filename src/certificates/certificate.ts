@@ -48,8 +48,7 @@ export const anchoringTime = (bundle: CertificateBundle): Date => {
 }
 
 /** `CERT-<unix seconds of the anchoring time>-<first 8 characters of the record hash>`. */
-export const certificateId = (bundle: CertificateBundle): string =>
-  `CERT-${Math.floor(anchoringTime(bundle).getTime() / 1000)}-${bundle.hash.slice(0, 8)}`
+export const certificateId = (bundle: CertificateBundle): string => `CERT-${Math.floor(anchoringTime(bundle).getTime() / 1000)}-${bundle.hash.slice(0, 8)}`
 
 const checkBundle = (bundle: CertificateBundle): void => {
   if (typeof bundle !== "object" || bundle === null) throw invalid("the proof bundle is not an object")

@@ -9,8 +9,7 @@ import { atEdge } from "../db/errors.ts"
 import { publicBaseUrl } from "../http/publicUrl.ts"
 import { type Certificate, certificateHeaders, Certificates } from "./Certificates.ts"
 
-export const pdfResponse = (c: Certificate) =>
-  HttpServerResponse.uint8Array(c.pdf, { contentType: "application/pdf", headers: certificateHeaders(c) })
+export const pdfResponse = (c: Certificate) => HttpServerResponse.uint8Array(c.pdf, { contentType: "application/pdf", headers: certificateHeaders(c) })
 
 export const CertificatesHttpLayer = HttpApiBuilder.group(Api, "certificates", (handlers) =>
   Effect.gen(function*() {

@@ -46,9 +46,7 @@ const announceStart = Layer.effectDiscard(Effect.gen(function*() {
   const { shutdownTimeoutMillis } = yield* AppConfig
   // Built last, released first: the line an operator sees the moment a stop begins (issue 24:
   // `anchord start` used to exit on SIGTERM without a word).
-  yield* Effect.addFinalizer(() =>
-    Effect.logInfo("anchord stopping", { signal: shutdownSignal.current ?? "none", atMostMillis: shutdownTimeoutMillis })
-  )
+  yield* Effect.addFinalizer(() => Effect.logInfo("anchord stopping", { signal: shutdownSignal.current ?? "none", atMostMillis: shutdownTimeoutMillis }))
 }))
 
 /** Dev mode: the test key and the local chains, printed in one block once everything is up. */
@@ -79,7 +77,9 @@ const runNode = (dev: boolean) =>
     // `anchord start`'s TLS files are among doctor's fatal checks below (one message for both); dev checks them here.
     const refusal = dev ? tlsStartRefusal(Option.getOrUndefined(config.tls), new Date()) : publicUrlRefusal(config)
     if (refusal !== undefined) {
-      return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => { process.exitCode = 1 }))
+      return yield* Effect.andThen(Console.error(`error: ${refusal}`), Effect.sync(() => {
+        process.exitCode = 1
+      }))
     }
     // `anchord doctor`'s fatal checks first (docs/doctor.md): a node that would fail later, or run
     // unsafely, says why now with the same lines, and does not start.
@@ -88,14 +88,20 @@ const runNode = (dev: boolean) =>
       if (isFatal(fatalLines)) {
         return yield* Effect.andThen(
           Console.error(`error: anchord doctor found ${fatalLines.length} fatal problem(s):\n${formatResults(fatalLines)}`),
-          Effect.sync(() => { process.exitCode = 1 })
+          Effect.sync(() => {
+            process.exitCode = 1
+          })
         )
       }
     }
     yield* Effect.sync(() => {
       armShutdownWatchdog(config.shutdownTimeoutMillis)
       // Ahead of the runtime's own listener, which starts the stop: the "stopping" line names the signal.
-      for (const signal of ["SIGTERM", "SIGINT"] as const) process.prependOnceListener(signal, () => { shutdownSignal.current ??= signal })
+      for (const signal of ["SIGTERM", "SIGINT"] as const) {
+        process.prependOnceListener(signal, () => {
+          shutdownSignal.current ??= signal
+        })
+      }
     })
     if (!dev) {
       return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer))).pipe(
@@ -139,9 +145,17 @@ const doctor = Command.make("doctor", {
   Effect.gen(function*() {
     const results = yield* runChecks({ mode: "doctor", webhookTestUrl: Option.getOrUndefined(o.webhookTestUrl), batches: o.batches })
     yield* Console.log(o.json ? JSON.stringify(results, null, 2) : formatResults(results))
-    if (isFatal(results)) yield* Effect.sync(() => { process.exitCode = 1 })
+    if (isFatal(results)) {
+      yield* Effect.sync(() => {
+        process.exitCode = 1
+      })
+    }
   }).pipe(
-    Effect.catch((error) => Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+    Effect.catch((error) =>
+      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => {
+        process.exitCode = 1
+      }))
+    ),
     Effect.provide(AppConfig.layer)
   )).pipe(Command.withDescription("Check a production configuration (database, chains, TLS, webhooks, Redis, clocks): exit 1 on a fatal problem"))
 
@@ -154,7 +168,10 @@ const migrate = Command.make("migrate", {}, () =>
 const withCore = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Accounts>) =>
   effect.pipe(
     Effect.catch((error) =>
-      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => {
+        process.exitCode = 1
+      }))
+    ),
     Effect.provide(withConfig(CoreLayer))
   )
 const json = Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print JSON"))
@@ -259,17 +276,24 @@ const keys = Command.make("keys").pipe(
 const withConsole = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E, Accounts | ConsoleAuth | ConsoleUsers | AppConfig>) =>
   effect.pipe(
     Effect.catch((error) =>
-      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => { process.exitCode = 1 }))),
+      Effect.andThen(Console.error(`error: ${error.message}`), Effect.sync(() => {
+        process.exitCode = 1
+      }))
+    ),
     Effect.provide(withConfig(ConsoleCoreLayer.pipe(Layer.provideMerge(CoreLayer))))
   )
 
 /** Links point at PUBLIC_URL (set it to the address people use), else at http(s)://HOST:PORT. */
 const linkUrl = (kind: "invitation" | "sign-in", token: string) =>
-  Effect.map(AppConfig, (config) => `${Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, config.port, servesTls(config))).replace(/\/+$/, "")}${linkPath(kind, token)}`)
+  Effect.map(AppConfig, (config) =>
+    `${
+      Option.getOrElse(config.baseUrl, () => listenerUrl(config.host, config.port, servesTls(config))).replace(/\/+$/, "")
+    }${linkPath(kind, token)}`)
 
 const printLink = (asJson: boolean, kind: "invitation" | "sign-in", link: { readonly token: string; readonly expiresAt: Date }, what: string) =>
   Effect.flatMap(linkUrl(kind, link.token), (url) =>
-    print(asJson, { url, expiresAt: link.expiresAt.toISOString() }, `${url}\n(${what}; one-time, valid until ${link.expiresAt.toISOString()}: hand it over privately)`))
+    print(asJson, { url, expiresAt: link.expiresAt.toISOString() },
+      `${url}\n(${what}; one-time, valid until ${link.expiresAt.toISOString()}: hand it over privately)`))
 
 const usersInvite = Command.make("invite", {
   accountId: Argument.String("account-id"),
@@ -278,7 +302,8 @@ const usersInvite = Command.make("invite", {
   json
 }, (o) =>
   withConsole(Effect.gen(function*() {
-    const link = yield* (yield* ConsoleAuth).createLink({ kind: "invitation", email: o.email, target: { operator: false, accountId: o.accountId, role: o.role } })
+    const link = yield* (yield* ConsoleAuth).createLink({ kind: "invitation", email: o.email,
+      target: { operator: false, accountId: o.accountId, role: o.role } })
     yield* printLink(o.json, "invitation", link, `invitation of ${o.email} as ${o.role} of ${o.accountId}`)
   }))).pipe(Command.withDescription("Invite a member of an account to the console (prints a one-time link)"))
 
@@ -326,14 +351,23 @@ const fabricDevpeer = Command.make("fabric-devpeer", {
     const dataDir = Option.getOrElse(o.dataDir, () => `${config.dataDir}/fabric-devpeer`)
     const peer = yield* FabricDevPeer
     yield* Console.log(JSON.stringify({
-      address: peer.address, channel: peer.channel, chaincode: peer.chaincode, mspId: peer.mspId,
-      certPath: peer.clientIdentity.certPath, keyPath: peer.clientIdentity.keyPath, dataDir
+      address: peer.address,
+      channel: peer.channel,
+      chaincode: peer.chaincode,
+      mspId: peer.mspId,
+      certPath: peer.clientIdentity.certPath,
+      keyPath: peer.clientIdentity.keyPath,
+      dataDir
     }, null, 2))
     return yield* Effect.never
   }).pipe(
     Effect.provide(Layer.unwrap(Effect.map(AppConfig, (config) =>
       FabricDevPeer.layer({
-        host: o.host, port: o.port, channel: o.channel, chaincode: o.chaincode, mspId: o.mspId,
+        host: o.host,
+        port: o.port,
+        channel: o.channel,
+        chaincode: o.chaincode,
+        mspId: o.mspId,
         dataDir: Option.getOrElse(o.dataDir, () => `${config.dataDir}/fabric-devpeer`),
         log: (line) => console.error(`[fabric-devpeer] ${line}`)
       })))),
@@ -350,7 +384,6 @@ cli.pipe(
   Effect.provide(NodeServices.layer),
   // A refused operator command has printed its reason and set process.exitCode: keep that code.
   NodeRuntime.runMain({
-    teardown: (exit, onExit) =>
-      Runtime.defaultTeardown(exit, (code) => onExit(code === 0 && process.exitCode ? Number(process.exitCode) : code))
+    teardown: (exit, onExit) => Runtime.defaultTeardown(exit, (code) => onExit(code === 0 && process.exitCode ? Number(process.exitCode) : code))
   })
 )

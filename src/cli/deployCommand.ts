@@ -29,7 +29,10 @@ const address = (name: string, value: Option.Option<string>) =>
 /** A refused command prints its reason (no stack, no key) and exits 1. */
 const reported = <A>(effect: Effect.Effect<A, { readonly message: string }>) =>
   effect.pipe(Effect.catch((e) =>
-    Effect.andThen(Console.error(`error: ${e.message}`), Effect.sync(() => { process.exitCode = 1 }))))
+    Effect.andThen(Console.error(`error: ${e.message}`), Effect.sync(() => {
+      process.exitCode = 1
+    }))
+  ))
 
 const promise = <A>(what: string, run: () => Promise<A>) =>
   Effect.tryPromise({
@@ -56,7 +59,9 @@ export const deployCommand = Command.make("deploy", {
     const admin = yield* address("admin", o.admin)
     const anchorer = yield* address("anchorer", o.anchorer)
     const d = yield* promise("deployment failed", () => deployAnchorRegistry({ rpcUrl: o.rpc, privateKey }))
-    yield* Console.log(`AnchorRegistry deployed at ${d.address} on chain ${d.chainId} (block ${d.blockNumber}, tx ${d.txHash}); deployer ${d.deployer} is admin and anchorer`)
+    yield* Console.log(
+      `AnchorRegistry deployed at ${d.address} on chain ${d.chainId} (block ${d.blockNumber}, tx ${d.txHash}); deployer ${d.deployer} is admin and anchorer`
+    )
     for (const [role, name, account] of [[ANCHORER_ROLE, "ANCHORER_ROLE", anchorer], [DEFAULT_ADMIN_ROLE, "DEFAULT_ADMIN_ROLE", admin]] as const) {
       if (account === undefined) continue
       const sent = yield* promise(`granting ${name}`, () => grantRole({ rpcUrl: o.rpc, privateKey, address: d.address, role, account }))
@@ -78,8 +83,7 @@ export const grantAnchorerCommand = Command.make("grant-anchorer", {
     const privateKey = yield* signerKey
     const contract = (yield* address("contract", Option.some(o.contract)))!
     const account = (yield* address("account", Option.some(o.account)))!
-    const sent = yield* promise("granting ANCHORER_ROLE", () =>
-      grantRole({ rpcUrl: o.rpc, privateKey, address: contract, role: ANCHORER_ROLE, account }))
+    const sent = yield* promise("granting ANCHORER_ROLE", () => grantRole({ rpcUrl: o.rpc, privateKey, address: contract, role: ANCHORER_ROLE, account }))
     yield* Console.log(sent
       ? `ANCHORER_ROLE granted to ${account} by ${privateKeyToAccount(privateKey).address}`
       : `${account} already holds ANCHORER_ROLE`)

@@ -15,9 +15,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { Accounts } from "../auth/Accounts.ts"
 import type { AccountNotFound } from "../auth/errors.ts"
 import { DatabaseGuard, type DatabaseUnavailable } from "../db/guard.ts"
-import {
-  ConsoleNotFound, EmailTaken, InvalidConsoleInput, InvalidCredentials, InvalidLink, NotAllowed, SignInBusy, SignInThrottled
-} from "./errors.ts"
+import { ConsoleNotFound, EmailTaken, InvalidConsoleInput, InvalidCredentials, InvalidLink, NotAllowed, SignInBusy, SignInThrottled } from "./errors.ts"
 import { ConsoleLinks, type LinkKind, type LinkRow } from "./Links.ts"
 import { hashPassword, passwordProblem, verifyPassword } from "./passwords.ts"
 import { ConsoleSessions, type Session } from "./Sessions.ts"
@@ -44,12 +42,14 @@ type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
 const EMAIL = /^[^\s@]+@[^\s@]+$/
 
 export class ConsoleAuth extends Context.Service<ConsoleAuth, {
-  readonly signIn: (input: { readonly email: string; readonly password: string; readonly address: string }) =>
-    Sql<SignedIn, InvalidCredentials | SignInThrottled | SignInBusy | DatabaseUnavailable>
+  readonly signIn: (
+    input: { readonly email: string; readonly password: string; readonly address: string }
+  ) => Sql<SignedIn, InvalidCredentials | SignInThrottled | SignInBusy | DatabaseUnavailable>
   readonly redeemSignInLink: (token: string) => Sql<SignedIn, InvalidLink>
   readonly inspectLink: (token: string) => Sql<LinkRow, InvalidLink>
-  readonly acceptInvitation: (input: { readonly token: string; readonly password: string }) =>
-    Sql<SignedIn, InvalidLink | EmailTaken | InvalidConsoleInput | SignInBusy | DatabaseUnavailable>
+  readonly acceptInvitation: (
+    input: { readonly token: string; readonly password: string }
+  ) => Sql<SignedIn, InvalidLink | EmailTaken | InvalidConsoleInput | SignInBusy | DatabaseUnavailable>
   /**
    * A one-time link for `email`: an invitation (no user yet), or a sign-in link (the user exists). `by`:
    * who asks (undefined: the operator's CLI); members may invite only into their own account, as admins.
@@ -84,7 +84,8 @@ export class ConsoleAuth extends Context.Service<ConsoleAuth, {
         Effect.flatMap(restore(Effect.timeoutOption(slots.take(1), HASH_WAIT_MS)), (turn) =>
           Option.isNone(turn)
             ? Effect.fail(new SignInBusy({ retryAfterSeconds: 2 }))
-            : Effect.ensuring(Effect.promise(work), slots.release(1))))
+            : Effect.ensuring(Effect.promise(work), slots.release(1)))
+      )
 
     return ConsoleAuth.of({
       signIn: Effect.fn("ConsoleAuth.signIn")(function*({ email: entered, password, address }) {
@@ -107,7 +108,8 @@ export class ConsoleAuth extends Context.Service<ConsoleAuth, {
           const user = yield* users.byEmail(link.email)
           if (user === undefined) return yield* new InvalidLink()
           return yield* start(withoutPassword(user))
-        }))),
+        }))
+      ),
 
       inspectLink: (token) => links.inspect(token),
 

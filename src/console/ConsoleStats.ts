@@ -88,7 +88,8 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
           FROM records
           WHERE account_id = ${accountId} AND environment IN ('test', 'live') AND id >= ${firstIdAt(from)}
             AND created_at >= ${from}
-          GROUP BY 1 ORDER BY 1`.pipe(Effect.flatMap(dailyRows))),
+          GROUP BY 1 ORDER BY 1`.pipe(Effect.flatMap(dailyRows))
+      ),
 
       // The stored status splits FAILED and DELETED from the rest; of the rest, the few still QUEUED or
       // BATCHING are counted from their candidates (src/anchoring/recordState.ts), and the others are ANCHORED.
@@ -134,7 +135,8 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
             oldestUnconfirmedSentAt: row?.oldestSentAt ?? null,
             lastConfirmedAt: row?.lastConfirmedAt ?? null
           }))
-        )),
+        )
+      ),
 
       // The same lock lookup as the leader's fence (Leadership.ts), read from any node.
       leader: Effect.fn("ConsoleStats.leader")((lockKey) =>
@@ -147,7 +149,8 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
           LIMIT 1`.pipe(
           Effect.flatMap(leaderRow),
           Effect.map((row) => row === undefined ? undefined : { clientAddress: row.clientAddr, since: row.backendStart })
-        )),
+        )
+      ),
 
       signer: Effect.fn("ConsoleStats.signer")(function*(networkId) {
         const signer = signers.get(networkId)
@@ -157,12 +160,14 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
         if (cached !== undefined && now - cached.at < BALANCE_CACHE_MS) return cached.value
         const value = yield* Effect.tryPromise(() => signer.client.getBalance({ address: signer.address })).pipe(
           Effect.map((wei): SignerBalance => ({ address: signer.address, balanceWei: wei.toString(), error: null })),
-          Effect.catch((e) => Effect.succeed<SignerBalance>({
-            address: signer.address,
-            balanceWei: null,
-            // The message names the endpoint's failure, never its URL (it may carry a provider key).
-            error: `the RPC endpoint did not answer (${String((e.cause as { name?: string } | undefined)?.name ?? "error")})`
-          }))
+          Effect.catch((e) =>
+            Effect.succeed<SignerBalance>({
+              address: signer.address,
+              balanceWei: null,
+              // The message names the endpoint's failure, never its URL (it may carry a provider key).
+              error: `the RPC endpoint did not answer (${String((e.cause as { name?: string } | undefined)?.name ?? "error")})`
+            })
+          )
         )
         balances.set(networkId, { at: now, value })
         return value

@@ -130,7 +130,8 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
               WHERE l.account_id = ${accountId} AND l.kind = 'invitation' AND l.used_at IS NULL)
             RETURNING id`,
           (r) => r.length > 0
-        ))
+        )
+      )
     })
   }))
 }

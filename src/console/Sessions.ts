@@ -105,10 +105,12 @@ export class ConsoleSessions extends Context.Service<ConsoleSessions, {
       }),
 
       end: Effect.fn("ConsoleSessions.end")((token) =>
-        isToken(token) ? Effect.asVoid(sql`DELETE FROM console_sessions WHERE digest = ${tokenDigest(token)}`) : Effect.void),
+        isToken(token) ? Effect.asVoid(sql`DELETE FROM console_sessions WHERE digest = ${tokenDigest(token)}`) : Effect.void
+      ),
 
       endAll: Effect.fn("ConsoleSessions.endAll")((userId) =>
-        Effect.map(sql`DELETE FROM console_sessions WHERE user_id = ${userId} RETURNING user_id`, (rows) => rows.length))
+        Effect.map(sql`DELETE FROM console_sessions WHERE user_id = ${userId} RETURNING user_id`, (rows) => rows.length)
+      )
     })
   }))
 }

@@ -40,8 +40,7 @@ export const MAX_DELAY_MS = 5 * 60_000
 export const KNOWN_FOR_MS = 30 * 86_400_000
 
 /** The wait after an email's last failure, once it has `failures` (≥ FREE_FAILURES_PER_EMAIL). */
-export const delayAfter = (failures: number) =>
-  Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.min(20, failures - FREE_FAILURES_PER_EMAIL))
+export const delayAfter = (failures: number) => Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.min(20, failures - FREE_FAILURES_PER_EMAIL))
 
 export interface ThrottleKeys {
   readonly email: string
@@ -130,13 +129,14 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
           // The time once the rows are held: attempts that waited on them see each other's failures in order.
           const at = yield* now
           const row = (key: string) => rows.find((r) => r.key === key)!
-          const recent = (r: typeof Counter.Type) =>
-            r.lastFailureAt !== null && at.getTime() - r.lastFailureAt.getTime() < WINDOW_MS ? r.failures : 0
+          const recent = (r: typeof Counter.Type) => r.lastFailureAt !== null && at.getTime() - r.lastFailureAt.getTime() < WINDOW_MS ? r.failures : 0
           const waitOf = (r: typeof Counter.Type, ms: number) => Math.max(1, Math.ceil((r.lastFailureAt!.getTime() + ms - at.getTime()) / 1000))
           const pair = row(keys.pair), address = row(keys.address), email = row(keys.email)
           const [pairFailures, addressFailures, emailFailures] = [recent(pair), recent(address), recent(email)]
           if (pairFailures >= MAX_FAILURES_PER_PAIR) return yield* new SignInThrottled({ scope: "pair", retryAfterSeconds: waitOf(pair, WINDOW_MS) })
-          if (addressFailures >= MAX_FAILURES_PER_ADDRESS) return yield* new SignInThrottled({ scope: "address", retryAfterSeconds: waitOf(address, WINDOW_MS) })
+          if (addressFailures >= MAX_FAILURES_PER_ADDRESS) {
+            return yield* new SignInThrottled({ scope: "address", retryAfterSeconds: waitOf(address, WINDOW_MS) })
+          }
           const known = pair.succeededAt !== null && at.getTime() - pair.succeededAt.getTime() < KNOWN_FOR_MS
           if (!known && emailFailures >= FREE_FAILURES_PER_EMAIL && at.getTime() < email.lastFailureAt!.getTime() + delayAfter(emailFailures)) {
             return yield* new SignInThrottled({ scope: "email", retryAfterSeconds: waitOf(email, delayAfter(emailFailures)) })
@@ -148,7 +148,8 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
             FROM (VALUES ${counts}${known ? sql`` : sql`, (${keys.email}, ${emailFailures + 1}::int)`}) AS v (key, failures)
             WHERE c.key = v.key`
           return { attemptsLeft: MAX_FAILURES_PER_PAIR - pairFailures - 1, emailCounted: !known }
-        })), Effect.ignore(sweep))),
+        })), Effect.ignore(sweep))
+      ),
 
       succeeded: Effect.fn("SignInThrottle.succeeded")((k, r) => takeBack(k, r, true)),
       release: Effect.fn("SignInThrottle.release")((k, r) => takeBack(k, r, false))

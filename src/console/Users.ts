@@ -66,7 +66,8 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     const byEmail = Effect.fn("ConsoleUsers.byEmail")((email: string) =>
-      sql`SELECT ${columns} FROM console_users WHERE email = ${normalizeEmail(email)}`.pipe(Effect.flatMap(first)))
+      sql`SELECT ${columns} FROM console_users WHERE email = ${normalizeEmail(email)}`.pipe(Effect.flatMap(first))
+    )
 
     const create = Effect.fn("ConsoleUsers.create")(function*(user: NewUser) {
       const email = normalizeEmail(user.email)
@@ -94,7 +95,8 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
         return yield* create({ email, passwordHash: null, operator: true })
       }),
       members: Effect.fn("ConsoleUsers.members")((accountId) =>
-        sql`SELECT ${columns} FROM console_users WHERE account_id = ${accountId} ORDER BY created_at`.pipe(Effect.flatMap(rows))),
+        sql`SELECT ${columns} FROM console_users WHERE account_id = ${accountId} ORDER BY created_at`.pipe(Effect.flatMap(rows))
+      ),
       operators: sql`SELECT ${columns} FROM console_users WHERE operator ORDER BY created_at`.pipe(
         Effect.flatMap(rows),
         Effect.withSpan("ConsoleUsers.operators")
@@ -104,9 +106,11 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
         Effect.map(sql`
           DELETE FROM console_users WHERE id = (
             SELECT u.id FROM (SELECT id, account_id FROM console_users WHERE id = ${userId} OFFSET 0) u WHERE u.account_id = ${accountId})
-          RETURNING id`, (r) => r.length > 0)),
+          RETURNING id`, (r) => r.length > 0)
+      ),
       setPassword: Effect.fn("ConsoleUsers.setPassword")((userId, passwordHash) =>
-        Effect.asVoid(sql`UPDATE console_users SET password_hash = ${passwordHash} WHERE id = ${userId}`))
+        Effect.asVoid(sql`UPDATE console_users SET password_hash = ${passwordHash} WHERE id = ${userId}`)
+      )
     })
   }))
 }

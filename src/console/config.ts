@@ -30,11 +30,12 @@ export class ConsoleConfig extends Context.Service<ConsoleConfig, ConsoleConfigS
     signInLinkMinutes: Config.Int("CONSOLE_SIGN_IN_LINK_MINUTES").pipe(Config.withDefault(60))
   })
 
-  static readonly layer = Layer.effect(ConsoleConfig, Effect.map(ConsoleConfig.config, (c) => ConsoleConfig.of({
-    idleMillis: c.idleMinutes * 60_000,
-    absoluteMillis: c.maxHours * 3_600_000,
-    secureCookie: c.secureCookie === "auto" ? "auto" : c.secureCookie === "true",
-    invitationMillis: c.invitationDays * 86_400_000,
-    signInLinkMillis: c.signInLinkMinutes * 60_000
-  })))
+  static readonly layer = Layer.effect(ConsoleConfig, Effect.map(ConsoleConfig.config, (c) =>
+    ConsoleConfig.of({
+      idleMillis: c.idleMinutes * 60_000,
+      absoluteMillis: c.maxHours * 3_600_000,
+      secureCookie: c.secureCookie === "auto" ? "auto" : c.secureCookie === "true",
+      invitationMillis: c.invitationDays * 86_400_000,
+      signInLinkMillis: c.signInLinkMinutes * 60_000
+    })))
 }

@@ -95,7 +95,9 @@ export class CsrfRejected extends Schema.TaggedError<CsrfRejected>()("CsrfReject
   override get message() {
     return this.reason === "cross-site"
       ? "Refused: this request came from another site."
-      : `Refused: this change needs the session's CSRF token in X-CSRF-Token (${this.reason === "missing" ? "none was sent" : "the one sent is not this session's"}). Reload the console.`
+      : `Refused: this change needs the session's CSRF token in X-CSRF-Token (${
+        this.reason === "missing" ? "none was sent" : "the one sent is not this session's"
+      }). Reload the console.`
   }
 }
 

@@ -155,8 +155,8 @@ export const ConsoleAuthHttpLayer = HttpApiBuilder.group(Api, "consoleAuth", (ha
             }
           }
         }).pipe(atEdge))
-      .handle("acceptInvitation", ({ payload }) =>
-        Effect.flatMap(auth.acceptInvitation({ token: payload.token, password: payload.password }), signedIn).pipe(atEdge))
+      .handle("acceptInvitation",
+        ({ payload }) => Effect.flatMap(auth.acceptInvitation({ token: payload.token, password: payload.password }), signedIn).pipe(atEdge))
   }))
 
 /** A pending invitation as its account's admins see it (never its token: only its digest is stored). */
@@ -297,7 +297,6 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
           const base = yield* baseUrl
           return ok({ publicUrl: base, verifyUrl: `${base}/verify`, networks: networkEntries, recordFilters: { collection: true } })
         }))
-
       // ---- operators
       .handle("listAccounts", () =>
         Effect.gen(function*() {
@@ -356,7 +355,11 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
                 leader: s.leader,
                 ledBy: s.leader
                   ? "this-node" as const
-                  : holder === "unknown" ? "unknown" as const : holder === null ? "no-node" as const : "another-node" as const,
+                  : holder === "unknown"
+                  ? "unknown" as const
+                  : holder === null
+                  ? "no-node" as const
+                  : "another-node" as const,
                 leaderAddress: typeof holder === "object" && holder !== null ? holder.clientAddress : null,
                 leaderSince: typeof holder === "object" && holder !== null ? holder.since.toISOString() : null,
                 rpc: s.rpc,
@@ -375,7 +378,6 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             }), { concurrency: 4 })
           return ok({ networks: views })
         }).pipe(atEdge))
-
       // ---- one account
       .handle("account", ({ params }) => Effect.map(access(params.accountId, "read"), (a) => ok(accountView(a))).pipe(atEdge))
       .handle("overview", ({ params, query }) =>
@@ -412,12 +414,16 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
             recentFailures: {
               records: failedRecords.map((r) => ({ recordId: r.id, hash: r.hash, networkId: r.networkId, updatedAt: r.updatedAt.toISOString() })),
               deliveries: failedDeliveries.map((d) => ({
-                id: d.id, event: d.kind, url: hide ? redactUrl(d.url) : d.url, lastStatusCode: d.lastStatusCode, lastError: d.lastError, createdAt: d.createdAt.toISOString()
+                id: d.id,
+                event: d.kind,
+                url: hide ? redactUrl(d.url) : d.url,
+                lastStatusCode: d.lastStatusCode,
+                lastError: d.lastError,
+                createdAt: d.createdAt.toISOString()
               }))
             }
           })
         }).pipe(atEdge))
-
       // ---- API keys
       .handle("listKeys", ({ params }) =>
         Effect.gen(function*() {
@@ -452,7 +458,6 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
           const revoked = yield* accounts.revokeKey(params.keyId).pipe(Effect.catchTag("ApiKeyNotFound", () => Effect.fail(notFound)))
           return ok(keyView(revoked, yield* now))
         }).pipe(atEdge))
-
       // ---- the webhook
       .handle("getWebhook", ({ params, query }) =>
         Effect.gen(function*() {
@@ -488,7 +493,6 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
           const row = yield* tests.send(owner(params.accountId, payload.environment))
           return ok((yield* withAttempts([row]))[0]!)
         }).pipe(atEdge))
-
       // ---- deliveries
       .handle("listDeliveries", ({ params, query }) =>
         Effect.gen(function*() {
@@ -520,7 +524,6 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
           if (row === undefined) return yield* new DeliveryNotFound({ deliveryId: params.deliveryId })
           return ok((yield* withAttempts([row]))[0]!)
         }).pipe(atEdge))
-
       // ---- records
       .handle("listRecords", ({ params, query }) =>
         Effect.gen(function*() {
@@ -573,7 +576,6 @@ export const ConsoleHttpLayer = HttpApiBuilder.group(Api, "console", (handlers) 
           const certificate = yield* certificates.forRecord(owner(params.accountId, query.environment), params.recordId, `${yield* baseUrl}/verify`)
           return HttpServerResponse.uint8Array(certificate.pdf, { contentType: "application/pdf", headers: certificateHeaders(certificate) })
         }).pipe(atEdge))
-
       // ---- members
       .handle("listMembers", ({ params }) =>
         Effect.gen(function*() {

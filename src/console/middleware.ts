@@ -45,15 +45,16 @@ const cookieOptions = (secure: boolean) => ({ httpOnly: true, sameSite: "strict"
 /** Sets the session cookie on the response (a browser-session cookie: the server decides when it ends). */
 export const setSessionCookie = (token: string, secure: boolean) =>
   HttpEffect.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setCookieUnsafe(response, SESSION_COOKIE, token, cookieOptions(secure))))
+    Effect.succeed(HttpServerResponse.setCookieUnsafe(response, SESSION_COOKIE, token, cookieOptions(secure)))
+  )
 
 /** Clears the session cookie. */
 export const clearSessionCookie = (secure: boolean) =>
   HttpEffect.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.expireCookieUnsafe(response, SESSION_COOKIE, cookieOptions(secure))))
+    Effect.succeed(HttpServerResponse.expireCookieUnsafe(response, SESSION_COOKIE, cookieOptions(secure)))
+  )
 
-const noStore = HttpEffect.appendPreResponseHandler((_request, response) =>
-  Effect.succeed(HttpServerResponse.setHeader(response, "cache-control", "no-store")))
+const noStore = HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeader(response, "cache-control", "no-store")))
 
 /** Whether the request says it was sent by a page of another site. */
 const crossSite = (request: HttpServerRequest.HttpServerRequest, config: AppConfigShape): boolean => {
@@ -78,7 +79,8 @@ export const ConsoleSameOriginLayer = Layer.effect(
           return yield* Effect.fail(toWire(new CsrfRejected({ reason: "cross-site" })))
         }
         return yield* httpEffect
-      })))
+      })
+    ))
 )
 
 export const ConsoleSessionLayer = Layer.effect(

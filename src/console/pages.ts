@@ -13,10 +13,8 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import {
-  consolePageAssets, consolePageCsp, consolePageHeaders, VERIFY_CONFIG_PATH, verifyPageAssets, verifyPageCsp, verifyPageHeaders,
-  type WebAsset
-} from "../../web/assets.ts"
+import { consolePageAssets, consolePageCsp, consolePageHeaders, VERIFY_CONFIG_PATH, verifyPageAssets, verifyPageCsp, verifyPageHeaders,
+  type WebAsset } from "../../web/assets.ts"
 import { errorBody } from "../api/errors.ts"
 import { EvmNetworks } from "../evm/config.ts"
 
@@ -74,7 +72,8 @@ export const verifyPageConfig = (networks: ReadonlyArray<{
       chainId: n.chainId,
       rpcUrl: n.publicRpcUrl,
       ...(n.explorerUrl === undefined ? {} : { explorerUrl: n.explorerUrl })
-    }])
+    }]
+  )
 })
 
 export const PagesLayer = Layer.unwrap(Effect.gen(function*() {

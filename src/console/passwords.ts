@@ -27,8 +27,8 @@ export const passwordProblem = (password: string): string | undefined => {
 const derive = (password: string, salt: Buffer, n: number, r: number, p: number, length: number) =>
   new Promise<Buffer>((resolve, reject) =>
     // Asynchronous: the work runs on libuv's thread pool, not the event loop.
-    Crypto.scrypt(password.normalize("NFC"), salt, length, { N: n, r, p, maxmem: 256 * n * r }, (error, key) =>
-      error ? reject(error) : resolve(key)))
+    Crypto.scrypt(password.normalize("NFC"), salt, length, { N: n, r, p, maxmem: 256 * n * r }, (error, key) => error ? reject(error) : resolve(key))
+  )
 
 export const hashPassword = async (password: string): Promise<string> => {
   const salt = Crypto.randomBytes(SALT_LENGTH)

@@ -14,9 +14,7 @@ export const tokenDigest = (token: string): Buffer => Crypto.hash("sha256", toke
 export const isToken = (value: string): boolean => /^[A-Za-z0-9_-]{43}$/.test(value)
 
 /** The CSRF token of a session (synchronizer token, derived): HMAC-SHA256 keyed by the session token. */
-export const csrfTokenOf = (sessionToken: string): string =>
-  Crypto.createHmac("sha256", sessionToken).update("anchord console csrf v1").digest("base64url")
+export const csrfTokenOf = (sessionToken: string): string => Crypto.createHmac("sha256", sessionToken).update("anchord console csrf v1").digest("base64url")
 
 /** Constant-time equality of two secrets (of any lengths: their digests are compared). */
-export const sameSecret = (a: string, b: string): boolean =>
-  Crypto.timingSafeEqual(Crypto.hash("sha256", a, "buffer"), Crypto.hash("sha256", b, "buffer"))
+export const sameSecret = (a: string, b: string): boolean => Crypto.timingSafeEqual(Crypto.hash("sha256", a, "buffer"), Crypto.hash("sha256", b, "buffer"))

@@ -26,10 +26,11 @@ export const isConnectionFailure = (error: unknown): boolean => {
     /ECONNREFUSED|ECONNRESET|terminat/i.test(String(cause?.message ?? ""))
 }
 
-export const databaseUnavailable = () => new ServiceUnavailable({
-  ...errorBody("SERVICE_UNAVAILABLE", "The database is unavailable; retry later"),
-  retryAfter: UNAVAILABLE_RETRY_AFTER
-})
+export const databaseUnavailable = () =>
+  new ServiceUnavailable({
+    ...errorBody("SERVICE_UNAVAILABLE", "The database is unavailable; retry later"),
+    retryAfter: UNAVAILABLE_RETRY_AFTER
+  })
 
 /**
  * The edge of a handler: domain errors to their wire errors (`toWire`), SqlError to 503 when the

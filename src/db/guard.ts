@@ -165,7 +165,9 @@ export const DatabaseBoundLayer = Layer.effect(
         ),
         // A handler that could not reach the database (its 503): probe now, so the breaker and
         // /v1/health know within milliseconds rather than at the next tick.
-        Effect.tapError((e) => typeof e === "object" && e !== null && (e as { errorCode?: unknown }).errorCode === "SERVICE_UNAVAILABLE" ? guard.probeSoon : Effect.void)
+        Effect.tapError((e) =>
+          typeof e === "object" && e !== null && (e as { errorCode?: unknown }).errorCode === "SERVICE_UNAVAILABLE" ? guard.probeSoon : Effect.void
+        )
       )
     }))
 )

@@ -13,7 +13,5 @@ export const decodeRows = <S extends Schema.Top & { readonly DecodingServices: n
 /** The first row decoded, or undefined. */
 export const decodeFirst = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
   const decode = decodeRows(schema)
-  return (rows: ReadonlyArray<unknown>): Effect.Effect<S["Type"] | undefined> =>
-    Effect.map(decode(rows.slice(0, 1)), (decoded) => decoded[0])
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<S["Type"] | undefined> => Effect.map(decode(rows.slice(0, 1)), (decoded) => decoded[0])
 }
-

@@ -129,8 +129,7 @@ const isAlive = (pid: number) => {
     return (e as NodeJS.ErrnoException).code === "EPERM"
   }
 }
-const claimOwnership = (dir: string) =>
-  Fs.writeFileSync(ownerFile(dir), JSON.stringify({ pid: process.pid }) + "\n")
+const claimOwnership = (dir: string) => Fs.writeFileSync(ownerFile(dir), JSON.stringify({ pid: process.pid }) + "\n")
 const releaseOwnership = (dir: string) => {
   if (readOwner(dir) === process.pid) Fs.rmSync(ownerFile(dir), { force: true })
 }

@@ -83,7 +83,11 @@ export const printBanner = (info: {
   readonly database: string | undefined
   readonly chain: DevChainInfo | undefined
   readonly fabric: {
-    readonly address: string; readonly channel: string; readonly chaincode: string; readonly mspId: string; readonly profile: string
+    readonly address: string
+    readonly channel: string
+    readonly chaincode: string
+    readonly mspId: string
+    readonly profile: string
   }
   readonly signInLink: { readonly url: string; readonly expiresAt: Date }
   /** The egress policy's targets (describeAllowlist). */
@@ -106,10 +110,13 @@ export const printBanner = (info: {
     `Data dir:  ${info.dataDir}`,
     `Database:  ${info.database ?? "DATABASE_URL"}${info.database ? "  (embedded PostgreSQL)" : ""}`,
     info.chain
-      ? `Chain:     ${info.chain.rpcUrl}  (${info.chain.kind === "hardhat" ? "Hardhat EDR" : "Anvil"}, chainId ${info.chain.chainId}, network "${info.chain.networkId}", test keys; ${
+      ? `Chain:     ${info.chain.rpcUrl}  (${
+        info.chain.kind === "hardhat" ? "Hardhat EDR" : "Anvil"
+      }, chainId ${info.chain.chainId}, network "${info.chain.networkId}", test keys; ${
         info.chain.stateFile === undefined
           ? "state in memory: lost at every stop, records re-anchored and earlier proofs void after a restart (DEV_CHAIN=anvil keeps it)"
-          : `state ${info.chain.stateFile}`})`
+          : `state ${info.chain.stateFile}`
+      })`
       : "Chain:     EVM_NETWORKS",
     ...(info.chain ? [`Contract:  AnchorRegistry at ${info.chain.contractAddress}`] : []),
     `Fabric:    dev peer at ${info.fabric.address} (channel ${info.fabric.channel}, chaincode ${info.fabric.chaincode}, MSP ${info.fabric.mspId})`,

@@ -123,10 +123,11 @@ export const serveEdrChain = (options: { readonly host: string; readonly port: n
           resume(Effect.succeed(typeof a === "object" && a !== null ? a.port : options.port))
         })
       }),
-      () => Effect.callback<void>((resume) => {
-        server.closeAllConnections()
-        server.close(() => resume(Effect.void))
-      })
+      () =>
+        Effect.callback<void>((resume) => {
+          server.closeAllConnections()
+          server.close(() => resume(Effect.void))
+        })
     )
     return { rpcUrl: `http://${options.host}:${port}`, port, provider } satisfies DevChainServer
   })
@@ -269,12 +270,21 @@ export const serveAnvilChain = (options: AnvilChainOptions) =>
       }
       if (port === 0) port = lastPort > 0 && (await isPortFree(lastPort)) ? lastPort : await freePort()
       const child = ChildProcess.spawn(anvilBinary(), [
-        "--host", options.host, "--port", String(port), "--chain-id", String(options.chainId ?? DEV_CHAIN_ID),
-        "--state", stateFile, "--state-interval", "1",
+        "--host",
+        options.host,
+        "--port",
+        String(port),
+        "--chain-id",
+        String(options.chainId ?? DEV_CHAIN_ID),
+        "--state",
+        stateFile,
+        "--state-interval",
+        "1",
         // Anvil builds a genesis block at every start and keeps the loaded one too: with the time of
         // day in it, the state file ends up with several blocks 0 and a reload may pick another
         // (measured: docs/dev-chain.md). A fixed genesis time makes them one block.
-        "--timestamp", String(DEV_GENESIS_TIMESTAMP)
+        "--timestamp",
+        String(DEV_GENESIS_TIMESTAMP)
       ], { stdio: ["ignore", "ignore", "pipe"] })
       let stderr = ""
       child.stderr!.on("data", (d: Buffer) => {
@@ -391,13 +401,18 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
       const requeued = yield* store.resetNetwork(DEV_NETWORK_ID).pipe(Effect.orDie)
       if (saved !== undefined || requeued > 0) {
         yield* Effect.logWarning(
-          `dev chain was reset (${chain.stateFile === undefined ? "Hardhat's chain starts empty at every start" : `${chain.stateFile} is new`}): ${requeued} records re-queued for anchoring on the new chain`
+          `dev chain was reset (${
+            chain.stateFile === undefined ? "Hardhat's chain starts empty at every start" : `${chain.stateFile} is new`
+          }): ${requeued} records re-queued for anchoring on the new chain`
         )
       }
       Fs.mkdirSync(Path.dirname(file), { recursive: true })
       const record: SavedDevChain = {
-        genesisHash, chainId: DEV_CHAIN_ID, contractAddress,
-        deployBlockNumber: d.blockNumber, deployBlockHash: (yield* blockHash(d.blockNumber))!
+        genesisHash,
+        chainId: DEV_CHAIN_ID,
+        contractAddress,
+        deployBlockNumber: d.blockNumber,
+        deployBlockHash: (yield* blockHash(d.blockNumber))!
       }
       Fs.writeFileSync(file, JSON.stringify(record, null, 2) + "\n")
     }
@@ -417,7 +432,12 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
       }, Redacted.make(DEV_SIGNER_KEY))]
     })
     const info = DevChain.of({
-      kind, rpcUrl: chain.rpcUrl, chainId: DEV_CHAIN_ID, networkId: DEV_NETWORK_ID, contractAddress, stateFile: chain.stateFile
+      kind,
+      rpcUrl: chain.rpcUrl,
+      chainId: DEV_CHAIN_ID,
+      networkId: DEV_NETWORK_ID,
+      contractAddress,
+      stateFile: chain.stateFile
     })
     return Context.make(EvmNetworks, networks).pipe(Context.add(DevChain, info))
   }).pipe(Effect.provide(EvmStore.layer.pipe(Layer.provide(BatchStore.layer)))))

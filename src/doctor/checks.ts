@@ -116,9 +116,13 @@ export const webhookTargetCheck = (url: string, allowPrivate: string | undefined
 /** TLS_CERT_FILE / TLS_KEY_FILE: both or neither; readable; the key is the certificate's; in date. */
 export const tlsFilesCheck = (certFile: string | undefined, keyFile: string | undefined, now: Date): CheckResult => {
   const name = "tls"
-  if (certFile === undefined && keyFile === undefined) return ok(name, "plain HTTP (TLS_CERT_FILE unset): put a TLS proxy in front, or set TLS_CERT_FILE and TLS_KEY_FILE")
+  if (certFile === undefined && keyFile === undefined) {
+    return ok(name, "plain HTTP (TLS_CERT_FILE unset): put a TLS proxy in front, or set TLS_CERT_FILE and TLS_KEY_FILE")
+  }
   if (certFile === undefined || keyFile === undefined) {
-    return fatal(name, `${certFile === undefined ? "TLS_KEY_FILE" : "TLS_CERT_FILE"} is set without ${certFile === undefined ? "TLS_CERT_FILE" : "TLS_KEY_FILE"}`, "set both (PEM files), or neither")
+    return fatal(name,
+      `${certFile === undefined ? "TLS_KEY_FILE" : "TLS_CERT_FILE"} is set without ${certFile === undefined ? "TLS_CERT_FILE" : "TLS_KEY_FILE"}`,
+      "set both (PEM files), or neither")
   }
   let cert: Crypto.X509Certificate
   try {
@@ -131,10 +135,12 @@ export const tlsFilesCheck = (certFile: string | undefined, keyFile: string | un
     key = Crypto.createPrivateKey(Fs.readFileSync(keyFile))
   } catch (e) {
     // Never the file's contents: only that it is not a key.
-    return fatal(name, `TLS_KEY_FILE ${keyFile}: not a readable private key (${(e as NodeJS.ErrnoException).code ?? "unparsable PEM"})`, "point TLS_KEY_FILE at the certificate's PEM private key, readable by the node's user")
+    return fatal(name, `TLS_KEY_FILE ${keyFile}: not a readable private key (${(e as NodeJS.ErrnoException).code ?? "unparsable PEM"})`,
+      "point TLS_KEY_FILE at the certificate's PEM private key, readable by the node's user")
   }
   if (!cert.checkPrivateKey(key)) {
-    return fatal(name, `TLS_KEY_FILE is not the key of the certificate in TLS_CERT_FILE (${cert.subject.replace(/\n/g, ", ")})`, "use the key the certificate was issued for")
+    return fatal(name, `TLS_KEY_FILE is not the key of the certificate in TLS_CERT_FILE (${cert.subject.replace(/\n/g, ", ")})`,
+      "use the key the certificate was issued for")
   }
   const notAfter = new Date(cert.validTo)
   const notBefore = new Date(cert.validFrom)
@@ -145,7 +151,9 @@ export const tlsFilesCheck = (certFile: string | undefined, keyFile: string | un
     return fatal(name, `the certificate is not valid before ${notBefore.toISOString()}`, "check the node's clock, or use a certificate valid now")
   }
   const days = Math.floor((notAfter.getTime() - now.getTime()) / 86_400_000)
-  if (days < 14) return warn(name, `the certificate expires in ${days} day(s), on ${notAfter.toISOString()}`, "renew it (the node reloads the files without a restart)")
+  if (days < 14) {
+    return warn(name, `the certificate expires in ${days} day(s), on ${notAfter.toISOString()}`, "renew it (the node reloads the files without a restart)")
+  }
   return ok(name, `certificate valid until ${notAfter.toISOString()}, the key matches`)
 }
 
@@ -173,7 +181,8 @@ export const anchorableCheck = (
   const h = e.filter((env) => f.includes(env))
   const say = `evm: ${e.join(", ") || "none"}; fabric: ${f.join(", ") || "none"}; hybrid: ${h.join(", ") || "none"}`
   if (e.length === 0) {
-    return warn("anchorable", `no EVM network (EVM_NETWORKS): EVM and hybrid records are refused with CHAIN_NOT_CONFIGURED; ${say}`, "set EVM_NETWORKS (docs/configuration-evm.md)")
+    return warn("anchorable", `no EVM network (EVM_NETWORKS): EVM and hybrid records are refused with CHAIN_NOT_CONFIGURED; ${say}`,
+      "set EVM_NETWORKS (docs/configuration-evm.md)")
   }
   return ok("anchorable", `anchorable chains by environment: ${say} (records for the others are refused with CHAIN_NOT_CONFIGURED)`)
 }
@@ -188,7 +197,9 @@ export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMil
     const version = yield* sql<{ v: string }>`SELECT current_setting('server_version') AS v`
     out.push(ok("database", `reachable, PostgreSQL ${version[0]?.v ?? "?"}`))
     const table = yield* sql<{ t: string | null }>`SELECT to_regclass('effect_sql_migrations')::text AS t`
-    const applied = new Set(table[0]?.t == null ? [] : (yield* sql<{ id: number }>`SELECT migration_id AS id FROM effect_sql_migrations`).map((r) => Number(r.id)))
+    const applied = new Set(
+      table[0]?.t == null ? [] : (yield* sql<{ id: number }>`SELECT migration_id AS id FROM effect_sql_migrations`).map((r) => Number(r.id))
+    )
     const pending = Object.keys(migrations).filter((name) => !applied.has(Number(name.split("_")[0])))
     out.push(pending.length === 0
       ? ok("migrations", `all ${Object.keys(migrations).length} applied`)
@@ -199,9 +210,15 @@ export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMil
     const off = ["fsync", "full_page_writes"].filter((n) => settings.get(n) === "off")
     const sync = settings.get("synchronous_commit")
     if (off.length > 0) {
-      out.push(fatal("durability", `${off.join(" and ")} off: a crash of the server's machine can corrupt the database and lose committed (202) records`, `set ${off.map((n) => `${n} = on`).join(", ")} in postgresql.conf`))
+      out.push(
+        fatal("durability", `${off.join(" and ")} off: a crash of the server's machine can corrupt the database and lose committed (202) records`,
+          `set ${off.map((n) => `${n} = on`).join(", ")} in postgresql.conf`)
+      )
     } else if (sync === "off" || sync === "local") {
-      out.push(warn("durability", `synchronous_commit = ${sync}: a crash can lose the last transactions after their 202`, "set synchronous_commit = on (or remote_write with a replica)"))
+      out.push(
+        warn("durability", `synchronous_commit = ${sync}: a crash can lose the last transactions after their 202`,
+          "set synchronous_commit = on (or remote_write with a replica)")
+      )
     } else {
       out.push(ok("durability", `fsync on, full_page_writes on, synchronous_commit ${sync ?? "?"}`))
     }
@@ -245,23 +262,37 @@ export const evmChecks = (network: EvmNetworkConfig, options: EvmCheckOptions) =
     const call = <A>(f: () => Promise<A>) => Effect.tryPromise(f)
     const chainId = yield* call(() => client.getChainId()).pipe(Effect.mapError((e) => ({ unreachable: reason(e) })))
     if (chainId !== network.chainId) {
-      return [fatal(name, `the RPC endpoint serves chain ${chainId}, not ${network.chainId} as configured`, `fix rpcUrl or chainId of ${network.networkId} in EVM_NETWORKS`)]
+      return [
+        fatal(name, `the RPC endpoint serves chain ${chainId}, not ${network.chainId} as configured`,
+          `fix rpcUrl or chainId of ${network.networkId} in EVM_NETWORKS`)
+      ]
     }
     const out: Array<CheckResult> = []
     const code = yield* call(() => client.getCode({ address: network.contractAddress }))
     if (code === undefined || code === "0x") {
-      return [fatal(name, `no contract at ${network.contractAddress} on chain ${chainId}`, "deploy AnchorRegistry (docs/configuration-evm.md) and set contractAddress")]
+      return [
+        fatal(name, `no contract at ${network.contractAddress} on chain ${chainId}`,
+          "deploy AnchorRegistry (docs/configuration-evm.md) and set contractAddress")
+      ]
     }
     // AnchorRegistry has no immutables: its runtime code is the artifact's, byte for byte.
     if (code.toLowerCase() !== artifact.deployedBytecode.toLowerCase()) {
-      return [fatal(name, `the code at ${network.contractAddress} is not this version's AnchorRegistry`, "set contractAddress to an AnchorRegistry deployed from src/evm/AnchorRegistry.artifact.json")]
+      return [
+        fatal(name, `the code at ${network.contractAddress} is not this version's AnchorRegistry`,
+          "set contractAddress to an AnchorRegistry deployed from src/evm/AnchorRegistry.artifact.json")
+      ]
     }
     const signer = privateKeyToAccount(Redacted.value(network.privateKey)).address
     const hasRole = yield* call(() =>
-      client.readContract({ address: network.contractAddress, abi: anchorRegistryAbi, functionName: "hasRole", args: [ANCHORER_ROLE, signer] }) as Promise<boolean>
+      client.readContract({ address: network.contractAddress, abi: anchorRegistryAbi, functionName: "hasRole", args: [ANCHORER_ROLE, signer] }) as Promise<
+        boolean
+      >
     )
     if (!hasRole) {
-      return [fatal(name, `the signer ${signer} does not hold ANCHORER_ROLE on ${network.contractAddress}`, "grant it: grantRole(ANCHORER_ROLE, signer) from the contract's admin (docs/configuration-evm.md)")]
+      return [
+        fatal(name, `the signer ${signer} does not hold ANCHORER_ROLE on ${network.contractAddress}`,
+          "grant it: grantRole(ANCHORER_ROLE, signer) from the contract's admin (docs/configuration-evm.md)")
+      ]
     }
     out.push(ok(name, `chain ${chainId}, AnchorRegistry at ${network.contractAddress}, signer ${signer} holds ANCHORER_ROLE`))
     if (!options.full) return out
@@ -270,8 +301,11 @@ export const evmChecks = (network: EvmNetworkConfig, options: EvmCheckOptions) =
       call(() => client.getGasPrice()),
       call(() =>
         client.estimateContractGas({
-          address: network.contractAddress, abi: anchorRegistryAbi, functionName: "anchor",
-          args: [keccak256(toHex(`anchord doctor ${options.now()}`)), 1], account: signer
+          address: network.contractAddress,
+          abi: anchorRegistryAbi,
+          functionName: "anchor",
+          args: [keccak256(toHex(`anchord doctor ${options.now()}`)), 1],
+          account: signer
         })
       ).pipe(Effect.orElseSucceed(() => ANCHOR_GAS_FALLBACK))
     ], { concurrency: "unbounded" })
@@ -281,21 +315,26 @@ export const evmChecks = (network: EvmNetworkConfig, options: EvmCheckOptions) =
     if (balance < perBatch) {
       out.push(fatal(`${name}:balance`, `the signer holds ${eth(balance)}: not enough for one batch (${gas} gas at ${gasPrice} wei)`, `fund ${signer}`))
     } else if (balance < need) {
-      out.push(warn(`${name}:balance`, `the signer's ${eth(balance)} pays for ${balance / perBatch} batches at the current fee, fewer than ${options.batches}`, `fund ${signer} (about ${eth(need)} for ${options.batches} batches)`))
+      out.push(
+        warn(`${name}:balance`, `the signer's ${eth(balance)} pays for ${balance / perBatch} batches at the current fee, fewer than ${options.batches}`,
+          `fund ${signer} (about ${eth(need)} for ${options.batches} batches)`)
+      )
     } else {
       out.push(ok(`${name}:balance`, `${eth(balance)}: ${balance / perBatch} batches at the current fee (${gas} gas × ${gasPrice} wei)`))
     }
     const block = yield* call(() => client.getBlock({ blockTag: "latest" }))
     const skew = options.now() - Number(block.timestamp) * 1000
     out.push(Math.abs(skew) > options.maxSkewMillis
-      ? warn(`${name}:clock`, `the latest block is ${Math.round(skew / 1000)} s ${skew > 0 ? "behind" : "ahead of"} this machine's clock`, "check NTP on this machine, or whether the chain still produces blocks")
+      ? warn(`${name}:clock`, `the latest block is ${Math.round(skew / 1000)} s ${skew > 0 ? "behind" : "ahead of"} this machine's clock`,
+        "check NTP on this machine, or whether the chain still produces blocks")
       : ok(`${name}:clock`, `within ${Math.round(Math.abs(skew) / 1000)} s of the latest block`))
     return out
   }).pipe(
     Effect.catch((e: unknown) => {
       const unreachable = typeof e === "object" && e !== null && "unreachable" in e
       return Effect.succeed([
-        warn(`evm:${network.networkId}`, `RPC ${unreachable ? "unreachable" : "call failed"}: ${unreachable ? (e as { unreachable: string }).unreachable : reason(e)}`,
+        warn(`evm:${network.networkId}`,
+          `RPC ${unreachable ? "unreachable" : "call failed"}: ${unreachable ? (e as { unreachable: string }).unreachable : reason(e)}`,
           `check rpcUrl of ${network.networkId} (the node starts anyway and retries; records wait in QUEUED)`)
       ])
     })
@@ -317,7 +356,10 @@ export const fabricChecks = (network: FabricNetworkConfig, options: { readonly n
     try {
       key = Crypto.createPrivateKey(Fs.readFileSync(network.keyPath))
     } catch (e) {
-      return [fatal(name, `keyPath ${network.keyPath}: not a readable private key (${(e as NodeJS.ErrnoException).code ?? "unparsable PEM"})`, "point keyPath at the client's PEM private key")]
+      return [
+        fatal(name, `keyPath ${network.keyPath}: not a readable private key (${(e as NodeJS.ErrnoException).code ?? "unparsable PEM"})`,
+          "point keyPath at the client's PEM private key")
+      ]
     }
     if (!cert.checkPrivateKey(key)) return [fatal(name, "keyPath is not the key of the certificate in certPath", "use the key the certificate was issued for")]
     if (new Date(cert.validTo).getTime() <= options.now.getTime()) {
@@ -325,7 +367,10 @@ export const fabricChecks = (network: FabricNetworkConfig, options: { readonly n
     }
     if (network.tlsRootCertPath === undefined) {
       if (!/^(localhost|127\.|\[::1\])/.test(network.peerEndpoint)) {
-        return [fatal(name, `no tlsRootCertPath: plaintext gRPC to ${network.peerEndpoint}`, "set tlsRootCertPath (the peer's TLS CA); plaintext is for the dev peer only")]
+        return [
+          fatal(name, `no tlsRootCertPath: plaintext gRPC to ${network.peerEndpoint}`,
+            "set tlsRootCertPath (the peer's TLS CA); plaintext is for the dev peer only")
+        ]
       }
     } else {
       try {
@@ -342,7 +387,8 @@ export const fabricChecks = (network: FabricNetworkConfig, options: { readonly n
     })).pipe(Effect.as(undefined), Effect.catch((e) => Effect.succeed(reason(e))))
     return [reached === undefined
       ? ok(name, `${identity}; chaincode ${network.chaincode} on ${network.channel} answers`)
-      : warn(name, `${identity}; chaincode ${network.chaincode} on ${network.channel} did not answer: ${reached}`, `check peerEndpoint ${network.peerEndpoint}, channel and chaincode (the node starts anyway and retries)`)]
+      : warn(name, `${identity}; chaincode ${network.chaincode} on ${network.channel} did not answer: ${reached}`,
+        `check peerEndpoint ${network.peerEndpoint}, channel and chaincode (the node starts anyway and retries)`)]
   })
 
 // ---- Redis --------------------------------------------------------------------------------------

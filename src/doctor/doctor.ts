@@ -11,23 +11,8 @@ import { tsaConfig } from "../tsa/config.ts"
 import { tsaFilesReport } from "../tsa/keys.ts"
 import { signerFromPem } from "../receipts/key.ts"
 import * as Fs from "node:fs"
-import {
-  anchorableCheck,
-  bounded,
-  type CheckResult,
-  databaseChecks,
-  dataDirCheck,
-  evmChecks,
-  fabricChecks,
-  fatal,
-  ok,
-  publicUrlCheck,
-  redisCheck,
-  tlsFilesCheck,
-  warn,
-  webhookPolicyCheck,
-  webhookTargetCheck
-} from "./checks.ts"
+import { anchorableCheck, bounded, type CheckResult, databaseChecks, dataDirCheck, evmChecks, fabricChecks, fatal, ok, publicUrlCheck, redisCheck,
+  tlsFilesCheck, warn, webhookPolicyCheck, webhookTargetCheck } from "./checks.ts"
 
 export interface DoctorOptions {
   /**
@@ -57,14 +42,17 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
   results.push([publicUrlCheck(config), webhookPolicyCheck(allowPrivate), tlsFilesCheck(certFile, keyFile, new Date(now)), dataDirCheck(config)])
 
   // The networks' configuration: a parse error is the one fatal line (the node would refuse it too).
-  const evmParsed = yield* Effect.result(Effect.gen(function*() { return yield* EvmNetworks }).pipe(Effect.provide(EvmNetworks.layer)))
-  const fabricParsed = yield* Effect.result(Effect.gen(function*() { return yield* FabricNetworks }).pipe(Effect.provide(FabricNetworks.layer)))
+  const evmParsed = yield* Effect.result(Effect.gen(function*() {
+    return yield* EvmNetworks
+  }).pipe(Effect.provide(EvmNetworks.layer)))
+  const fabricParsed = yield* Effect.result(Effect.gen(function*() {
+    return yield* FabricNetworks
+  }).pipe(Effect.provide(FabricNetworks.layer)))
   if (evmParsed._tag === "Failure") results.push([fatal("evm", messageOf(evmParsed.failure), "fix EVM_NETWORKS (docs/configuration-evm.md)")])
   if (fabricParsed._tag === "Failure") results.push([fatal("fabric", messageOf(fabricParsed.failure), "fix FABRIC_NETWORKS (docs/configuration-fabric.md)")])
   const evmList = evmParsed._tag === "Success" ? evmParsed.success.networks : []
   const fabricList = fabricParsed._tag === "Success" ? fabricParsed.success.networks : []
-  const named = (test: string | undefined, live: string | undefined) =>
-    [test === undefined ? [] : ["test"], live === undefined ? [] : ["live"]].flat()
+  const named = (test: string | undefined, live: string | undefined) => [test === undefined ? [] : ["test"], live === undefined ? [] : ["live"]].flat()
   results.push([anchorableCheck(evmList, fabricList, {
     evm: named(yield* optionalString("EVM_TEST_NETWORK_ID"), yield* optionalString("EVM_LIVE_NETWORK_ID")),
     fabric: named(yield* optionalString("FABRIC_TEST_NETWORK_ID"), yield* optionalString("FABRIC_LIVE_NETWORK_ID"))
@@ -103,22 +91,28 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
   }
 
   for (const network of evmList) {
-    work.push(bounded(network.rpcTimeoutMs * 4 + 2_000,
-      evmChecks(network, { batches: options.batches ?? 100, maxSkewMillis: 60_000, now: () => Date.now(), full }),
-      (m) => warn(`evm:${network.networkId}`, `RPC did not answer: ${m}`, `check rpcUrl of ${network.networkId}`)))
+    work.push(
+      bounded(network.rpcTimeoutMs * 4 + 2_000, evmChecks(network, { batches: options.batches ?? 100, maxSkewMillis: 60_000, now: () => Date.now(), full }),
+        (m) => warn(`evm:${network.networkId}`, `RPC did not answer: ${m}`, `check rpcUrl of ${network.networkId}`))
+    )
   }
   for (const network of fabricList) {
-    work.push(bounded(network.evaluateTimeoutMs + 2_000,
-      fabricChecks(network, { now: new Date(now), reach: full }),
-      (m) => warn(`fabric:${network.networkId}`, `the chaincode did not answer: ${m}`, `check peerEndpoint ${network.peerEndpoint}`)))
+    work.push(
+      bounded(network.evaluateTimeoutMs + 2_000, fabricChecks(network, { now: new Date(now), reach: full }), (m) =>
+        warn(`fabric:${network.networkId}`, `the chaincode did not answer: ${m}`, `check peerEndpoint ${network.peerEndpoint}`))
+    )
   }
   if (full && Option.isSome(config.redisUrl)) {
-    work.push(bounded(5_000, redisCheck(config.redisUrl.value, 3_000),
-      (m) => fatal("redis", `PING failed: ${m}`, "check REDIS_URL and that Redis runs (the nodes share rate limits through it)")))
+    work.push(
+      bounded(5_000, redisCheck(config.redisUrl.value, 3_000), (m) =>
+        fatal("redis", `PING failed: ${m}`, "check REDIS_URL and that Redis runs (the nodes share rate limits through it)"))
+    )
   }
   if (full && options.webhookTestUrl !== undefined) {
-    work.push(bounded(10_000, webhookTargetCheck(options.webhookTestUrl, allowPrivate, 8_000),
-      (m) => warn("webhook-target", `no answer: ${m}`, "check the receiver is up and reachable from this machine")))
+    work.push(
+      bounded(10_000, webhookTargetCheck(options.webhookTestUrl, allowPrivate, 8_000), (m) =>
+        warn("webhook-target", `no answer: ${m}`, "check the receiver is up and reachable from this machine"))
+    )
   }
   results.push(...yield* Effect.all(work, { concurrency: "unbounded" }))
   return results.flat()

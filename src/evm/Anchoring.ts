@@ -54,5 +54,6 @@ export const evmChain = (network: EvmNetworkConfig): AnchorChain<EvmError | SqlE
 /** One leader-elected pipeline per configured EVM network, for as long as the layer lives. */
 export const layer = Layer.effectDiscard(Effect.gen(function*() {
   const { networks } = yield* EvmNetworks
-  yield* superviseNetworks("evm", networks, evmChain, "no EVM network configured (EVM_NETWORKS): this node anchors no EVM records (refused with CHAIN_NOT_CONFIGURED unless EVM_TEST_NETWORK_ID / EVM_LIVE_NETWORK_ID name a network another node serves)")
+  yield* superviseNetworks("evm", networks, evmChain,
+    "no EVM network configured (EVM_NETWORKS): this node anchors no EVM records (refused with CHAIN_NOT_CONFIGURED unless EVM_TEST_NETWORK_ID / EVM_LIVE_NETWORK_ID name a network another node serves)")
 })).pipe(Layer.provide(EvmStore.layer.pipe(Layer.provideMerge(BatchStore.layer))))

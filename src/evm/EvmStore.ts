@@ -73,7 +73,8 @@ export class EvmStore extends Context.Service<EvmStore, {
       const batches = yield* BatchStore
 
       /** The columns a mined transaction sets on its batch (`markMined`, and `revive` of a given-up batch). */
-      const minedColumns = (f: MinedFacts) => sql`
+      const minedColumns = (f: MinedFacts) =>
+        sql`
         tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
         block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
         gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),

@@ -3,9 +3,7 @@
  * retried briefly here (`rpcRetry`); longer outages surface to the loops, which keep polling.
  */
 import { Effect, Redacted, Schedule } from "effect"
-import {
-  createPublicClient, encodeFunctionData, http, keccak256, type Hex, type PublicClient
-} from "viem"
+import { createPublicClient, encodeFunctionData, http, keccak256, type Hex, type PublicClient } from "viem"
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts"
 import { anchorRegistryAbi } from "./AnchorRegistry.abi.ts"
 import type { EvmNetworkConfig } from "./config.ts"
@@ -85,17 +83,18 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
 
   const anchoredLogs = (from: bigint, to: bigint, root?: Hex) =>
     call("eth_getLogs", (c) =>
-      c.getLogs({ address, event: anchoredEvent, args: root === undefined ? undefined : { root }, fromBlock: from, toBlock: to, strict: true })
-    ).pipe(Effect.map((logs) =>
-      logs.filter((l) => !l.removed && l.blockHash !== null && l.transactionHash !== null).map((l): AnchoredLog => ({
-        chainBatchId: l.args.batchId,
-        root: l.args.root.toLowerCase() as Hex,
-        leafCount: l.args.leafCount,
-        blockNumber: l.blockNumber!,
-        blockHash: l.blockHash!,
-        txHash: l.transactionHash!
-      }))
-    ))
+      c.getLogs({ address, event: anchoredEvent, args: root === undefined ? undefined : { root }, fromBlock: from, toBlock: to, strict: true })).pipe(
+        Effect.map((logs) =>
+          logs.filter((l) => !l.removed && l.blockHash !== null && l.transactionHash !== null).map((l): AnchoredLog => ({
+            chainBatchId: l.args.batchId,
+            root: l.args.root.toLowerCase() as Hex,
+            leafCount: l.args.leafCount,
+            blockNumber: l.blockNumber!,
+            blockHash: l.blockHash!,
+            txHash: l.transactionHash!
+          }))
+        )
+      )
 
   let logRootSupport: boolean | undefined
   const supportsLogRoot: Effect.Effect<boolean, EvmError> = Effect.suspend(() =>
@@ -104,15 +103,23 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
       : Effect.tryPromise({
         try: () =>
           client.readContract({
-            address, abi: anchorRegistryAbi, functionName: "logLeafHash", args: [`0x${"00".repeat(32)}`]
+            address,
+            abi: anchorRegistryAbi,
+            functionName: "logLeafHash",
+            args: [`0x${"00".repeat(32)}`]
           }),
         catch: (e) => new EvmError({ networkId: config.networkId, operation: "logLeafHash", reason: classify(e) })
       }).pipe(
         Effect.as(true),
         // A revert (or no data back) is the answer "no"; an unreachable endpoint stays an error.
         Effect.catchIf((e) => !isTransient(e), () => Effect.succeed(false)),
-        Effect.tap((ok) => Effect.sync(() => { logRootSupport = ok }))
-      ))
+        Effect.tap((ok) =>
+          Effect.sync(() => {
+            logRootSupport = ok
+          })
+        )
+      )
+  )
 
   return {
     config,
@@ -150,7 +157,11 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
         logRoot === null
           ? c.estimateContractGas({ address, abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount], account: account.address })
           : c.estimateContractGas({
-            address, abi: anchorRegistryAbi, functionName: "anchorWithLogRoot", args: [root, leafCount, logRoot], account: account.address
+            address,
+            abi: anchorRegistryAbi,
+            functionName: "anchorWithLogRoot",
+            args: [root, leafCount, logRoot],
+            account: account.address
           })),
     supportsLogRoot,
     signAnchor: (root, leafCount, logRoot, tx) =>

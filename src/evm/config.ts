@@ -11,15 +11,8 @@ import * as Fs from "node:fs"
 import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { secretConfig } from "../config.ts"
 import type { Hex } from "viem"
-import {
-  commonDefaults,
-  commonNetworkFields,
-  type CommonNetworkConfig,
-  NonNegativeInt,
-  parseNetworkList,
-  perNetworkVariable,
-  PositiveInt
-} from "../anchoring/networkConfig.ts"
+import { commonDefaults, commonNetworkFields, type CommonNetworkConfig, NonNegativeInt, parseNetworkList, perNetworkVariable,
+  PositiveInt } from "../anchoring/networkConfig.ts"
 import { readDeploymentFile } from "./deploymentFile.ts"
 
 export interface EvmNetworkConfig extends CommonNetworkConfig {
@@ -129,8 +122,7 @@ export class EvmNetworks extends Context.Service<EvmNetworks, {
     })
   )
 
-  static readonly layerWith = (networks: ReadonlyArray<EvmNetworkConfig>) =>
-    Layer.succeed(EvmNetworks, EvmNetworks.of({ networks }))
+  static readonly layerWith = (networks: ReadonlyArray<EvmNetworkConfig>) => Layer.succeed(EvmNetworks, EvmNetworks.of({ networks }))
 }
 
 const parseList = parseNetworkList({

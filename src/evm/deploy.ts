@@ -105,11 +105,17 @@ export async function grantRole(options: {
 }): Promise<boolean> {
   const { publicClient, walletClient } = await clientsFor(options.rpcUrl, options.privateKey)
   const has = await publicClient.readContract({
-    address: options.address, abi: anchorRegistryAbi, functionName: "hasRole", args: [options.role, options.account]
+    address: options.address,
+    abi: anchorRegistryAbi,
+    functionName: "hasRole",
+    args: [options.role, options.account]
   })
   if (has) return false
   const hash = await walletClient.writeContract({
-    address: options.address, abi: anchorRegistryAbi, functionName: "grantRole", args: [options.role, options.account]
+    address: options.address,
+    abi: anchorRegistryAbi,
+    functionName: "grantRole",
+    args: [options.role, options.account]
   })
   const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: options.timeoutMs ?? 120_000 })
   if (receipt.status !== "success") throw new Error(`grantRole ${hash} failed (status ${receipt.status})`)

@@ -19,7 +19,14 @@ export class WrongChain extends Schema.TaggedError<WrongChain>()("WrongChain", {
 export class Rejected extends Schema.TaggedError<Rejected>()("Rejected", { message: Schema.String }) {}
 
 export const EvmErrorReason = Schema.Union([
-  RpcUnavailable, Reverted, AlreadyAnchored, NonceTooLow, Underpriced, InsufficientFunds, WrongChain, Rejected
+  RpcUnavailable,
+  Reverted,
+  AlreadyAnchored,
+  NonceTooLow,
+  Underpriced,
+  InsufficientFunds,
+  WrongChain,
+  Rejected
 ])
 export type EvmErrorReason = typeof EvmErrorReason.Type
 
@@ -63,7 +70,8 @@ export const classify = (e: unknown): EvmErrorReason => {
   if (m.includes("insufficient funds")) return new InsufficientFunds({ message })
   if (name === "HttpRequestError" || name === "TimeoutError" || name === "RpcRequestError" && m.includes("rate") ||
     m.includes("fetch failed") || m.includes("econnrefused") || m.includes("socket") || m.includes("timed out") ||
-    m.includes("econnreset") || m.includes("http request failed") || m.includes("limit exceeded")) {
+    m.includes("econnreset") || m.includes("http request failed") || m.includes("limit exceeded"))
+  {
     return new RpcUnavailable({ message })
   }
   if (m.includes("revert") || name.includes("Revert")) return new Reverted({ message })

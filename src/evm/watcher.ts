@@ -41,8 +41,7 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
       )
     }
     const blocks = new Map<bigint, { hash: Hex; timestamp: bigint } | undefined>()
-    const block = (n: bigint) =>
-      blocks.has(n) ? Effect.succeed(blocks.get(n)) : Effect.tap(chain.block(n), (b) => Effect.sync(() => void blocks.set(n, b)))
+    const block = (n: bigint) => blocks.has(n) ? Effect.succeed(blocks.get(n)) : Effect.tap(chain.block(n), (b) => Effect.sync(() => void blocks.set(n, b)))
 
     // 1. Where to scan from; a cursor whose block hash changed means a reorg below it.
     const cursor = yield* store.cursor(id)
@@ -54,7 +53,10 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
       if (b === undefined || b.hash !== cursor.blockHash) {
         from = cursor.blockNumber > REORG_REWIND ? cursor.blockNumber - REORG_REWIND : 0n
         yield* Effect.logWarning("reorg detected").pipe(Effect.annotateLogs({
-          atBlock: Number(cursor.blockNumber), expectedHash: cursor.blockHash, foundHash: b?.hash ?? null, rescanFrom: Number(from)
+          atBlock: Number(cursor.blockNumber),
+          expectedHash: cursor.blockHash,
+          foundHash: b?.hash ?? null,
+          rescanFrom: Number(from)
         }))
       } else {
         from = cursor.blockNumber + 1n
@@ -71,7 +73,11 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
       if (again !== undefined && canonical !== undefined) continue // same height, new block with our tx again: rescanned below
       const requeued = yield* batches.drop(b.id, `reorganised out of block ${bn}`)
       yield* Effect.logWarning("reorg: batch dropped").pipe(Effect.annotateLogs({
-        batchId: b.id, root: b.merkleRoot, blockNumber: Number(bn), txHash: b.txHash, requeued
+        batchId: b.id,
+        root: b.merkleRoot,
+        blockNumber: Number(bn),
+        txHash: b.txHash,
+        requeued
       }))
       if (from > bn) from = bn
     }
@@ -106,7 +112,11 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
           const revived = yield* store.revive(failed.id, facts)
           if (revived !== undefined) {
             yield* Effect.logWarning("failed batch mined after all: revived").pipe(Effect.annotateLogs({
-              batchId: failed.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), records: revived
+              batchId: failed.id,
+              root: l.root,
+              txHash: l.txHash,
+              blockNumber: Number(l.blockNumber),
+              records: revived
             }))
           }
           continue
@@ -117,7 +127,11 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
         if (facts === undefined) continue
         yield* store.markMined(batch.id, facts)
         yield* Effect.logDebug("batch mined").pipe(Effect.annotateLogs({
-          batchId: batch.id, root: l.root, txHash: l.txHash, blockNumber: Number(l.blockNumber), chainBatchId: Number(l.chainBatchId)
+          batchId: batch.id,
+          root: l.root,
+          txHash: l.txHash,
+          blockNumber: Number(l.blockNumber),
+          chainBatchId: Number(l.chainBatchId)
         }))
       }
       const end = yield* block(to)
@@ -132,7 +146,11 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
       if (canonical === undefined || canonical.hash !== b.blockHash) continue
       const anchored = yield* batches.confirm(b.id)
       yield* Effect.logInfo("batch confirmed").pipe(Effect.annotateLogs({
-        batchId: b.id, root: b.merkleRoot, txHash: b.txHash, blockNumber: Number(bn), chainBatchId: Number(b.chainBatchId),
+        batchId: b.id,
+        root: b.merkleRoot,
+        txHash: b.txHash,
+        blockNumber: Number(bn),
+        chainBatchId: Number(b.chainBatchId),
         anchoredRecords: anchored
       }))
     }

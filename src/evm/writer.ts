@@ -35,88 +35,95 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
 
   /** The root is on chain already (our earlier tx, or a re-mined one): record where, from its log. */
   const adopt = Effect.fn("EvmWriter.adopt")(function*(b: EvmBatchRow, blockNumber: bigint) {
-      const logs = yield* chain.anchoredLogs(blockNumber, blockNumber, b.merkleRoot)
-      const found = logs.find((l) => l.root === b.merkleRoot.toLowerCase())
-      if (found === undefined) return yield* store.markAdopted(b.id)
-      const block = yield* chain.block(found.blockNumber)
-      const receipt = yield* chain.receipt(found.txHash)
-      yield* store.markMined(b.id, {
-        txHash: found.txHash,
-        chainBatchId: found.chainBatchId,
-        blockNumber: found.blockNumber,
-        blockHash: found.blockHash,
-        anchoredAt: new Date(Number(block?.timestamp ?? 0n) * 1000),
-        gasUsed: receipt?.gasUsed ?? null
-      })
-      unacknowledged.delete(b.id)
-      yield* log("batch found on chain", { batchId: b.id, root: b.merkleRoot, txHash: found.txHash, blockNumber: Number(found.blockNumber) })
+    const logs = yield* chain.anchoredLogs(blockNumber, blockNumber, b.merkleRoot)
+    const found = logs.find((l) => l.root === b.merkleRoot.toLowerCase())
+    if (found === undefined) return yield* store.markAdopted(b.id)
+    const block = yield* chain.block(found.blockNumber)
+    const receipt = yield* chain.receipt(found.txHash)
+    yield* store.markMined(b.id, {
+      txHash: found.txHash,
+      chainBatchId: found.chainBatchId,
+      blockNumber: found.blockNumber,
+      blockHash: found.blockHash,
+      anchoredAt: new Date(Number(block?.timestamp ?? 0n) * 1000),
+      gasUsed: receipt?.gasUsed ?? null
     })
+    unacknowledged.delete(b.id)
+    yield* log("batch found on chain", { batchId: b.id, root: b.merkleRoot, txHash: found.txHash, blockNumber: Number(found.blockNumber) })
+  })
 
   /** Batches that were refused: not tried again before this time (exponential, 250 ms .. 60 s). */
   const retryAt = new Map<string, number>()
   const failOrRetry = Effect.fn("EvmWriter.failOrRetry")(function*(b: EvmBatchRow, e: EvmError) {
-      if (e.reason._tag === "InsufficientFunds") {
-        // Not the batch's fault: keep it, and say so (once per tick loop failure) until the signer is funded.
-        return yield* e
-      }
-      retryAt.set(b.id, (yield* Clock.currentTimeMillis) + Math.min(60_000, 250 * 2 ** b.attempts))
-      if (b.attempts + 1 >= network.maxAttempts) {
-        const n = yield* batches.fail(b.id, e.message)
-        unacknowledged.delete(b.id)
-        yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, root: b.merkleRoot, records: n, error: e.message }))
-      } else {
-        yield* batches.noteError(b.id, e.message)
-      }
-    })
+    if (e.reason._tag === "InsufficientFunds") {
+      // Not the batch's fault: keep it, and say so (once per tick loop failure) until the signer is funded.
+      return yield* e
+    }
+    retryAt.set(b.id, (yield* Clock.currentTimeMillis) + Math.min(60_000, 250 * 2 ** b.attempts))
+    if (b.attempts + 1 >= network.maxAttempts) {
+      const n = yield* batches.fail(b.id, e.message)
+      unacknowledged.delete(b.id)
+      yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, root: b.merkleRoot, records: n, error: e.message }))
+    } else {
+      yield* batches.noteError(b.id, e.message)
+    }
+  })
 
   const send = Effect.fn("EvmWriter.send")(function*(b: EvmBatchRow) {
-      yield* annotateSampled(() => ({ "anchord.batch_id": b.id, "anchord.record_count": b.leafCount }))
-      const root = b.merkleRoot
-      const existing = yield* chain.getAnchor(root)
-      if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
-      let logRoot = b.logRoot
-      if (logRoot !== null && !(yield* chain.supportsLogRoot)) {
-        // A contract deployed before issue 27: the batch goes out with `anchor` alone, so it has no receipt.
-        yield* batches.clearLogRoot(b.id)
-        yield* Effect.logWarning("contract has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts); deploy the current AnchorRegistry")
-          .pipe(Effect.annotateLogs({ networkId: network.networkId, batchId: b.id }))
-        logRoot = null
+    yield* annotateSampled(() => ({ "anchord.batch_id": b.id, "anchord.record_count": b.leafCount }))
+    const root = b.merkleRoot
+    const existing = yield* chain.getAnchor(root)
+    if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
+    let logRoot = b.logRoot
+    if (logRoot !== null && !(yield* chain.supportsLogRoot)) {
+      // A contract deployed before issue 27: the batch goes out with `anchor` alone, so it has no receipt.
+      yield* batches.clearLogRoot(b.id)
+      yield* Effect.logWarning(
+        "contract has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts); deploy the current AnchorRegistry"
+      )
+        .pipe(Effect.annotateLogs({ networkId: network.networkId, batchId: b.id }))
+      logRoot = null
+    }
+    const gas = yield* chain.estimateAnchorGas(root, b.leafCount, logRoot).pipe(Effect.result)
+    if (gas._tag === "Failure") {
+      const e = gas.failure
+      if (e.reason._tag === "AlreadyAnchored") {
+        const again = yield* chain.getAnchor(root)
+        if (again !== undefined) return yield* adopt(b, again.blockNumber)
+        // Anchored in the pending state only: a transaction of ours for this root is in the pool. Wait for it.
+        return
       }
-      const gas = yield* chain.estimateAnchorGas(root, b.leafCount, logRoot).pipe(Effect.result)
-      if (gas._tag === "Failure") {
-        const e = gas.failure
-        if (e.reason._tag === "AlreadyAnchored") {
-          const again = yield* chain.getAnchor(root)
-          if (again !== undefined) return yield* adopt(b, again.blockNumber)
-          // Anchored in the pending state only: a transaction of ours for this root is in the pool. Wait for it.
-          return
-        }
-        if (e.reason._tag === "RpcUnavailable") return yield* e
-        return yield* failOrRetry(b, e)
-      }
-      const fees = yield* chain.fees
-      const nonces = yield* chain.nonces
-      const nonce = Math.max(nonces.pending, nextNonce)
-      const maxFeePerGas = network.maxFeePerGasWei !== undefined && fees.maxFeePerGas > network.maxFeePerGasWei
-        ? network.maxFeePerGasWei
-        : fees.maxFeePerGas
-      const tx = {
-        nonce,
-        gas: gas.success * 12n / 10n + 5_000n,
-        maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : fees.maxPriorityFeePerGas
-      }
-      const signed = yield* chain.signAnchor(root, b.leafCount, logRoot, tx)
-      // Persisted before it leaves the process: a crash after this point re-broadcasts the same tx.
-      yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
-      nextNonce = nonce + 1
-      unacknowledged.add(b.id)
-      yield* annotateSampled(() => ({ "anchord.tx_hash": signed.hash, "anchord.nonce": nonce }))
-      yield* broadcast(b, signed.raw)
-      yield* log("batch sent", {
-        batchId: b.id, root, leafCount: b.leafCount, txHash: signed.hash, nonce, maxFeePerGas: tx.maxFeePerGas.toString()
-      })
+      if (e.reason._tag === "RpcUnavailable") return yield* e
+      return yield* failOrRetry(b, e)
+    }
+    const fees = yield* chain.fees
+    const nonces = yield* chain.nonces
+    const nonce = Math.max(nonces.pending, nextNonce)
+    const maxFeePerGas = network.maxFeePerGasWei !== undefined && fees.maxFeePerGas > network.maxFeePerGasWei
+      ? network.maxFeePerGasWei
+      : fees.maxFeePerGas
+    const tx = {
+      nonce,
+      gas: gas.success * 12n / 10n + 5_000n,
+      maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : fees.maxPriorityFeePerGas
+    }
+    const signed = yield* chain.signAnchor(root, b.leafCount, logRoot, tx)
+    // Persisted before it leaves the process: a crash after this point re-broadcasts the same tx.
+    yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
+    nextNonce = nonce + 1
+    unacknowledged.add(b.id)
+    yield* annotateSampled(() => ({ "anchord.tx_hash": signed.hash, "anchord.nonce": nonce }))
+    yield* broadcast(b, signed.raw)
+    yield* log("batch sent", {
+      batchId: b.id,
+      root,
+      leafCount: b.leafCount,
+      txHash: signed.hash,
+      nonce,
+      maxFeePerGas: tx.maxFeePerGas.toString()
     })
+  })
 
   // Fencing (src/anchoring/Leadership.ts): nothing leaves a leader that has lost its lock.
   const broadcast = (b: EvmBatchRow, raw: Hex) =>
@@ -126,11 +133,11 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
         e.reason._tag === "NonceTooLow"
           // Someone used this nonce: unless it was one of ours for this root, sign again with a fresh one.
           ? Effect.gen(function*() {
-              const existing = yield* chain.getAnchor(b.merkleRoot)
-              if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
-              unacknowledged.delete(b.id)
-              yield* batches.resetToPending(b.id, e.message)
-            })
+            const existing = yield* chain.getAnchor(b.merkleRoot)
+            if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
+            unacknowledged.delete(b.id)
+            yield* batches.resetToPending(b.id, e.message)
+          })
           : e.reason._tag === "AlreadyAnchored"
           ? Effect.flatMap(chain.getAnchor(b.merkleRoot), (x) => x === undefined ? Effect.void : adopt(b, x.blockNumber))
           : Effect.fail(e)
@@ -139,68 +146,75 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
 
   /** A SENT batch: still pending, mined by another route, lost, or stuck (fee bump / replacement). */
   const check = Effect.fn("EvmWriter.check")(function*(b: EvmBatchRow) {
-      yield* annotateSampled(() => ({ "anchord.batch_id": b.id, "anchord.tx_hash": b.txHash ?? "" }))
-      const existing = yield* chain.getAnchor(b.merkleRoot)
-      if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
-      if (b.txHash === null || b.rawTx === null || b.nonce === null) {
-        unacknowledged.delete(b.id)
-        return yield* batches.resetToPending(b.id, "adopted root not found on chain")
-      }
-      const nonce = Number(b.nonce)
-      const nonces = yield* chain.nonces
-      if (nonces.latest > nonce) {
-        // The nonce is used, and not by an anchor of this root: a reverted tx of ours, or another sender.
-        for (const h of b.txHashes) {
-          const r = yield* chain.receipt(h)
-          if (r?.status === "reverted") {
-            return yield* failOrRetry(b, new EvmError({
-              networkId: network.networkId, operation: "anchor", reason: new Reverted({ message: `tx ${h} reverted` })
-            })).pipe(Effect.andThen(batches.resetToPending(b.id, `tx ${h} reverted`)))
-          }
+    yield* annotateSampled(() => ({ "anchord.batch_id": b.id, "anchord.tx_hash": b.txHash ?? "" }))
+    const existing = yield* chain.getAnchor(b.merkleRoot)
+    if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
+    if (b.txHash === null || b.rawTx === null || b.nonce === null) {
+      unacknowledged.delete(b.id)
+      return yield* batches.resetToPending(b.id, "adopted root not found on chain")
+    }
+    const nonce = Number(b.nonce)
+    const nonces = yield* chain.nonces
+    if (nonces.latest > nonce) {
+      // The nonce is used, and not by an anchor of this root: a reverted tx of ours, or another sender.
+      for (const h of b.txHashes) {
+        const r = yield* chain.receipt(h)
+        if (r?.status === "reverted") {
+          return yield* failOrRetry(b, new EvmError({
+            networkId: network.networkId,
+            operation: "anchor",
+            reason: new Reverted({ message: `tx ${h} reverted` })
+          })).pipe(Effect.andThen(batches.resetToPending(b.id, `tx ${h} reverted`)))
         }
-        unacknowledged.delete(b.id)
-        return yield* batches.resetToPending(b.id, `nonce ${nonce} used by another transaction`)
       }
-      const known = yield* chain.txKnown(b.txHash)
-      const age = (yield* Clock.currentTimeMillis) - (b.sentAt?.getTime() ?? 0)
-      if (!known) {
-        // Never reached the node (crash or outage between persist and broadcast) or dropped from its pool.
-        unacknowledged.add(b.id)
-        const outcome = yield* broadcast(b, b.rawTx).pipe(
-          Effect.as("sent" as const),
-          Effect.catchIf((e) => e._tag === "EvmError" && e.reason._tag === "Underpriced", () => Effect.succeed("underpriced" as const))
-        )
-        nextNonce = Math.max(nextNonce, nonce + 1)
-        // A replacement the node refused as underpriced (the previous tx is still pooled): bump again now.
-        if (outcome === "sent") return yield* log("batch re-broadcast", { batchId: b.id, txHash: b.txHash, nonce })
-      } else {
-        if (age >= network.stuckAfterMs && nonce > nonces.pending) {
-          // Known but queued behind a nonce gap (an earlier tx vanished): sign again at the chain's next nonce.
-          unacknowledged.delete(b.id)
-          return yield* batches.resetToPending(b.id, `nonce gap: ${nonce} > next ${nonces.pending}`)
-        }
-        nextNonce = Math.max(nextNonce, nonce + 1)
-        if (age < network.stuckAfterMs) return
-      }
-      if (b.attempts >= network.maxAttempts) {
-        const n = yield* batches.fail(b.id, `not mined after ${b.attempts} attempts`)
-        return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, records: n }))
-      }
-      const fees = yield* chain.fees
-      let maxFeePerGas = maxBig(bumped(BigInt(b.maxFeePerGas ?? "0"), network.feeBumpPercent), fees.maxFeePerGas)
-      let maxPriorityFeePerGas = maxBig(bumped(BigInt(b.maxPriorityFeePerGas ?? "0"), network.feeBumpPercent), fees.maxPriorityFeePerGas)
-      if (network.maxFeePerGasWei !== undefined && maxFeePerGas > network.maxFeePerGasWei) maxFeePerGas = network.maxFeePerGasWei
-      if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas
-      // Same gas limit as before: estimating now would see our own pending anchor and revert.
-      const tx = { nonce, gas: BigInt(b.gasLimit ?? "200000"), maxFeePerGas, maxPriorityFeePerGas }
-      const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, b.logRoot, tx)
-      yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
+      unacknowledged.delete(b.id)
+      return yield* batches.resetToPending(b.id, `nonce ${nonce} used by another transaction`)
+    }
+    const known = yield* chain.txKnown(b.txHash)
+    const age = (yield* Clock.currentTimeMillis) - (b.sentAt?.getTime() ?? 0)
+    if (!known) {
+      // Never reached the node (crash or outage between persist and broadcast) or dropped from its pool.
       unacknowledged.add(b.id)
-      yield* broadcast(b, signed.raw)
-      yield* log("batch fee bumped", {
-        batchId: b.id, txHash: signed.hash, replaces: b.txHash, nonce, maxFeePerGas: maxFeePerGas.toString(), attempt: b.attempts + 1
-      })
+      const outcome = yield* broadcast(b, b.rawTx).pipe(
+        Effect.as("sent" as const),
+        Effect.catchIf((e) => e._tag === "EvmError" && e.reason._tag === "Underpriced", () => Effect.succeed("underpriced" as const))
+      )
+      nextNonce = Math.max(nextNonce, nonce + 1)
+      // A replacement the node refused as underpriced (the previous tx is still pooled): bump again now.
+      if (outcome === "sent") return yield* log("batch re-broadcast", { batchId: b.id, txHash: b.txHash, nonce })
+    } else {
+      if (age >= network.stuckAfterMs && nonce > nonces.pending) {
+        // Known but queued behind a nonce gap (an earlier tx vanished): sign again at the chain's next nonce.
+        unacknowledged.delete(b.id)
+        return yield* batches.resetToPending(b.id, `nonce gap: ${nonce} > next ${nonces.pending}`)
+      }
+      nextNonce = Math.max(nextNonce, nonce + 1)
+      if (age < network.stuckAfterMs) return
+    }
+    if (b.attempts >= network.maxAttempts) {
+      const n = yield* batches.fail(b.id, `not mined after ${b.attempts} attempts`)
+      return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, records: n }))
+    }
+    const fees = yield* chain.fees
+    let maxFeePerGas = maxBig(bumped(BigInt(b.maxFeePerGas ?? "0"), network.feeBumpPercent), fees.maxFeePerGas)
+    let maxPriorityFeePerGas = maxBig(bumped(BigInt(b.maxPriorityFeePerGas ?? "0"), network.feeBumpPercent), fees.maxPriorityFeePerGas)
+    if (network.maxFeePerGasWei !== undefined && maxFeePerGas > network.maxFeePerGasWei) maxFeePerGas = network.maxFeePerGasWei
+    if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas
+    // Same gas limit as before: estimating now would see our own pending anchor and revert.
+    const tx = { nonce, gas: BigInt(b.gasLimit ?? "200000"), maxFeePerGas, maxPriorityFeePerGas }
+    const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, b.logRoot, tx)
+    yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
+    unacknowledged.add(b.id)
+    yield* broadcast(b, signed.raw)
+    yield* log("batch fee bumped", {
+      batchId: b.id,
+      txHash: signed.hash,
+      replaces: b.txHash,
+      nonce,
+      maxFeePerGas: maxFeePerGas.toString(),
+      attempt: b.attempts + 1
     })
+  })
 
   const tick = Effect.gen(function*() {
     const open = yield* store.openBatches(network.networkId)
@@ -223,4 +237,3 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
   }).pipe(Effect.withSpan("EvmWriter.tick"))
   return { tick }
 })
-

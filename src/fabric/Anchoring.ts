@@ -54,5 +54,6 @@ export const layer = Layer.effectDiscard(Effect.gen(function*() {
     // This network anchors the hybrid records of its environment when it is that environment's Fabric network.
     const chosen = chooseFabricNetwork(networks, network.environment, overrides[network.environment])
     return fabricChain(network, chosen === network.networkId ? network.environment : undefined)
-  }, "no Fabric network configured (FABRIC_NETWORKS): this node anchors no Fabric records (refused with CHAIN_NOT_CONFIGURED unless FABRIC_TEST_NETWORK_ID / FABRIC_LIVE_NETWORK_ID name a network another node serves)")
+  },
+    "no Fabric network configured (FABRIC_NETWORKS): this node anchors no Fabric records (refused with CHAIN_NOT_CONFIGURED unless FABRIC_TEST_NETWORK_ID / FABRIC_LIVE_NETWORK_ID name a network another node serves)")
 })).pipe(Layer.provide(FabricStore.layer.pipe(Layer.provideMerge(BatchStore.layer))))

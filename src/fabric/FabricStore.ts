@@ -42,7 +42,10 @@ export class FabricStore extends Context.Service<FabricStore, {
   readonly markSent: (batchId: string, tx: { readonly txId: string; readonly envelope: string }) => Effect.Effect<void, SqlError.SqlError>
   /** The writer saw its transaction committed VALID (the indexer confirms it from the block). */
   readonly markCommitted: (batchId: string, facts: {
-    readonly txId: string; readonly blockNumber: bigint; readonly batchRef: string; readonly anchoredAt: Date
+    readonly txId: string
+    readonly blockNumber: bigint
+    readonly batchRef: string
+    readonly anchoredAt: Date
   }) => Effect.Effect<void, SqlError.SqlError>
   readonly checkpoint: (networkId: string) => Effect.Effect<Checkpoint | undefined, SqlError.SqlError>
   /** An adopted anchor whose block the indexer had passed before the batch existed: MINED → CONFIRMED (records, events). */
@@ -76,7 +79,10 @@ export class FabricStore extends Context.Service<FabricStore, {
       })
 
       const markCommitted = Effect.fn("FabricStore.markCommitted")(function*(batchId: string, f: {
-        readonly txId: string; readonly blockNumber: bigint; readonly batchRef: string; readonly anchoredAt: Date
+        readonly txId: string
+        readonly blockNumber: bigint
+        readonly batchRef: string
+        readonly anchoredAt: Date
       }) {
         yield* sql`
           UPDATE anchor_batches SET state = 'MINED', tx_hash = ${f.txId}, block_number = ${f.blockNumber.toString()}::bigint,

@@ -4,16 +4,7 @@
  * FabricError. The private key is read from its file here and kept only inside the signer.
  */
 import * as grpc from "@grpc/grpc-js"
-import {
-  type Contract,
-  connect,
-  type Gateway,
-  hash,
-  type Network,
-  signers,
-  type Status,
-  type Transaction
-} from "@hyperledger/fabric-gateway"
+import { type Contract, connect, type Gateway, hash, type Network, signers, type Status, type Transaction } from "@hyperledger/fabric-gateway"
 import { type common, gateway as gatewayPb, msp } from "@hyperledger/fabric-protos"
 import * as Fs from "node:fs"
 import { createPrivateKey } from "node:crypto"

@@ -7,14 +7,7 @@
  * `anchord dev` (`fabric-dev`) go through the same code.
  */
 import { Config, Context, Effect, Layer, Schema } from "effect"
-import {
-  commonDefaults,
-  commonNetworkFields,
-  type CommonNetworkConfig,
-  NonNegativeInt,
-  parseNetworkList,
-  PositiveInt
-} from "../anchoring/networkConfig.ts"
+import { commonDefaults, commonNetworkFields, type CommonNetworkConfig, NonNegativeInt, parseNetworkList, PositiveInt } from "../anchoring/networkConfig.ts"
 
 export interface FabricNetworkConfig extends CommonNetworkConfig {
   /** Gateway peer `host:port`. */
@@ -116,7 +109,5 @@ export class FabricNetworks extends Context.Service<FabricNetworks, {
     })
   )
 
-  static readonly layerWith = (networks: ReadonlyArray<FabricNetworkConfig>) =>
-    Layer.succeed(FabricNetworks, FabricNetworks.of({ networks }))
-
+  static readonly layerWith = (networks: ReadonlyArray<FabricNetworkConfig>) => Layer.succeed(FabricNetworks, FabricNetworks.of({ networks }))
 }

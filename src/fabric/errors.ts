@@ -54,7 +54,8 @@ export const classify = (e: unknown): FabricErrorReason => {
   if (m.includes("is already anchored")) return new AlreadyAnchored({ message })
   if (m.includes("chaincode response")) return new EndorsementRefused({ message })
   if (code === UNAVAILABLE || code === DEADLINE_EXCEEDED || code === RESOURCE_EXHAUSTED || code === CANCELLED ||
-    m.includes("econnrefused") || m.includes("no connection established") || m.includes("deadline")) {
+    m.includes("econnrefused") || m.includes("no connection established") || m.includes("deadline"))
+  {
     return new PeerUnavailable({ message })
   }
   // The gateway reports orderer/endorser trouble (not the chaincode's) as ABORTED / UNKNOWN: transient.

@@ -18,8 +18,7 @@ export const makeIndexer = Effect.fnUntraced(function*(config: FabricNetworkConf
   const store = yield* FabricStore
   const health = yield* NetworkHealth
   const streamError = (e: unknown) => new FabricError({ networkId: config.networkId, operation: "blockEvents", reason: classify(e) })
-  const badBlock = (message: string) =>
-    new FabricError({ networkId: config.networkId, operation: "index", reason: new BadBlock({ message }) })
+  const badBlock = (message: string) => new FabricError({ networkId: config.networkId, operation: "index", reason: new BadBlock({ message }) })
 
   return Effect.scoped(Effect.gen(function*() {
     const checkpoint = yield* store.checkpoint(config.networkId)
@@ -42,11 +41,17 @@ export const makeIndexer = Effect.fnUntraced(function*(config: FabricNetworkConf
             return yield* badBlock(`block ${block.number}: previous hash ${block.previousHash} is not block ${block.number - 1n}'s hash ${previousHash}`)
           }
           const applied = yield* store.applyBlock(config.networkId, {
-            number: block.number, hash: block.hash, lastTxId: block.lastTxId, txCount: block.txCount
+            number: block.number,
+            hash: block.hash,
+            lastTxId: block.lastTxId,
+            txCount: block.txCount
           }, block.anchors.map((a) => ({ root: a.root, txId: a.txId, batchRef: a.batchId, anchoredAt: a.timestamp })))
           if (applied.batches > 0) {
             yield* Effect.logInfo("batches confirmed").pipe(Effect.annotateLogs({
-              blockNumber: Number(block.number), blockHash: block.hash, batches: applied.batches, anchoredRecords: applied.records,
+              blockNumber: Number(block.number),
+              blockHash: block.hash,
+              batches: applied.batches,
+              anchoredRecords: applied.records,
               txIds: block.anchors.map((a) => a.txId)
             }))
           }

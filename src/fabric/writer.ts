@@ -24,7 +24,9 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
   /** Batches not to touch before this time (backoff after a failure), by batch id. */
   const retryAt = new Map<string, number>()
   const backoff = (b: BatchRow, attempts: number) =>
-    Effect.map(Clock.currentTimeMillis, (now) => { retryAt.set(b.id, now + Math.min(30_000, 250 * 2 ** Math.min(attempts, 7))) })
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      retryAt.set(b.id, now + Math.min(30_000, 250 * 2 ** Math.min(attempts, 7)))
+    })
 
   /** Counted failure: FAILED once `maxAttempts` is reached. */
   const failOrRetry = Effect.fn("FabricWriter.failOrRetry")(function*(b: BatchRow, attempts: number, e: FabricError) {
@@ -46,7 +48,10 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
     if (!committed.successful) return false
     const checkpoint = yield* store.checkpoint(config.networkId)
     yield* store.markCommitted(b.id, {
-      txId: found.txId, blockNumber: committed.blockNumber, batchRef: found.batchId, anchoredAt: new Date(found.timestamp)
+      txId: found.txId,
+      blockNumber: committed.blockNumber,
+      batchRef: found.batchId,
+      anchoredAt: new Date(found.timestamp)
     })
     yield* log("batch found on the ledger", { batchId: b.id, root: b.merkleRoot, txId: found.txId, blockNumber: Number(committed.blockNumber) })
     if (checkpoint !== undefined && checkpoint.blockNumber >= committed.blockNumber) {
@@ -59,42 +64,47 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
   })
 
   /** Commit status of a transaction of this batch: what to do next. */
-  const settle = Effect.fn("FabricWriter.settle")(function*(b: BatchRow, attempts: number, txId: string, result: Uint8Array | undefined, st: { code: number; blockNumber: bigint; successful: boolean }) {
-    if (st.successful) {
-      // The chaincode's transaction time when the result carries it (it does), else the node's Clock.
-      let anchoredAt = new Date(yield* Clock.currentTimeMillis)
-      let batchRef = b.id
-      try {
-        if (result !== undefined && result.length > 0) {
-          const r = JSON.parse(Buffer.from(result).toString("utf8")) as { timestamp?: string; batchId?: string }
-          if (r.timestamp) anchoredAt = new Date(r.timestamp)
-          if (r.batchId) batchRef = r.batchId
-        }
-      } catch { /* the indexer has the facts too */ }
-      yield* store.markCommitted(b.id, { txId, blockNumber: st.blockNumber, batchRef, anchoredAt })
-      retryAt.delete(b.id)
-      yield* log("batch committed", { batchId: b.id, root: b.merkleRoot, leafCount: b.leafCount, txId, blockNumber: Number(st.blockNumber), attempt: attempts })
+  const settle = Effect.fn("FabricWriter.settle")(
+    function*(b: BatchRow, attempts: number, txId: string, result: Uint8Array | undefined, st: { code: number; blockNumber: bigint; successful: boolean }) {
+      if (st.successful) {
+        // The chaincode's transaction time when the result carries it (it does), else the node's Clock.
+        let anchoredAt = new Date(yield* Clock.currentTimeMillis)
+        let batchRef = b.id
+        try {
+          if (result !== undefined && result.length > 0) {
+            const r = JSON.parse(Buffer.from(result).toString("utf8")) as { timestamp?: string; batchId?: string }
+            if (r.timestamp) anchoredAt = new Date(r.timestamp)
+            if (r.batchId) batchRef = r.batchId
+          }
+        } catch { /* the indexer has the facts too */ }
+        yield* store.markCommitted(b.id, { txId, blockNumber: st.blockNumber, batchRef, anchoredAt })
+        retryAt.delete(b.id)
+        yield* log("batch committed", { batchId: b.id, root: b.merkleRoot, leafCount: b.leafCount, txId, blockNumber: Number(st.blockNumber),
+          attempt: attempts })
+        return "done" as const
+      }
+      if (st.code === MVCC_READ_CONFLICT || st.code === PHANTOM_READ_CONFLICT) {
+        yield* batches.resetToPending(b.id, `tx ${txId}: validation code ${st.code} (read conflict)`)
+        yield* log("MVCC conflict, endorsing again", { batchId: b.id, root: b.merkleRoot, txId, code: st.code, attempt: attempts })
+        return attempts >= config.maxAttempts
+          ? yield* failOrRetry(b, attempts, new FabricError({
+            networkId: config.networkId,
+            operation: "commit",
+            reason: new InvalidTransaction({ message: `read conflict after ${attempts} attempts`, code: st.code })
+          })).pipe(Effect.as("done" as const))
+          : "again" as const
+      }
+      yield* batches.resetToPending(b.id, `tx ${txId}: validation code ${st.code}`)
+      // Invalid for another reason: someone may have anchored the root in between (adopt), else count it.
+      if (yield* adopt(b)) return "done" as const
+      yield* failOrRetry(b, attempts, new FabricError({
+        networkId: config.networkId,
+        operation: "commit",
+        reason: new InvalidTransaction({ message: `tx ${txId} committed with validation code ${st.code}`, code: st.code })
+      }))
       return "done" as const
     }
-    if (st.code === MVCC_READ_CONFLICT || st.code === PHANTOM_READ_CONFLICT) {
-      yield* batches.resetToPending(b.id, `tx ${txId}: validation code ${st.code} (read conflict)`)
-      yield* log("MVCC conflict, endorsing again", { batchId: b.id, root: b.merkleRoot, txId, code: st.code, attempt: attempts })
-      return attempts >= config.maxAttempts
-        ? yield* failOrRetry(b, attempts, new FabricError({
-          networkId: config.networkId, operation: "commit",
-          reason: new InvalidTransaction({ message: `read conflict after ${attempts} attempts`, code: st.code })
-        })).pipe(Effect.as("done" as const))
-        : "again" as const
-    }
-    yield* batches.resetToPending(b.id, `tx ${txId}: validation code ${st.code}`)
-    // Invalid for another reason: someone may have anchored the root in between (adopt), else count it.
-    if (yield* adopt(b)) return "done" as const
-    yield* failOrRetry(b, attempts, new FabricError({
-      networkId: config.networkId, operation: "commit",
-      reason: new InvalidTransaction({ message: `tx ${txId} committed with validation code ${st.code}`, code: st.code })
-    }))
-    return "done" as const
-  })
+  )
 
   /**
    * Not the batch's fault (peer down, deadline, refused credentials, unknown channel or chaincode): keep
@@ -157,9 +167,7 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
 
   const tick = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const due = (yield* batches.openBatches(config.networkId)).filter((b) =>
-      (b.state === "PENDING" || b.state === "SENT") && (retryAt.get(b.id) ?? 0) <= now
-    )
+    const due = (yield* batches.openBatches(config.networkId)).filter((b) => (b.state === "PENDING" || b.state === "SENT") && (retryAt.get(b.id) ?? 0) <= now)
     if (due.length === 0) return
     // Failures of single batches were handled (backoff); a PeerUnavailable one is reported once by the loop.
     // A database failure stops the pass at once.
@@ -173,4 +181,3 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
   }).pipe(Effect.withSpan("FabricWriter.tick"))
   return { tick }
 })
-

@@ -13,9 +13,16 @@ import { bodyBroken } from "./body.ts"
 
 /** The headers a browser page may read (SPEC 3: the rate, quota, retry and idempotency headers). */
 export const EXPOSED_HEADERS = [
-  "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
-  "X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset",
-  "Retry-After", "Idempotent-Replayed", "Allow", "ETag"
+  "X-RateLimit-Limit",
+  "X-RateLimit-Remaining",
+  "X-RateLimit-Reset",
+  "X-Quota-Limit",
+  "X-Quota-Remaining",
+  "X-Quota-Reset",
+  "Retry-After",
+  "Idempotent-Replayed",
+  "Allow",
+  "ETag"
 ].join(", ")
 
 /** What the API reads from a request besides the CORS-safelisted headers. */

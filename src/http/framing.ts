@@ -29,7 +29,9 @@ export const readJsonText = (
   return Effect.flatMap(readBody(request, maxBytes, budget), (read): Effect.Effect<string, FramingError> => {
     if (read._tag === "TooLarge") return Effect.fail(tooLarge(maxBytes))
     if (read._tag === "Overloaded") {
-      return Effect.fail(new ServiceUnavailable({ ...errorBody("SERVICE_UNAVAILABLE", "The node is receiving too much at once; retry shortly"), retryAfter: 1 }))
+      return Effect.fail(
+        new ServiceUnavailable({ ...errorBody("SERVICE_UNAVAILABLE", "The node is receiving too much at once; retry shortly"), retryAfter: 1 })
+      )
     }
     if (read._tag === "Aborted") return Effect.fail(new BadRequest(errorBody("INVALID_JSON", "The request body was not received in full")))
     let text: string

@@ -13,11 +13,13 @@ import { describeIssue } from "./schemaMessages.ts"
 /** Reads the JSON body (size, media type, UTF-8) and hands it to the payload decoding as the request's text. */
 export const JsonBodyFramingLayer = Layer.effect(
   JsonBodyFraming,
-  Effect.map(Effect.all([AppConfig, BodyBudgetService]), ([config, budget]) =>
-    JsonBodyFraming.of((httpEffect) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        Effect.flatMap(readJsonText(request, config.maxBodyBytes, budget), (text) =>
-          Effect.provideService(httpEffect, HttpServerRequest.HttpServerRequest, withText(request, text))))))
+  Effect.map(Effect.all([AppConfig, BodyBudgetService]),
+    ([config, budget]) =>
+      JsonBodyFraming.of((httpEffect) =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          Effect.flatMap(readJsonText(request, config.maxBodyBytes, budget), (text) =>
+            Effect.provideService(httpEffect, HttpServerRequest.HttpServerRequest, withText(request, text))))
+      ))
 )
 
 /** A request that does not match the endpoint's schemas: 400 naming the field (INVALID_JSON when not JSON at all). */

@@ -59,11 +59,17 @@ export const plainPortListener = Effect.fn("Tls.plainPortListener")(function*(
         server.off("error", onError)
         resume(Effect.void)
       })
-    }).pipe(Effect.mapError((error) => new Error(`TLS_PLAIN_PORT ${port}: cannot listen on ${config.host}: ${(error as NodeJS.ErrnoException).code ?? error.message}`)), Effect.orDie),
-    () => Effect.callback<void>((resume) => {
-      server.close(() => resume(Effect.void))
-      server.closeAllConnections()
-    })
+    }).pipe(
+      Effect.mapError((error) =>
+        new Error(`TLS_PLAIN_PORT ${port}: cannot listen on ${config.host}: ${(error as NodeJS.ErrnoException).code ?? error.message}`)
+      ),
+      Effect.orDie
+    ),
+    () =>
+      Effect.callback<void>((resume) => {
+        server.close(() => resume(Effect.void))
+        server.closeAllConnections()
+      })
   )
   yield* Effect.logInfo("anchord plain port listening (redirects to HTTPS)", { port: (server.address() as { port: number }).port, redirectsTo: base })
   return server

@@ -139,7 +139,9 @@ export const watchTlsPair = Effect.fn("Tls.watchTlsPair")(function*(
     if (typeof pair === "string") {
       if (why !== "SIGHUP" && pair === refused) return
       refused = pair
-      return yield* Effect.logWarning(`TLS certificate not reloaded (${why}): ${pair}; keeping serial ${current.serial}, valid until ${current.notAfter.toISOString()}`)
+      return yield* Effect.logWarning(
+        `TLS certificate not reloaded (${why}): ${pair}; keeping serial ${current.serial}, valid until ${current.notAfter.toISOString()}`
+      )
     }
     refused = undefined
     if (pair.cert === current.cert && pair.key === current.key) return

@@ -27,8 +27,7 @@ const cache = <M>(make: (labels: Readonly<Record<string, string>>) => M) => {
   }
 }
 
-const counter = (name: string, description: string) =>
-  cache((attributes) => Metric.counter(name, { description, attributes, incremental: true }))
+const counter = (name: string, description: string) => cache((attributes) => Metric.counter(name, { description, attributes, incremental: true }))
 const gauge = (name: string, description: string) => cache((attributes) => Metric.gauge(name, { description, attributes }))
 const histogram = (name: string, description: string, boundaries: ReadonlyArray<number>) => {
   const bounds = Metric.boundariesFromIterable(boundaries)
@@ -54,20 +53,17 @@ export const countAccepted = (ctx: Ctx, chain: string, environment: string, n: n
 // ---- Anchoring (src/anchoring/Batcher.ts, src/anchoring/BatchStore.ts, src/evm/watcher.ts)
 
 const batchSize = histogram("anchord_batch_size_records", "Records per batch cut, by network", [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000])
-export const observeBatchSize = (ctx: Ctx, network: string, records: number) =>
-  batchSize(network, () => ({ network })).updateUnsafe(records, ctx)
+export const observeBatchSize = (ctx: Ctx, network: string, records: number) => batchSize(network, () => ({ network })).updateUnsafe(records, ctx)
 
 const anchorLatency = histogram(
   "anchord_record_anchor_latency_seconds",
   "Time from a record's acceptance (POST) to ANCHORED, by the network whose confirmation completed it; _count is records anchored",
   [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400]
 )
-export const observeAnchored = (ctx: Ctx, network: string, seconds: number) =>
-  anchorLatency(network, () => ({ network })).updateUnsafe(seconds, ctx)
+export const observeAnchored = (ctx: Ctx, network: string, seconds: number) => anchorLatency(network, () => ({ network })).updateUnsafe(seconds, ctx)
 
 const signerBalance = gauge("anchord_evm_signer_balance_wei", "Balance of the network's signer (the anchorer account), in wei, read by the leading node")
-export const setSignerBalance = (ctx: Ctx, network: string, wei: bigint) =>
-  signerBalance(network, () => ({ network })).updateUnsafe(Number(wei), ctx)
+export const setSignerBalance = (ctx: Ctx, network: string, wei: bigint) => signerBalance(network, () => ({ network })).updateUnsafe(Number(wei), ctx)
 
 // ---- Webhooks (src/webhooks/Dispatcher.ts)
 
@@ -109,7 +105,8 @@ export const sampled = {
     "Connections of anchord (application_name) to this database by state (active, idle, idle_in_transaction, other), all nodes, as PostgreSQL sees them"
   ),
   dbPoolMax: gauge("anchord_db_pool_max_connections", "Size limit of this node's database connection pool"),
-  sampleFailures: counter("anchord_metrics_sample_failures_total", "Samples of database-backed gauges that failed or timed out (the gauges keep their last value)"),
+  sampleFailures: counter("anchord_metrics_sample_failures_total",
+    "Samples of database-backed gauges that failed or timed out (the gauges keep their last value)"),
   buildInfo: gauge("anchord_build_info", "Always 1; the node's version as a label")
 }
 

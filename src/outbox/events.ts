@@ -23,10 +23,11 @@ const AnchorConfirmedFacts = Schema.Struct({
 })
 
 /** The record's primary anchor (on its `networkId`) and, for a hybrid record, the other one (form B's `dualAnchor`). */
-export const primaryAnchor = (e: { readonly networkId: string; readonly anchors: ReadonlyArray<Anchor> }) =>
-  e.anchors.find((a) => a.networkId === e.networkId)
+export const primaryAnchor = (e: { readonly networkId: string; readonly anchors: ReadonlyArray<Anchor> }) => e.anchors.find((a) => a.networkId === e.networkId)
 export const dualAnchor = (e: {
-  readonly recordChainType: ChainType; readonly networkId: string; readonly anchors: ReadonlyArray<Anchor>
+  readonly recordChainType: ChainType
+  readonly networkId: string
+  readonly anchors: ReadonlyArray<Anchor>
 }) => e.recordChainType === "hybrid" ? e.anchors.find((a) => a.networkId !== e.networkId) : undefined
 type Anchor = typeof Anchor.Type
 

@@ -85,7 +85,9 @@ export class ReceiptKey extends Context.Service<ReceiptKey, { readonly signer: O
     const configured = yield* Config.option(Config.String("RECEIPT_KEY_FILE"))
     const file = Option.isSome(configured)
       ? configured.value
-      : (yield* ReceiptDevDefault) ? devReceiptKeyFile(Path.resolve((yield* AppConfig).dataDir)) : undefined
+      : (yield* ReceiptDevDefault)
+      ? devReceiptKeyFile(Path.resolve((yield* AppConfig).dataDir))
+      : undefined
     if (file === undefined) return { signer: Option.none() }
     const pem = yield* Effect.try({
       try: () => Fs.readFileSync(file, "utf8"),

@@ -72,8 +72,7 @@ export const protectedHeader = (kid: Uint8Array): Uint8Array =>
   encode(new Map<CborValue, CborValue>([[HEADER_ALG, ALG_ES256], [HEADER_KID, kid], [HEADER_VDS, VDS_RFC9162_SHA256]]))
 
 /** RFC 9052 §4.4: the bytes an ES256 signature of a COSE_Sign1 covers. */
-export const sigStructure = (protectedBytes: Uint8Array, payload: Uint8Array): Uint8Array =>
-  encode(["Signature1", protectedBytes, new Uint8Array(0), payload])
+export const sigStructure = (protectedBytes: Uint8Array, payload: Uint8Array): Uint8Array => encode(["Signature1", protectedBytes, new Uint8Array(0), payload])
 
 const anchorMap = (a: ReceiptAnchor): Map<CborValue, CborValue> => {
   const m = new Map<CborValue, CborValue>()
@@ -100,8 +99,7 @@ const fail = (message: string): never => {
   throw new ReceiptError(message)
 }
 
-const asMap = (v: CborValue | undefined, what: string): ReadonlyMap<CborValue, CborValue> =>
-  v instanceof Map ? v : fail(`${what} is not a map`)
+const asMap = (v: CborValue | undefined, what: string): ReadonlyMap<CborValue, CborValue> => v instanceof Map ? v : fail(`${what} is not a map`)
 const asBytes = (v: CborValue | undefined, what: string): Uint8Array => v instanceof Uint8Array ? v : fail(`${what} is not a byte string`)
 const asUint = (v: CborValue | undefined, what: string): number =>
   typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : fail(`${what} is not an unsigned integer`)

@@ -23,8 +23,7 @@ import { AnchorBody, COLLECTION_PATTERN, EncryptedAnchorBody, HASH_SCHEMES, Hash
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */
 export const sha256Hex = (text: string): string => Crypto.hash("sha256", text, "hex")
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /**
  * plainStrings: the body was parsed from a text without a backslash, so its data can be
@@ -230,7 +229,8 @@ export class Ingest extends Context.Service<Ingest, {
                     used: outcome.used,
                     quota: principal.monthlyQuota ?? 0,
                     requested: rows.length,
-                    retryAfterSeconds: Math.max(1, Math.ceil((nextMonthStart(new Date(clock.currentTimeMillisUnsafe())).getTime() - clock.currentTimeMillisUnsafe()) / 1000))
+                    retryAfterSeconds: Math.max(1,
+                      Math.ceil((nextMonthStart(new Date(clock.currentTimeMillisUnsafe())).getTime() - clock.currentTimeMillisUnsafe()) / 1000))
                   }))
               }
             }

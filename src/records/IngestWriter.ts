@@ -82,7 +82,6 @@ export type SubmitOutcome =
   | { readonly _tag: "QuotaExceeded"; readonly used: number }
   | { readonly _tag: "IdempotencyKeyTaken" }
 
-
 /**
  * Rows as one array per column, bound in PostgreSQL's binary format and turned back into rows by
  * `unnest`. Binary arrays are not parsed on either side: each canonical text (1 KB in a typical
@@ -124,10 +123,23 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
   const bytea = (values: ReadonlyArray<Uint8Array | null>) => binaryArray(values, PgTypes.OID.bytea)
   const timestamptz = (values: ReadonlyArray<Date>) => binaryArray(values, PgTypes.OID.timestamptz)
   return {
-    id: text(id), accountId: text(accountId), environment: text(environment), hash: text(hash),
-    chainType: text(chainType), networkId: text(networkId), packageMode: text(packageMode), source: text(source),
-    dataJcs: text(dataJcs), ciphertext: bytea(ciphertext), nonce: bytea(nonce), authTag: bytea(authTag),
-    metadata: text(metadata), webhookUrl: text(webhookUrl), collection: text(collection), createdAt: timestamptz(createdAt), updatedAt: timestamptz(updatedAt),
+    id: text(id),
+    accountId: text(accountId),
+    environment: text(environment),
+    hash: text(hash),
+    chainType: text(chainType),
+    networkId: text(networkId),
+    packageMode: text(packageMode),
+    source: text(source),
+    dataJcs: text(dataJcs),
+    ciphertext: bytea(ciphertext),
+    nonce: bytea(nonce),
+    authTag: bytea(authTag),
+    metadata: text(metadata),
+    webhookUrl: text(webhookUrl),
+    collection: text(collection),
+    createdAt: timestamptz(createdAt),
+    updatedAt: timestamptz(updatedAt),
     salted: binaryArray(salted, PgTypes.OID.bool)
   }
 }
@@ -221,7 +233,9 @@ export class IngestWriter extends Context.Service<IngestWriter, {
         const within = only !== undefined && only[0].insertWithRecords !== undefined ? only[0].insertWithRecords(sql, only[1]) : undefined
         const commit = Effect.gen(function*() {
           const rows = group.flatMap((p) => p.submission.rows)
-          const used = new Map((yield* insertRecords(sql, rows, currentMonth(clock.currentTimeMillisUnsafe()).month, within)).map((r) => [r.accountId, Number(r.used)]))
+          const used = new Map(
+            (yield* insertRecords(sql, rows, currentMonth(clock.currentTimeMillisUnsafe()).month, within)).map((r) => [r.accountId, Number(r.used)])
+          )
           if (within === undefined) yield* insertCompanions(sql, group.map((p) => p.submission))
           return new Map(group.map((p) => [p, { _tag: "Committed", usedAfter: used.get(p.submission.accountId) ?? 0 } as SubmitOutcome]))
         })
@@ -287,9 +301,9 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           // A refused submission must not keep the key: roll the claim back with it.
           if (outcome._tag !== "Committed") return yield* Effect.fail(outcome)
           return outcome
-        })).pipe(Effect.catch((outcome) =>
-          "_tag" in outcome && outcome._tag === "QuotaExceeded" ? Effect.succeed(outcome as SubmitOutcome) : Effect.fail(outcome)
-        ))
+        })).pipe(
+          Effect.catch((outcome) => "_tag" in outcome && outcome._tag === "QuotaExceeded" ? Effect.succeed(outcome as SubmitOutcome) : Effect.fail(outcome))
+        )
 
       /**
        * Commits a group and resumes every waiting request with its outcome, also when the commit fails

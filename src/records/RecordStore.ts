@@ -81,8 +81,7 @@ export class RecordStore extends Context.Service<RecordStore, {
           WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment}
           ${lock ? sql`FOR UPDATE OF r` : sql``}`.pipe(Effect.flatMap(first))
       /** A changed row as the caller returns it, its state read again. */
-      const reread = (id: string) =>
-        sql`SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)} WHERE r.id = ${id}`.pipe(Effect.flatMap(rows))
+      const reread = (id: string) => sql`SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)} WHERE r.id = ${id}`.pipe(Effect.flatMap(rows))
 
       const classify = (row: RecordRow | undefined, includeDeleted: boolean): Lookup =>
         row === undefined
@@ -157,7 +156,8 @@ export class RecordStore extends Context.Service<RecordStore, {
           fetch(owner, id, false).pipe(
             Effect.flatMap((row) => row === undefined ? Effect.succeed(row) : Effect.map(attachAnchors([row]), (rows) => rows[0])),
             Effect.map((row) => classify(row, includeDeleted))
-          )),
+          )
+        ),
         list: Effect.fn("RecordStore.list")((owner, options) =>
           sql`
             SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
@@ -165,21 +165,25 @@ export class RecordStore extends Context.Service<RecordStore, {
               ${options.before !== undefined ? sql`AND r.id < ${options.before}` : sql``}
               ${options.collection !== undefined ? sql`AND r.collection = ${options.collection}` : sql``}
               ${options.includeDeleted ? sql`AND NOT r.hard_deleted` : sql`AND r.deleted_at IS NULL`}
-              ${options.status === "DELETED"
-                ? sql`AND r.deleted_at IS NOT NULL`
-                : options.status !== undefined
-                ? sql`AND ${listedInStatus(sql, options.status as RecordStatus)}`
-                : sql``}
+              ${
+            options.status === "DELETED"
+              ? sql`AND r.deleted_at IS NOT NULL`
+              : options.status !== undefined
+              ? sql`AND ${listedInStatus(sql, options.status as RecordStatus)}`
+              : sql``
+          }
               ${options.chainType !== undefined ? sql`AND r.chain_type = ${options.chainType}` : sql``}
               ${options.createdFrom !== undefined ? sql`AND r.created_at >= ${options.createdFrom}` : sql``}
               ${options.createdBefore !== undefined ? sql`AND r.created_at < ${options.createdBefore}` : sql``}
-            ORDER BY r.id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
+            ORDER BY r.id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))
+        ),
         byHash: Effect.fn("RecordStore.byHash")((owner, hash) =>
           sql`
             SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
             WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment} AND r.hash = ${hash}
               AND r.deleted_at IS NULL
-            ORDER BY r.id DESC LIMIT 100`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))),
+            ORDER BY r.id DESC LIMIT 100`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))
+        ),
         update: Effect.fn("RecordStore.update")((owner, id, changes) =>
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
@@ -204,7 +208,8 @@ export class RecordStore extends Context.Service<RecordStore, {
             const updated = yield* reread(id)
             yield* event(owner, { kind: "record.updated", recordId: id, hash: found.row.hash, status: found.row.status, changes: diff })
             return { _tag: "Found", row: asSent((yield* attachAnchors(updated))[0]!) } as Lookup
-          }))),
+          }))
+        ),
         remove: Effect.fn("RecordStore.remove")((owner, id, mode) =>
           sql.withTransaction(Effect.gen(function*() {
             const row = yield* fetch(owner, id, true)
@@ -230,17 +235,21 @@ export class RecordStore extends Context.Service<RecordStore, {
             const deleted = yield* reread(id)
             yield* eraseCopies(owner, row, seq, at)
             return { _tag: "Found", row: deleted[0] } as Lookup
-          }))),
+          }))
+        ),
         idempotent: Effect.fn("RecordStore.idempotent")((accountId, environment, key) =>
-          Effect.flatMap(now, (at) => sql`
+          Effect.flatMap(now, (at) =>
+            sql`
             SELECT request_hash, status, body FROM idempotency_keys
             WHERE account_id = ${accountId} AND environment = ${environment} AND key = ${key}
-              AND created_at > ${at}::timestamptz - interval '24 hours'`).pipe(Effect.flatMap(firstIdempotent))),
+              AND created_at > ${at}::timestamptz - interval '24 hours'`).pipe(Effect.flatMap(firstIdempotent))
+        ),
         usage: Effect.fn("RecordStore.usage")((accountId, month) =>
           sql`SELECT used::text AS used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
             Effect.flatMap(firstUsage),
             Effect.map((row) => row === undefined ? 0 : Number(row.used))
-          ))
+          )
+        )
       })
     })
   )

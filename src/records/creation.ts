@@ -44,7 +44,9 @@ export const acceptedView = (row: NewRecord): string => {
   const updated = row.updatedAt === row.createdAt ? created : row.updatedAt.toISOString()
   return `{"recordId":"${row.id}","hash":"${row.hash}","status":"QUEUED","environment":"${row.environment}",` +
     `"chainType":"${row.chainType}","networkId":${JSON.stringify(row.networkId)},"packageMode":"${row.packageMode}",` +
-    `"collection":${row.collection === null ? "null" : JSON.stringify(row.collection)},"metadata":${JSON.stringify(row.metadata)},"webhookUrl":${JSON.stringify(row.webhookUrl)},` +
+    `"collection":${row.collection === null ? "null" : JSON.stringify(row.collection)},"metadata":${JSON.stringify(row.metadata)},"webhookUrl":${
+      JSON.stringify(row.webhookUrl)
+    },` +
     `"createdAt":"${created}","updatedAt":"${updated}","anchoredAt":null,"deletedAt":null,` +
     `"encrypted":false,"anchors":[],"data":${row.dataJcs ?? "null"}}`
 }
@@ -90,7 +92,6 @@ export interface CreateOptions {
 
 type Idempotency = { readonly key: string; readonly requestHash: string }
 
-
 export class RecordCreation extends Context.Service<RecordCreation, {
   readonly create: (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions) => Effect.Effect<Accepted, CreateError>
 }>()("anchord/records/RecordCreation") {
@@ -107,9 +108,10 @@ export class RecordCreation extends Context.Service<RecordCreation, {
       const commit = (principal: Principal, rows: ReadonlyArray<NewRecord>, text: string, idem: Idempotency | undefined, status = 202) =>
         Effect.withFiber((fiber) => {
           // The ingest span (the POST's server span) names its records, which later spans join on.
-          annotateFiber(fiber, () => rows.length === 1
-            ? { "anchord.record_id": rows[0]!.id }
-            : { "anchord.record_ids": rows.slice(0, MAX_IDS).map((r) => r.id), "anchord.record_count": rows.length })
+          annotateFiber(fiber, () =>
+            rows.length === 1
+              ? { "anchord.record_id": rows[0]!.id }
+              : { "anchord.record_ids": rows.slice(0, MAX_IDS).map((r) => r.id), "anchord.record_count": rows.length })
           return Effect.map(
             ingest.commit(principal, rows, idem && { ...idem, status, body: text }),
             (outcome) => {
@@ -204,8 +206,8 @@ export class RecordCreation extends Context.Service<RecordCreation, {
       return RecordCreation.of({
         create: (endpoint, principal, body, options) => {
           if (options.idempotencyKey !== undefined) return idempotent(endpoint, principal, body, options, options.idempotencyKey)
-          return Effect.flatMap(run(endpoint, principal, body, options, undefined), (result) =>
-            result === "idempotency-key-taken" ? Effect.die(new Error("no idempotency key")) : Effect.succeed(result))
+          return Effect.flatMap(run(endpoint, principal, body, options, undefined),
+            (result) => result === "idempotency-key-taken" ? Effect.die(new Error("no idempotency key")) : Effect.succeed(result))
         }
       })
     })

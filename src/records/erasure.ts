@@ -34,9 +34,9 @@ export const eraseFromAnswer = (body: string, recordId: string): string | undefi
   return undefined
 }
 
-const ANSWER = '{"success":true,"data":'
-const BATCH = '{"accepted":'
-const RESULTS = '"results":['
+const ANSWER = "{\"success\":true,\"data\":"
+const BATCH = "{\"accepted\":"
+const RESULTS = "\"results\":["
 const ITEM = /^\{"index":\d+,"success":true,"data":/
 
 /** The answer with the view starting at `start` replaced by its erased form. */

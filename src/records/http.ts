@@ -50,20 +50,22 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
     const egress = yield* WebhookEgress
     const sql = yield* SqlClient.SqlClient
 
-    const create = (endpoint: CreateEndpoint) => ({ payload, headers }: { readonly payload: unknown; readonly headers: { readonly "idempotency-key"?: string | undefined } }) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        const request = yield* HttpServerRequest.HttpServerRequest
-        // The body as received (framed by JsonBodyFraming): the idempotency check compares requests by it.
-        const bodyText = yield* Effect.orDie(request.text)
-        const result = yield* creation.create(endpoint, principal, payload, {
-          idempotencyKey: headers["idempotency-key"],
-          bodyText,
-          path: pathOf(request.url),
-          parsedFromText: false
-        })
-        return acceptedResponse(result)
-      }).pipe(atEdge)
+    const create =
+      (endpoint: CreateEndpoint) =>
+      ({ payload, headers }: { readonly payload: unknown; readonly headers: { readonly "idempotency-key"?: string | undefined } }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const request = yield* HttpServerRequest.HttpServerRequest
+          // The body as received (framed by JsonBodyFraming): the idempotency check compares requests by it.
+          const bodyText = yield* Effect.orDie(request.text)
+          const result = yield* creation.create(endpoint, principal, payload, {
+            idempotencyKey: headers["idempotency-key"],
+            bodyText,
+            path: pathOf(request.url),
+            parsedFromText: false
+          })
+          return acceptedResponse(result)
+        }).pipe(atEdge)
 
     return handlers
       .handle("anchor", create("anchor"))

@@ -9,10 +9,8 @@
  * repeat returns the first answer instead of creating a second record. DELETE is not repeated after a
  * network error (a delete that did happen would then answer 410).
  */
-import type {
-  AnchordRecord, AnchorRequest, BatchResult, ChainType, DeleteResult, HashScheme, JsonObject, PackageMode, ProofBundle, RecordPage,
-  RecordPatch, RecordStatus
-} from "./types.ts"
+import type { AnchordRecord, AnchorRequest, BatchResult, ChainType, DeleteResult, HashScheme, JsonObject, PackageMode, ProofBundle, RecordPage, RecordPatch,
+  RecordStatus } from "./types.ts"
 
 export interface AnchordClientOptions {
   /** The node's address, e.g. `http://127.0.0.1:8080` (a trailing `/v1` is accepted). */
@@ -232,7 +230,7 @@ export class AnchordClient {
     const body = spec.body === undefined ? undefined : JSON.stringify(spec.body)
     if (body !== undefined) headers["content-type"] = "application/json"
 
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       const canRetry = attempt < this.#retries
       let response: Response
       try {

@@ -22,12 +22,13 @@ export const SystemHttpLayer = HttpApiBuilder.group(Api, "system", (handlers) =>
   Effect.gen(function*() {
     const guard = yield* DatabaseGuard
     const health = yield* NetworkHealth
-    const networks = Effect.map(health.snapshot, (states) => states.map((s) => ({
-      networkId: s.networkId,
-      chainType: s.chainType,
-      // leader: this node batches, sends and watches; follower: another node holds the network's lock
-      status: (!s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting") as typeof NetworkState.Type
-    })))
+    const networks = Effect.map(health.snapshot, (states) =>
+      states.map((s) => ({
+        networkId: s.networkId,
+        chainType: s.chainType,
+        // leader: this node batches, sends and watches; follower: another node holds the network's lock
+        status: (!s.leader ? "follower" : s.rpc === "down" ? "unreachable" : s.rpc === "up" ? "up" : "starting") as typeof NetworkState.Type
+      })))
     const config = yield* AppConfig
     const spec = OpenApi.fromApi(Api)
     // Generated once per base URL (the document does not change while the node runs), so its ETag is

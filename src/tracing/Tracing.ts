@@ -23,7 +23,12 @@ import type { Exit } from "effect"
 import { VERSION } from "../version.ts"
 
 export const SAMPLERS = [
-  "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"
+  "always_on",
+  "always_off",
+  "traceidratio",
+  "parentbased_always_on",
+  "parentbased_always_off",
+  "parentbased_traceidratio"
 ] as const
 export type SamplerName = typeof SAMPLERS[number]
 
@@ -51,18 +56,25 @@ export const decide = (sampler: Sampler, parent: Option.Option<Tracer.AnySpan>):
     const p = parent.value
     if (p._tag === "Span") return p.sampled
     switch (sampler.name) {
-      case "always_on": return true
-      case "always_off": return false
-      case "traceidratio": return traceIdFraction(p.traceId) < sampler.ratio
-      default: return p.sampled
+      case "always_on":
+        return true
+      case "always_off":
+        return false
+      case "traceidratio":
+        return traceIdFraction(p.traceId) < sampler.ratio
+      default:
+        return p.sampled
     }
   }
   switch (sampler.name) {
     case "always_on":
-    case "parentbased_always_on": return true
+    case "parentbased_always_on":
+      return true
     case "always_off":
-    case "parentbased_always_off": return false
-    default: return sampler.ratio >= 1 || (sampler.ratio > 0 && Math.random() < sampler.ratio)
+    case "parentbased_always_off":
+      return false
+    default:
+      return sampler.ratio >= 1 || (sampler.ratio > 0 && Math.random() < sampler.ratio)
   }
 }
 
@@ -149,7 +161,6 @@ const parseHeaders = (text: string | undefined): Record<string, string> | undefi
   return out
 }
 
-
 export const tracingConfig = Effect.gen(function*() {
   const disabled = yield* Config.Boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false))
   const exporter = ((yield* optionalString("OTEL_TRACES_EXPORTER")) ?? "otlp").toLowerCase().split(",").map((s) => s.trim())
@@ -184,7 +195,13 @@ export const tracingConfig = Effect.gen(function*() {
   const exportIntervalMillis = yield* Config.option(Config.Int("OTEL_BSP_SCHEDULE_DELAY")).pipe(Config.map(Option.getOrUndefined))
   const maxBatchSize = yield* Config.option(Config.Int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")).pipe(Config.map(Option.getOrUndefined))
   return {
-    url, protocol, headers, sampler: { name, ratio }, serviceName: named ? undefined : "anchord", exportIntervalMillis, maxBatchSize
+    url,
+    protocol,
+    headers,
+    sampler: { name, ratio },
+    serviceName: named ? undefined : "anchord",
+    exportIntervalMillis,
+    maxBatchSize
   } satisfies TracingConfig
 })
 
@@ -223,7 +240,10 @@ export const TracingLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* tracingConfig.pipe(Effect.mapError((e) => e instanceof Error ? e : new Error(String(e))))
   if (config === undefined) return Layer.empty
   yield* Effect.logInfo("traces exported over OTLP").pipe(Effect.annotateLogs({
-    url: printableUrl(config.url), protocol: config.protocol, sampler: config.sampler.name, ratio: config.sampler.ratio
+    url: printableUrl(config.url),
+    protocol: config.protocol,
+    sampler: config.sampler.name,
+    ratio: config.sampler.ratio
   }))
   return layerWith(config)
 }))

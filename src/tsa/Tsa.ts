@@ -94,8 +94,15 @@ export class Tsa extends Context.Service<Tsa, {
     const lookup = (principal: Principal, serial: string) =>
       Effect.gen(function*() {
         const rows = yield* sql<{
-          serial: string; recordId: string; hashAlgorithm: ImprintAlgorithm; messageImprint: Uint8Array; genTime: Date; token: Uint8Array
-          status: string; hash: string; salted: boolean
+          serial: string
+          recordId: string
+          hashAlgorithm: ImprintAlgorithm
+          messageImprint: Uint8Array
+          genTime: Date
+          token: Uint8Array
+          status: string
+          hash: string
+          salted: boolean
         }>`
           SELECT t.serial::text AS serial, t.record_id, t.hash_algorithm, t.message_imprint, t.gen_time, t.token, st.status, r.hash, r.salted
           FROM timestamp_tokens t JOIN records r ON r.id = t.record_id ${stateJoin(sql)}

@@ -61,7 +61,8 @@ export class TsaConfig extends Context.Service<TsaConfig, TsaSettings>()("anchor
     const c = yield* tsaConfig
     const base = { policy: c.policy, accuracyMillis: c.accuracyMillis, public: c.public, publicApiKey: c.publicApiKey }
     if (Option.isSome(c.cert) && Option.isSome(c.key)) {
-      return { ...base, files: Option.some({ certFile: c.cert.value, keyFile: c.key.value, chainFile: Option.getOrUndefined(c.chain) }), devCaFile: Option.none() }
+      return { ...base, files: Option.some({ certFile: c.cert.value, keyFile: c.key.value, chainFile: Option.getOrUndefined(c.chain) }),
+        devCaFile: Option.none() }
     }
     if (!(yield* TsaDevDefault)) return { ...base, files: Option.none(), devCaFile: Option.none() }
     const dataDir = (yield* AppConfig).dataDir

@@ -79,7 +79,8 @@ export const createTsaCertificates = async (dir: string, kind: "ecdsa" | "rsa" =
 /** The dev TSA files under `<dataDir>/tsa`, created on first use. */
 export const devTsaFiles = async (dataDir: string): Promise<DevTsaFiles> => {
   const dir = Path.resolve(dataDir, "tsa")
-  const existing: DevTsaFiles = { caFile: Path.join(dir, "ca.pem"), certFile: Path.join(dir, "tsa.pem"), keyFile: Path.join(dir, "tsa.key"), chainFile: undefined }
+  const existing: DevTsaFiles = { caFile: Path.join(dir, "ca.pem"), certFile: Path.join(dir, "tsa.pem"), keyFile: Path.join(dir, "tsa.key"),
+    chainFile: undefined }
   if (Fs.existsSync(existing.certFile) && Fs.existsSync(existing.keyFile) && Fs.existsSync(existing.caFile)) return existing
   return createTsaCertificates(dir)
 }

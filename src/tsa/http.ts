@@ -69,8 +69,10 @@ export const makeServeStamp = Effect.gen(function*() {
   }
 
   const failed = (e: StampError, headers: Record<string, string>) =>
-    "errorCode" in e ? Effect.succeed(wireResponse(toWire(e), headers))
-      : isConnectionFailure(e) ? Effect.as(guard.probeSoon, wireResponse(databaseUnavailable(), headers))
+    "errorCode" in e ?
+      Effect.succeed(wireResponse(toWire(e), headers))
+      : isConnectionFailure(e) ?
+      Effect.as(guard.probeSoon, wireResponse(databaseUnavailable(), headers))
       : Effect.die(e)
 
   const stamp = (request: HttpServerRequest.HttpServerRequest, principal: Principal, headers: Record<string, string>) => {
@@ -86,7 +88,9 @@ export const makeServeStamp = Effect.gen(function*() {
         case "TooLarge":
           return Effect.succeed(errorResponse("PAYLOAD_TOO_LARGE", `Request body is larger than ${MAX_QUERY_BYTES} bytes`, headers))
         case "Overloaded":
-          return Effect.succeed(errorResponse("SERVICE_UNAVAILABLE", "The node is receiving too much at once; retry shortly", { ...headers, "retry-after": "1" }))
+          return Effect.succeed(
+            errorResponse("SERVICE_UNAVAILABLE", "The node is receiving too much at once; retry shortly", { ...headers, "retry-after": "1" })
+          )
         case "Aborted":
           return Effect.succeed(errorResponse("VALIDATION_ERROR", "The request body was not received in full", headers))
         case "Body":
@@ -111,8 +115,8 @@ export const makeServeStamp = Effect.gen(function*() {
           : Effect.map(admission.quotaHeaders(refused.principal), (quota) => wireResponse(refused.error, { ...refused.headers, ...quota })),
       onSuccess: ({ principal, headers }) => {
         if (!tsa.enabled) return Effect.succeed(wireResponse(toWire(new TsaDisabled()), headers))
-        return Effect.flatMap(stamp(request, principal!, headers), (response) =>
-          Effect.map(admission.quotaHeaders(principal!), (quota) => HttpServerResponse.setHeaders(response, quota)))
+        return Effect.flatMap(stamp(request, principal!, headers),
+          (response) => Effect.map(admission.quotaHeaders(principal!), (quota) => HttpServerResponse.setHeaders(response, quota)))
       }
     })
 })
@@ -133,5 +137,5 @@ export const TimestampHttpLayer = HttpApiBuilder.group(Api, "timestamp", (handle
         }).pipe(atEdge))
   }))
 
-export const TsaShortHttpLayer = HttpApiBuilder.group(Api, "tsa", (handlers) =>
-  Effect.map(makeServeStamp, (serve) => handlers.handle("tsa", () => serveFromContext(serve))))
+export const TsaShortHttpLayer = HttpApiBuilder.group(Api, "tsa",
+  (handlers) => Effect.map(makeServeStamp, (serve) => handlers.handle("tsa", () => serveFromContext(serve))))

@@ -33,9 +33,13 @@ export const checkCertificate = (certificate: x509.X509Certificate, key: Crypto.
   const eku = certificate.getExtension(x509.ExtendedKeyUsageExtension)
   if (eku === null) problems.push({ fatal: true, message: "has no extended key usage: a TSA certificate needs id-kp-timeStamping (RFC 3161 §2.3)" })
   else {
-    if (!eku.critical) problems.push({ fatal: true, message: "its extended key usage is not critical (RFC 3161 §2.3 requires it; openssl ts -verify refuses the tokens)" })
+    if (!eku.critical) {
+      problems.push({ fatal: true, message: "its extended key usage is not critical (RFC 3161 §2.3 requires it; openssl ts -verify refuses the tokens)" })
+    }
     if (!eku.usages.includes(OID.timeStamping)) problems.push({ fatal: true, message: "its extended key usage lacks id-kp-timeStamping (1.3.6.1.5.5.7.3.8)" })
-    else if (eku.usages.length !== 1) problems.push({ fatal: true, message: "its extended key usage has other purposes than id-kp-timeStamping (RFC 3161 §2.3: only that one)" })
+    else if (eku.usages.length !== 1) {
+      problems.push({ fatal: true, message: "its extended key usage has other purposes than id-kp-timeStamping (RFC 3161 §2.3: only that one)" })
+    }
   }
   const ku = certificate.getExtension(x509.KeyUsagesExtension)
   if (ku !== null && (ku.usages & (x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.nonRepudiation)) === 0) {
@@ -52,7 +56,9 @@ export const checkCertificate = (certificate: x509.X509Certificate, key: Crypto.
     problems.push({ fatal: true, message: "does not match TSA_KEY_FILE's key" })
   }
   if (key.asymmetricKeyType === "ec") {
-    if (key.asymmetricKeyDetails?.namedCurve !== "prime256v1") problems.push({ fatal: true, message: `its key is on ${key.asymmetricKeyDetails?.namedCurve}: ECDSA P-256 or RSA are supported` })
+    if (key.asymmetricKeyDetails?.namedCurve !== "prime256v1") {
+      problems.push({ fatal: true, message: `its key is on ${key.asymmetricKeyDetails?.namedCurve}: ECDSA P-256 or RSA are supported` })
+    }
   } else if (key.asymmetricKeyType === "rsa") {
     if ((key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) problems.push({ fatal: true, message: "its RSA key is shorter than 2048 bits" })
   } else problems.push({ fatal: true, message: `its key type ${key.asymmetricKeyType} is not supported: ECDSA P-256 or RSA` })
@@ -60,7 +66,9 @@ export const checkCertificate = (certificate: x509.X509Certificate, key: Crypto.
 }
 
 /** The files read and checked: the signer, with the problems found (non-fatal ones only, else a failure). */
-export const loadSigner = (files: TsaFiles, now: Date): { readonly signer: TsaSigner; readonly warnings: ReadonlyArray<string> } | { readonly problems: ReadonlyArray<string> } => {
+export const loadSigner = (files: TsaFiles, now: Date): { readonly signer: TsaSigner; readonly warnings: ReadonlyArray<string> } | {
+  readonly problems: ReadonlyArray<string>
+} => {
   let certificate: x509.X509Certificate
   let key: Crypto.KeyObject
   let chain: ReadonlyArray<x509.X509Certificate> = []
@@ -75,7 +83,11 @@ export const loadSigner = (files: TsaFiles, now: Date): { readonly signer: TsaSi
     key = Crypto.createPrivateKey(Fs.readFileSync(files.keyFile))
   } catch (e) {
     // Never the content: it is a private key.
-    return { problems: [`TSA_KEY_FILE ${JSON.stringify(files.keyFile)}: cannot read a private key from it (${(e as NodeJS.ErrnoException).code ?? "not a PEM or DER key"})`] }
+    return {
+      problems: [
+        `TSA_KEY_FILE ${JSON.stringify(files.keyFile)}: cannot read a private key from it (${(e as NodeJS.ErrnoException).code ?? "not a PEM or DER key"})`
+      ]
+    }
   }
   if (files.chainFile !== undefined) {
     try {
@@ -105,15 +117,17 @@ export const loadSigner = (files: TsaFiles, now: Date): { readonly signer: TsaSi
 }
 
 /** `anchord doctor`'s line on the TSA (docs/doctor.md): off, or the files' problems (fatal ones stop `anchord start`). */
-export const tsaFilesReport = (files: TsaFiles | undefined, now: Date):
-  { readonly status: "ok" | "warn" | "fatal"; readonly message: string; readonly fix: string } => {
+export const tsaFilesReport = (files: TsaFiles | undefined,
+  now: Date): { readonly status: "ok" | "warn" | "fatal"; readonly message: string; readonly fix: string } =>
+{
   if (files === undefined) return { status: "ok", message: "off (TSA_CERT_FILE unset): POST /v1/timestamp answers 404", fix: "" }
   const loaded = loadSigner(files, now)
   if ("problems" in loaded) {
     return {
       status: "fatal",
       message: loaded.problems.join("; "),
-      fix: "issue the TSA certificate with a critical extended key usage id-kp-timeStamping only, key usage digitalSignature (or nonRepudiation), for TSA_KEY_FILE's ECDSA P-256 or RSA key (docs/timestamping.md)"
+      fix:
+        "issue the TSA certificate with a critical extended key usage id-kp-timeStamping only, key usage digitalSignature (or nonRepudiation), for TSA_KEY_FILE's ECDSA P-256 or RSA key (docs/timestamping.md)"
     }
   }
   if (loaded.warnings.length > 0) return { status: "warn", message: loaded.warnings.join("; "), fix: "renew the TSA certificate before it expires" }

@@ -77,7 +77,8 @@ const IMPRINT_PREFIXES: ReadonlyArray<{ readonly prefix: Uint8Array; readonly na
         hashedMessage: new asn1js.OctetString({ valueHex: new Uint8Array(length) })
       }).toSchema().toBER())
       return { prefix: der.subarray(0, der.length - length), name, length }
-    }))
+    })
+  )
 
 const startsWith = (bytes: Uint8Array, prefix: Uint8Array) => {
   if (bytes.length < prefix.length) return false
@@ -163,7 +164,8 @@ export const parseWithPkijs = (root: asn1js.AsnType, policy: string): ParsedRequ
   const imprint = new Uint8Array(request.messageImprint.hashedMessage.valueBlock.valueHexView)
   const algorithm = IMPRINT.get(oid)
   if (algorithm === undefined) {
-    return refused("badAlg", oid === OID.sha1 ? "SHA-1 is refused: use SHA-256, SHA-384 or SHA-512" : `hash algorithm ${oid} is not supported: use SHA-256, SHA-384 or SHA-512`)
+    return refused("badAlg",
+      oid === OID.sha1 ? "SHA-1 is refused: use SHA-256, SHA-384 or SHA-512" : `hash algorithm ${oid} is not supported: use SHA-256, SHA-384 or SHA-512`)
   }
   if (imprint.length !== algorithm.length) {
     return refused("badDataFormat", `a ${algorithm.name} imprint is ${algorithm.length} bytes, not ${imprint.length}`)
@@ -213,14 +215,15 @@ export const preEncoded = (certificate: pkijs.Certificate): pkijs.Certificate =>
  * An element of an asn1js structure that encodes as the given DER: how asn1js' constructed values write
  * their elements (`toBER(sizeOnly, writer)`), as `asn1js.RawData` does not inside a SEQUENCE.
  */
-const encoded = (der: Uint8Array): asn1js.Sequence => ({
-  toBER: (_sizeOnly?: boolean, writer?: { write: (buf: ArrayBuffer) => void }) => {
-    const buffer = der.slice().buffer
-    if (writer === undefined) return buffer
-    writer.write(buffer)
-    return new ArrayBuffer(0)
-  }
-}) as unknown as asn1js.Sequence
+const encoded = (der: Uint8Array): asn1js.Sequence =>
+  ({
+    toBER: (_sizeOnly?: boolean, writer?: { write: (buf: ArrayBuffer) => void }) => {
+      const buffer = der.slice().buffer
+      if (writer === undefined) return buffer
+      writer.write(buffer)
+      return new ArrayBuffer(0)
+    }
+  }) as unknown as asn1js.Sequence
 
 /** The signing-certificate-v2 attribute: ESSCertIDv2 with SHA-256 (the default, so no algorithm) and issuerSerial. */
 export const essAttribute = (certificate: pkijs.Certificate): Uint8Array => {
@@ -236,8 +239,7 @@ export const essAttribute = (certificate: pkijs.Certificate): Uint8Array => {
   return new Uint8Array(new pkijs.Attribute({ type: OID.signingCertificateV2, values: [signingCertificateV2] }).toSchema().toBER())
 }
 
-const attribute = (type: string, value: asn1js.AsnType) =>
-  new Uint8Array(new pkijs.Attribute({ type, values: [value] }).toSchema().toBER())
+const attribute = (type: string, value: asn1js.AsnType) => new Uint8Array(new pkijs.Attribute({ type, values: [value] }).toSchema().toBER())
 
 /** DER orders a SET OF by the encodings of its elements. */
 const derOrder = (a: Uint8Array, b: Uint8Array) => {
@@ -405,7 +407,9 @@ const digestTlv = (tstInfo: Uint8Array) => toDer(new asn1js.OctetString({ valueH
 /** The varying parts of a stamp, each encoded by asn1js (a serial that fits a double is encoded from it: ~10× quicker than from a bigint, the same DER). */
 const partsOf = (request: StampRequest, stamp: { readonly serial: bigint; readonly genTime: Date }): Parts => ({
   imprint: request.messageImprintDer,
-  serial: toDer(stamp.serial <= BigInt(Number.MAX_SAFE_INTEGER) ? new asn1js.Integer({ value: Number(stamp.serial) }) : asn1js.Integer.fromBigInt(stamp.serial)),
+  serial: toDer(
+    stamp.serial <= BigInt(Number.MAX_SAFE_INTEGER) ? new asn1js.Integer({ value: Number(stamp.serial) }) : asn1js.Integer.fromBigInt(stamp.serial)
+  ),
   genTime: toDer(new asn1js.GeneralizedTime({ valueDate: stamp.genTime })),
   nonce: request.nonceDer
 })

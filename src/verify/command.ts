@@ -22,8 +22,7 @@ import { verifyInput } from "./verify.ts"
 import { verifyReceipt } from "./receipt.ts"
 import { recordHash } from "../canonical/jcs.ts"
 
-const optionalString = (name: string, description: string) =>
-  Flag.String(name).pipe(Flag.optional, Flag.withDescription(description))
+const optionalString = (name: string, description: string) => Flag.String(name).pipe(Flag.optional, Flag.withDescription(description))
 
 /** A Fabric connection profile: what the `--fabric-*` flags say, in one file (paths relative to it). */
 export interface FabricProfile {
@@ -50,21 +49,24 @@ export const readFabricProfile = (file: string): FabricProfile => {
   return out
 }
 
-const readJson = (path: string): unknown =>
-  parseStrictJson(path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8"), { maxDepth: 128 })
+const readJson = (path: string): unknown => parseStrictJson(path === "-" ? readFileSync(0, "utf8") : readFileSync(path, "utf8"), { maxDepth: 128 })
 
 export const verifyCommand = Command.make("verify", {
   file: Argument.String("file").pipe(
-    Argument.withDescription("Proof bundle, IN_PLACE document or record lookup (JSON; - for stdin); with --tsr: the token's proof bundle or GET /v1/timestamp/{serial}'s answer"),
+    Argument.withDescription(
+      "Proof bundle, IN_PLACE document or record lookup (JSON; - for stdin); with --tsr: the token's proof bundle or GET /v1/timestamp/{serial}'s answer"
+    ),
     Argument.optional
   ),
   rpc: optionalString("rpc", "JSON-RPC URL of the EVM chain the anchor names"),
   data: optionalString("data", "JSON file with the record's data, hashed with JCS + SHA-256; with --tsr: the time-stamped file, hashed as bytes"),
   tsr: optionalString("tsr", "An RFC 3161 TimeStampResp (.tsr) or token to check (with --data and --ca) and its anchor"),
   ca: optionalString("ca", "With --tsr: PEM file of the CA(s) the TSA certificate must chain to"),
-  node: optionalString("node", "With --tsr and no <file>: fetch the token's proof bundle from this node's GET /v1/timestamp/{serial} (the API key: --api-key or ANCHORD_API_KEY)"),
+  node: optionalString("node",
+    "With --tsr and no <file>: fetch the token's proof bundle from this node's GET /v1/timestamp/{serial} (the API key: --api-key or ANCHORD_API_KEY)"),
   apiKey: optionalString("api-key", "With --node: the API key of the token's account (default: ANCHORD_API_KEY)"),
-  receipt: optionalString("receipt", "A COSE Receipt (RFC 9942, GET /v1/records/{id}/receipt) to check, with --receipt-key and --data (or --hash), and its root on chain (--rpc)"),
+  receipt: optionalString("receipt",
+    "A COSE Receipt (RFC 9942, GET /v1/records/{id}/receipt) to check, with --receipt-key and --data (or --hash), and its root on chain (--rpc)"),
   receiptKey: optionalString("receipt-key", "With --receipt: the node's receipt public key, PEM (its /.well-known/anchord-receipt-key.pem)"),
   hash: optionalString("hash", "With --receipt and no --data: the record hash (64 hex) as stated, not recomputed"),
   salt: optionalString("salt", "A salted encrypted record's salt (base64url): --data is then hashed as {\"data\": <data>, \"salt\": <salt>}"),
@@ -215,4 +217,6 @@ export const verifyCommand = Command.make("verify", {
     })
     yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
     process.exitCode = report.exitCode
-  })).pipe(Command.withDescription("Verify a proof bundle (or an RFC 3161 token with --tsr, and its anchor) against the chains directly (no node, no database)"))
+  })).pipe(
+    Command.withDescription("Verify a proof bundle (or an RFC 3161 token with --tsr, and its anchor) against the chains directly (no node, no database)")
+  )

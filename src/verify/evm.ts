@@ -141,8 +141,7 @@ export const checkEvmAnchor = Effect.fn("verify.evmAnchor")(function*(hash: stri
     attempt(rpc.call("eth_blockNumber", []))
   ], { concurrency: "unbounded" })
 
-  const rpcProblem = (r: { readonly _tag: "Failure"; readonly failure: RpcError }, id: string) =>
-    add(id, "error", r.failure.message)
+  const rpcProblem = (r: { readonly _tag: "Failure"; readonly failure: RpcError }, id: string) => add(id, "error", r.failure.message)
 
   // 1. The endpoint serves the stated chain; otherwise nothing else it says is about this anchor.
   if (chainId._tag === "Failure") {
@@ -173,8 +172,10 @@ export const checkEvmAnchor = Effect.fn("verify.evmAnchor")(function*(hash: stri
       const w = words(String(verified.success))
       if (w.length === 1 && w[0] === 1n) add("contract-verify", "pass", `verify(hash, proof, root) = true at ${contract}`)
       else if (w.length === 1 && w[0] === 0n) {
-        add("contract-verify", "fail", `verify(hash, proof, root) = false at ${contract}: the proof does not lead to the root, or the root is not anchored in this contract`)
-      } else add("contract-verify", "fail", `verify(hash, proof, root) at ${contract} did not return a bool (${String(verified.success).slice(0, 20)}…): not an AnchorRegistry`)
+        add("contract-verify", "fail",
+          `verify(hash, proof, root) = false at ${contract}: the proof does not lead to the root, or the root is not anchored in this contract`)
+      } else {add("contract-verify", "fail",
+          `verify(hash, proof, root) at ${contract} did not return a bool (${String(verified.success).slice(0, 20)}…): not an AnchorRegistry`)}
     }
   }
   let anchoredBlock: number | undefined
@@ -182,8 +183,9 @@ export const checkEvmAnchor = Effect.fn("verify.evmAnchor")(function*(hash: stri
     if (stored._tag === "Failure") rpcProblem(stored, "contract-anchor")
     else {
       const w = words(String(stored.success))
-      if (w.length !== 4) add("contract-anchor", "fail", `getAnchor(root) at ${contract} did not return (batchId, blockNumber, timestamp, leafCount): not an AnchorRegistry`)
-      else if (w[0] === 0n) add("contract-anchor", "fail", `root ${root} is not anchored in contract ${contract} (getAnchor: batchId 0)`)
+      if (w.length !== 4) {
+        add("contract-anchor", "fail", `getAnchor(root) at ${contract} did not return (batchId, blockNumber, timestamp, leafCount): not an AnchorRegistry`)
+      } else if (w[0] === 0n) add("contract-anchor", "fail", `root ${root} is not anchored in contract ${contract} (getAnchor: batchId 0)`)
       else {
         const [batchId, blockNumber, timestamp, leafCount] = w.map(Number) as [number, number, number, number]
         anchoredBlock = blockNumber
@@ -209,10 +211,12 @@ export const checkEvmAnchor = Effect.fn("verify.evmAnchor")(function*(hash: stri
   else if (receipt.success === null) {
     add("transaction", "fail", `transaction ${txHash} not found on chain ${served} (never mined, or reorganised away)`)
   } else {
-    const r = receipt.success as { status?: string; blockNumber?: string; blockHash?: string; logs?: Array<{ address?: string; topics?: Array<string>; data?: string }> }
+    const r = receipt.success as { status?: string; blockNumber?: string; blockHash?: string;
+      logs?: Array<{ address?: string; topics?: Array<string>; data?: string }> }
     receiptBlockHash = r.blockHash?.toLowerCase()
     const number = hexNumber(r.blockNumber)
-    const batchTopic = "0x" + uint(BigInt(typeof anchor.batchId === "number" ? anchor.batchId : /^\d+$/.test(String(anchor.batchId)) ? String(anchor.batchId) : 0))
+    const batchTopic = "0x" +
+      uint(BigInt(typeof anchor.batchId === "number" ? anchor.batchId : /^\d+$/.test(String(anchor.batchId)) ? String(anchor.batchId) : 0))
     const log = (r.logs ?? []).find((l) =>
       l.address?.toLowerCase() === contract && l.topics?.[0]?.toLowerCase() === ANCHORED_TOPIC &&
       l.topics?.[1]?.toLowerCase() === batchTopic && l.topics?.[2]?.toLowerCase() === root
@@ -237,18 +241,21 @@ export const checkEvmAnchor = Effect.fn("verify.evmAnchor")(function*(hash: stri
     const block = yield* attempt(rpc.call("eth_getBlockByNumber", ["0x" + number.toString(16), false]))
     const headNumber = head._tag === "Success" ? hexNumber(head.success) : undefined
     if (block._tag === "Failure") rpcProblem(block, "block")
-    else if (block.success === null) add("block", "fail", `chain ${served} has no block ${number}${headNumber !== undefined ? ` (head is ${headNumber})` : ""}: reorganised away`)
-    else {
+    else if (block.success === null) {
+      add("block", "fail", `chain ${served} has no block ${number}${headNumber !== undefined ? ` (head is ${headNumber})` : ""}: reorganised away`)
+    } else {
       const actual = String((block.success as { hash?: string }).hash).toLowerCase()
       if (expectHash === undefined) add("block", "fail", `no block hash stated and no receipt to take one from; block ${number} is ${actual}`)
-      else if (actual !== expectHash) add("block", "fail", `block ${number} on chain ${served} is ${actual}, not the stated ${expectHash}: the anchor's block was reorganised away`)
-      else add("block", "pass", `block ${number} is ${actual} on the canonical chain`)
+      else if (actual !== expectHash) {
+        add("block", "fail", `block ${number} on chain ${served} is ${actual}, not the stated ${expectHash}: the anchor's block was reorganised away`)
+      } else add("block", "pass", `block ${number} is ${actual} on the canonical chain`)
     }
     if (head._tag === "Failure") rpcProblem(head, "confirmations")
     else if (headNumber !== undefined) {
       const confirmations = headNumber - number + 1
-      if (confirmations >= options.minConfirmations) add("confirmations", "pass", `${confirmations} confirmations (head ${headNumber}; required ${options.minConfirmations})`)
-      else add("confirmations", "fail", `${Math.max(0, confirmations)} confirmations (head ${headNumber}), ${options.minConfirmations} required`)
+      if (confirmations >= options.minConfirmations) {
+        add("confirmations", "pass", `${confirmations} confirmations (head ${headNumber}; required ${options.minConfirmations})`)
+      } else add("confirmations", "fail", `${Math.max(0, confirmations)} confirmations (head ${headNumber}), ${options.minConfirmations} required`)
     }
   }
   return checks

@@ -43,7 +43,7 @@ export const fabricBlockHash = (number: bigint, previousHash: Uint8Array, dataHa
   return createHash("sha256").update(der).digest("hex")
 }
 
-const UNREACHABLE_CODES = new Set([4 /* DEADLINE_EXCEEDED */, 14 /* UNAVAILABLE */, 1 /* CANCELLED */])
+const UNREACHABLE_CODES = new Set([4, /* DEADLINE_EXCEEDED */ 14, /* UNAVAILABLE */ 1 /* CANCELLED */])
 
 /**
  * @param logRoot for a COSE receipt (./receipt.ts): the RFC 9162 root the receipt signs, which the chaincode's
@@ -114,13 +114,16 @@ export const checkFabricAnchor = Effect.fn("verify.fabricAnchor")(function*(anch
           const problems: Array<string> = []
           if (stored.txId !== anchor.txHash) problems.push(`anchored by tx ${stored.txId}, not the stated ${anchor.txHash}`)
           if (String(stored.batchId) !== String(anchor.batchId)) problems.push(`batch ${stored.batchId}, not the stated ${anchor.batchId}`)
-          if (anchor.leafCount !== undefined && stored.leafCount !== anchor.leafCount) problems.push(`${stored.leafCount} leaves, not the stated ${anchor.leafCount}`)
+          if (anchor.leafCount !== undefined && stored.leafCount !== anchor.leafCount) {
+            problems.push(`${stored.leafCount} leaves, not the stated ${anchor.leafCount}`)
+          }
           if (anchor.mspId && stored.submitter !== anchor.mspId) problems.push(`submitted by ${stored.submitter}, not the stated ${anchor.mspId}`)
           if (anchor.anchoredAt && stored.timestamp !== undefined && Date.parse(stored.timestamp) !== Date.parse(anchor.anchoredAt)) {
             problems.push(`at ${stored.timestamp}, not the stated ${anchor.anchoredAt}`)
           }
           if (problems.length > 0) add("chaincode-lookup", "fail", `lookup(root): ${problems.join("; ")}`)
-          else add("chaincode-lookup", "pass", `lookup(root) on ${channel}/${chaincode}: batch ${stored.batchId}, tx ${stored.txId}, ${stored.timestamp}, by ${stored.submitter}`)
+          else {add("chaincode-lookup", "pass",
+              `lookup(root) on ${channel}/${chaincode}: batch ${stored.batchId}, tx ${stored.txId}, ${stored.timestamp}, by ${stored.submitter}`)}
           if (logRoot !== undefined) {
             const ok = stored.logRoot?.toLowerCase() === logRoot.toLowerCase()
             add("log-root", ok ? "pass" : "fail", ok

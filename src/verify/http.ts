@@ -41,15 +41,22 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
     const { networks } = yield* EvmNetworks
     // One client per configured network; a bundle naming another network or chain is checked
     // against nothing (an "error" check says so): the node only asks the chains it is configured for.
-    const clients = new Map<string, RpcClient>(networks.map((n) => [n.networkId, rpcClient(n.rpcUrl, n.rpcTimeoutMs, `the RPC endpoint of network ${n.networkId}`)]))
+    const clients = new Map<string, RpcClient>(
+      networks.map((n) => [n.networkId, rpcClient(n.rpcUrl, n.rpcTimeoutMs, `the RPC endpoint of network ${n.networkId}`)])
+    )
     const rpcFor = (a: { networkId: string }) => clients.get(a.networkId)
     // Fabric anchors: through the gateway peer and with the identity of the node's own network config.
     const fabricNets = new Map((yield* FabricNetworks).networks.map((n) => [n.networkId, n]))
     const fabricFor = (a: { networkId: string }): FabricOptions | undefined => {
       const n = fabricNets.get(a.networkId)
       return n && {
-        endpoint: n.peerEndpoint, mspId: n.mspId, certPath: n.certPath, keyPath: n.keyPath,
-        tlsCertPath: n.tlsRootCertPath, hostAlias: n.hostAlias, timeoutMs: n.evaluateTimeoutMs
+        endpoint: n.peerEndpoint,
+        mspId: n.mspId,
+        certPath: n.certPath,
+        keyPath: n.keyPath,
+        tlsCertPath: n.tlsRootCertPath,
+        hostAlias: n.hostAlias,
+        timeoutMs: n.evaluateTimeoutMs
       }
     }
 
@@ -87,7 +94,8 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
             bundle = { ...bundle, anchors: bundle.anchors.filter((a) => a.chainType === "fabric") }
             if (bundle.anchors.length === 0) {
               return yield* new InvalidVerifyRequest({
-                reason: "bundle: without an API key only Fabric anchors are checked here, and this bundle has none (check EVM anchors against the chain: the public verify page does, from your browser)"
+                reason:
+                  "bundle: without an API key only Fabric anchors are checked here, and this bundle has none (check EVM anchors against the chain: the public verify page does, from your browser)"
               })
             }
           }
@@ -107,7 +115,11 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
         const outcomes: Array<Outcome> = reports.map((r) => r.outcome)
         const overall = extra.some((c) => c.status === "fail")
           ? "not-verified"
-          : outcomes.includes("verified") ? "verified" : outcomes.includes("could-not-check") ? "could-not-check" : "not-verified"
+          : outcomes.includes("verified")
+          ? "verified"
+          : outcomes.includes("could-not-check")
+          ? "could-not-check"
+          : "not-verified"
         const hash = reports[0]?.hash ?? given ?? ""
         return {
           success: true as const,

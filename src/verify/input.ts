@@ -66,8 +66,7 @@ export class InputError extends Error {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-const looksLikeBundle = (v: unknown): v is Record<string, unknown> =>
-  isObject(v) && "version" in v && typeof v.hash === "string" && Array.isArray(v.anchors)
+const looksLikeBundle = (v: unknown): v is Record<string, unknown> => isObject(v) && "version" in v && typeof v.hash === "string" && Array.isArray(v.anchors)
 
 const looksLikeRecord = (v: unknown): v is Record<string, unknown> =>
   isObject(v) && typeof v.recordId === "string" && typeof v.hash === "string" && Array.isArray(v.anchors) && "status" in v

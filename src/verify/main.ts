@@ -18,7 +18,6 @@ Command.make("anchord").pipe(
   Effect.provide(NodeServices.layer),
   // The verdict is in process.exitCode (0 verified, 1 not verified, 2 could not check): keep it.
   NodeRuntime.runMain({
-    teardown: (exit, onExit) =>
-      Runtime.defaultTeardown(exit, (code) => onExit(code === 0 && process.exitCode ? Number(process.exitCode) : code))
+    teardown: (exit, onExit) => Runtime.defaultTeardown(exit, (code) => onExit(code === 0 && process.exitCode ? Number(process.exitCode) : code))
   })
 )

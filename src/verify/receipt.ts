@@ -73,7 +73,8 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
   }
   const root = receiptRoot(r, Uint8Array.from(o.hash.match(/../g)!.map((b) => parseInt(b, 16))))
   if (root === undefined) {
-    add("receipt.inclusion", "fail", `the inclusion path (${r.inclusion.path.length} hashes) does not fit leaf ${r.inclusion.leafIndex} of a tree of ${r.inclusion.treeSize}`)
+    add("receipt.inclusion", "fail",
+      `the inclusion path (${r.inclusion.path.length} hashes) does not fit leaf ${r.inclusion.leafIndex} of a tree of ${r.inclusion.treeSize}`)
     return done(r)
   }
   const rootHex = `0x${toHex(root)}`
@@ -106,9 +107,18 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
   if (a.chainType !== "evm") {
     // The ledger's record of the batch (lookup(merkleRoot)) must hold this root; its block as for bundles.
     const anchorLike = {
-      chainType: "fabric" as const, networkId: net, channel: a.channel, chaincode: a.chaincode, batchId: a.batchId,
-      merkleRoot: a.merkleRoot, merkleProof: [], leafCount: r.inclusion.treeSize, txHash: a.txHash, blockNumber: a.blockNumber,
-      blockHash: a.blockHash, anchoredAt: a.anchoredAt
+      chainType: "fabric" as const,
+      networkId: net,
+      channel: a.channel,
+      chaincode: a.chaincode,
+      batchId: a.batchId,
+      merkleRoot: a.merkleRoot,
+      merkleProof: [],
+      leafCount: r.inclusion.treeSize,
+      txHash: a.txHash,
+      blockNumber: a.blockNumber,
+      blockHash: a.blockHash,
+      anchoredAt: a.anchoredAt
     }
     checks.push(...yield* checkFabricAnchor(anchorLike, o.fabric ?? {}, rootHex))
     return done(r)
@@ -127,7 +137,9 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
     attempt(rpc.call("eth_getTransactionReceipt", [txHash])),
     attempt(rpc.call("eth_getBlockByNumber", [`0x${a.blockNumber.toString(16)}`, false])),
     attempt(rpc.call("eth_blockNumber", [])),
-    attempt(rpc.call("eth_call", [{ to: contract, data: encodeVerifyLogInclusion(o.hash, r.inclusion.leafIndex, r.inclusion.treeSize, path, rootHex) }, "latest"]))
+    attempt(
+      rpc.call("eth_call", [{ to: contract, data: encodeVerifyLogInclusion(o.hash, r.inclusion.leafIndex, r.inclusion.treeSize, path, rootHex) }, "latest"])
+    )
   ], { concurrency: "unbounded" })
   const unreachable = (x: { _tag: string; failure?: { message: string } }, id: string) => {
     if (x._tag === "Failure") {
@@ -138,14 +150,19 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
   }
   if (!unreachable(chainId, "evm.chain-id")) {
     const id = hexNumber(chainId._tag === "Success" ? chainId.success : undefined)
-    add("evm.chain-id", id === a.chainId ? "pass" : "fail", id === a.chainId ? `chain ${id}` : `the RPC serves chain ${id}, the receipt names ${a.chainId}`, net)
+    add("evm.chain-id", id === a.chainId ? "pass" : "fail", id === a.chainId ? `chain ${id}` : `the RPC serves chain ${id}, the receipt names ${a.chainId}`,
+      net)
   }
   if (!unreachable(receipt, "evm.log-root")) {
-    const tx = receipt._tag === "Success" ? receipt.success as { status?: string; blockNumber?: string; blockHash?: string; logs?: Array<{ address: string; topics: Array<string>; removed?: boolean }> } | null : null
+    const tx = receipt._tag === "Success"
+      ? receipt.success as { status?: string; blockNumber?: string; blockHash?: string;
+        logs?: Array<{ address: string; topics: Array<string>; removed?: boolean }> } | null
+      : null
     if (tx === null) add("evm.log-root", "fail", `transaction ${txHash} is not on this chain`, net)
     else {
       const logged = (tx.logs ?? []).some((l) =>
-        !l.removed && l.address.toLowerCase() === contract && l.topics[0]?.toLowerCase() === LOG_ROOT_TOPIC && l.topics[2]?.toLowerCase() === rootHex)
+        !l.removed && l.address.toLowerCase() === contract && l.topics[0]?.toLowerCase() === LOG_ROOT_TOPIC && l.topics[2]?.toLowerCase() === rootHex
+      )
       const inBlock = hexNumber(tx.blockNumber) === a.blockNumber
       add("evm.log-root", logged && inBlock && tx.status === "0x1" ? "pass" : "fail", logged && inBlock && tx.status === "0x1"
         ? `transaction ${txHash} (block ${a.blockNumber}) logged LogRootAnchored(…, ${rootHex}) from ${contract}`
@@ -157,7 +174,9 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
   if (!unreachable(block, "evm.block")) {
     const b = block._tag === "Success" ? block.success as { hash?: string } | null : null
     const ok = b !== null && (a.blockHash === null || b.hash?.toLowerCase() === a.blockHash.toLowerCase())
-    add("evm.block", ok ? "pass" : "fail", ok ? `block ${a.blockNumber} is on the chain${a.blockHash === null ? "" : ` with hash ${a.blockHash}`}` : `block ${a.blockNumber} is not the receipt's (reorganised?)`, net)
+    add("evm.block", ok ? "pass" : "fail", ok
+      ? `block ${a.blockNumber} is on the chain${a.blockHash === null ? "" : ` with hash ${a.blockHash}`}`
+      : `block ${a.blockNumber} is not the receipt's (reorganised?)`, net)
   }
   if (!unreachable(head, "evm.confirmations")) {
     const h = hexNumber(head._tag === "Success" ? head.success : undefined) ?? 0
@@ -166,7 +185,8 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
   }
   if (!unreachable(included, "evm.contract-log-inclusion")) {
     const ok = included._tag === "Success" && hexNumber(included.success) === 1
-    add("evm.contract-log-inclusion", ok ? "pass" : "fail", ok ? "verifyLogInclusion(hash, index, size, path, root) is true on the contract" : "the contract's verifyLogInclusion says false", net)
+    add("evm.contract-log-inclusion", ok ? "pass" : "fail",
+      ok ? "verifyLogInclusion(hash, index, size, path, root) is true on the contract" : "the contract's verifyLogInclusion says false", net)
   }
   return done(r)
 })

@@ -54,10 +54,16 @@ const MARK: Record<CheckStatus, string> = { pass: "PASS", fail: "FAIL", error: "
 export const formatReport = (r: Report): string => {
   const lines: Array<string> = []
   if (r.timestamp !== undefined) {
-    lines.push(`time-stamp token serial ${r.timestamp.serial}  genTime ${r.timestamp.genTime}  imprint ${r.timestamp.hashAlgorithm}:${r.timestamp.messageImprint}`)
+    lines.push(
+      `time-stamp token serial ${r.timestamp.serial}  genTime ${r.timestamp.genTime}  imprint ${r.timestamp.hashAlgorithm}:${r.timestamp.messageImprint}`
+    )
   }
   if (r.input === "timestamp-token") lines.push(`record ${r.recordId ?? "(no bundle)"}  hash ${r.hash || "(none)"}`)
-  else lines.push(`record ${r.recordId ?? "(no id)"}  hash ${r.hash}  (input: ${r.input}; hash ${r.hashSource === "data" ? "recomputed from the data" : "as stated in the bundle"})`)
+  else {lines.push(
+      `record ${r.recordId ?? "(no id)"}  hash ${r.hash}  (input: ${r.input}; hash ${
+        r.hashSource === "data" ? "recomputed from the data" : "as stated in the bundle"
+      })`
+    )}
   let current: string | undefined = "\u0000"
   for (const c of r.checks) {
     if (c.networkId !== current) {

@@ -133,7 +133,8 @@ export const checkToken = async (tsr: Uint8Array, data: Uint8Array, trusted: Rea
     if (signer === undefined) throw new Error("Unable to find signer certificate")
     checks.push(r.signatureVerified === true
       ? { id: "tsa.signature", status: "pass", message: `the CMS signature over the TSTInfo verifies with the key of ${subjectOf(signer)}` }
-      : { id: "tsa.signature", status: "fail", message: `the CMS signature does not verify with the key of ${subjectOf(signer)}: the token was changed or not signed by it` })
+      : { id: "tsa.signature", status: "fail",
+        message: `the CMS signature does not verify with the key of ${subjectOf(signer)}: the token was changed or not signed by it` })
   } catch (e) {
     const m = message(e)
     checks.push({
@@ -165,7 +166,8 @@ export const checkToken = async (tsr: Uint8Array, data: Uint8Array, trusted: Rea
       : !eku.critical
       ? { id: "tsa.eku", status: "fail", message: "the signer certificate's extended key usage is not critical (RFC 3161 §2.3)" }
       : purposes.length !== 1 || purposes[0] !== OID.timeStamping
-      ? { id: "tsa.eku", status: "fail", message: `the signer certificate's extended key usage is ${purposes.join(", ")}, not id-kp-timeStamping only (RFC 3161 §2.3)` }
+      ? { id: "tsa.eku", status: "fail",
+        message: `the signer certificate's extended key usage is ${purposes.join(", ")}, not id-kp-timeStamping only (RFC 3161 §2.3)` }
       : { id: "tsa.eku", status: "pass", message: "the signer certificate's extended key usage is critical and id-kp-timeStamping only" })
   }
 
@@ -175,7 +177,8 @@ export const checkToken = async (tsr: Uint8Array, data: Uint8Array, trusted: Rea
     const computed = Crypto.hash(algorithm, data, "hex")
     checks.push(computed === imprint
       ? { id: "tsa.imprint", status: "pass", message: `${algorithm}(data) = ${computed}, the token's message imprint` }
-      : { id: "tsa.imprint", status: "fail", message: `${algorithm}(data) = ${computed}, but the token's imprint is ${imprint}: the data is not what was time-stamped` })
+      : { id: "tsa.imprint", status: "fail",
+        message: `${algorithm}(data) = ${computed}, but the token's imprint is ${imprint}: the data is not what was time-stamped` })
   }
   return { checks, facts }
 }
@@ -185,8 +188,7 @@ export const checkToken = async (tsr: Uint8Array, data: Uint8Array, trusted: Rea
  * group of its encoding: folded back to its decimal value here.
  */
 const oidText = (oid: string) =>
-  oid.replace(/\{([0-9a-f]+)\}/gi, (_, hex: string) =>
-    (hex.match(/../g) ?? []).reduce((v, byte) => v * 128n + BigInt(parseInt(byte, 16)), 0n).toString())
+  oid.replace(/\{([0-9a-f]+)\}/gi, (_, hex: string) => (hex.match(/../g) ?? []).reduce((v, byte) => v * 128n + BigInt(parseInt(byte, 16)), 0n).toString())
 
 /**
  * RFC 5816 / RFC 2634: the signed signing-certificate(-v2) attribute names the signer certificate by its
@@ -197,7 +199,9 @@ const essCheck = (signerInfo: pkijs.SignerInfo, signer: pkijs.Certificate): Chec
   const v2 = attrs.find((a) => a.type === OID.signingCertificateV2)
   const v1 = attrs.find((a) => a.type === SIGNING_CERTIFICATE_V1)
   const attr = v2 ?? v1
-  if (attr === undefined) return { id: "tsa.ess", status: "fail", message: "no signing-certificate(-v2) attribute (RFC 3161 §2.4.2, RFC 5816): the signer certificate is not bound" }
+  if (attr === undefined) {
+    return { id: "tsa.ess", status: "fail", message: "no signing-certificate(-v2) attribute (RFC 3161 §2.4.2, RFC 5816): the signer certificate is not bound" }
+  }
   try {
     // SigningCertificate(V2) ::= SEQUENCE { certs SEQUENCE OF ESSCertID(v2), … }; the first names the signer.
     const first = (attr.values[0] as asn1js.Sequence).valueBlock.value[0] as asn1js.Sequence
@@ -214,8 +218,12 @@ const essCheck = (signerInfo: pkijs.SignerInfo, signer: pkijs.Certificate): Chec
     const stated = Buffer.from((parts[hashAt] as asn1js.OctetString).valueBlock.valueHexView).toString("hex")
     const actual = Crypto.hash(algorithm, new Uint8Array(signer.toSchema().toBER()), "hex")
     return stated === actual
-      ? { id: "tsa.ess", status: "pass", message: `the signed ${v2 === undefined ? "ESSCertID" : "ESSCertIDv2"} names the signer certificate (${algorithm} ${actual.slice(0, 16)}…)` }
-      : { id: "tsa.ess", status: "fail", message: `the signed ${v2 === undefined ? "ESSCertID" : "ESSCertIDv2"} names another certificate (${algorithm} ${stated.slice(0, 16)}…), not the signer's (${actual.slice(0, 16)}…)` }
+      ? { id: "tsa.ess", status: "pass",
+        message: `the signed ${v2 === undefined ? "ESSCertID" : "ESSCertIDv2"} names the signer certificate (${algorithm} ${actual.slice(0, 16)}…)` }
+      : { id: "tsa.ess", status: "fail",
+        message: `the signed ${v2 === undefined ? "ESSCertID" : "ESSCertIDv2"} names another certificate (${algorithm} ${
+          stated.slice(0, 16)
+        }…), not the signer's (${actual.slice(0, 16)}…)` }
   } catch (e) {
     return { id: "tsa.ess", status: "fail", message: `the signing-certificate attribute cannot be read: ${message(e)}` }
   }
@@ -230,7 +238,8 @@ export const recordHashCheck = (facts: TokenFacts, bundleHash: string): Check =>
   if (facts.recordHash === undefined) return { id: "tsa.record-hash", status: "fail", message: "no record hash for this imprint algorithm" }
   return bundleHash.toLowerCase() === facts.recordHash
     ? { id: "tsa.record-hash", status: "pass", message: `the bundle's record hash ${facts.recordHash} is ${how}` }
-    : { id: "tsa.record-hash", status: "fail", message: `the bundle's record hash is ${bundleHash}, not ${how} (${facts.recordHash}): the bundle anchors another record` }
+    : { id: "tsa.record-hash", status: "fail",
+      message: `the bundle's record hash is ${bundleHash}, not ${how} (${facts.recordHash}): the bundle anchors another record` }
 }
 
 /**

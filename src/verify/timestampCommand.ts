@@ -40,7 +40,9 @@ const fetchBundle = (node: string, apiKey: string | undefined, serial: string, t
       } catch {
         throw new Error(`GET ${url}: HTTP ${r.status}, not JSON`)
       }
-      if (r.status !== 200) throw new Error(`GET ${url}: HTTP ${r.status} ${excerpt(String(json?.errorCode ?? ""))}: ${excerpt(String(json?.error ?? ""), 200)}`)
+      if (r.status !== 200) {
+        throw new Error(`GET ${url}: HTTP ${r.status} ${excerpt(String(json?.errorCode ?? ""))}: ${excerpt(String(json?.error ?? ""), 200)}`)
+      }
       return proofOfTimestampView(json)
     },
     catch: errorText

@@ -40,7 +40,9 @@ export const verifyInput = Effect.fn("verify.input")(function*(input: VerifyInpu
   checks.push({
     id: "format",
     status: "pass",
-    message: `proof bundle version ${bundle.version} with ${bundle.anchors.length} anchor(s), from ${input.kind === "bundle" ? "a proof bundle" : input.kind === "in-place" ? "an IN_PLACE document" : "a record lookup"}`
+    message: `proof bundle version ${bundle.version} with ${bundle.anchors.length} anchor(s), from ${
+      input.kind === "bundle" ? "a proof bundle" : input.kind === "in-place" ? "an IN_PLACE document" : "a record lookup"
+    }`
   })
 
   // The record hash: recomputed from the data when there is data.
@@ -60,7 +62,9 @@ export const verifyInput = Effect.fn("verify.input")(function*(input: VerifyInpu
       hashSource = "data"
       // A salted record's hash commits to {"data", "salt"}: the data alone never matches it, and the check says so.
       const salted = bundle.hashScheme === SALTED
-      const what = salted ? `sha256(JCS(data)) = ${computed} (the bundle's hash is salted, ${SALTED}: the data here is {"data", "salt"})` : `sha256(JCS(data)) = ${computed}`
+      const what = salted
+        ? `sha256(JCS(data)) = ${computed} (the bundle's hash is salted, ${SALTED}: the data here is {"data", "salt"})`
+        : `sha256(JCS(data)) = ${computed}`
       if (computed === stated) checks.push({ id: "hash", status: "pass", message: `${what}, the stated hash` })
       else if (salted && !isSaltedCommitment(data.value)) {
         checks.push({
@@ -82,7 +86,8 @@ export const verifyInput = Effect.fn("verify.input")(function*(input: VerifyInpu
     const net = anchor.networkId
     const included = verifyProof(hash, anchor.merkleProof, anchor.merkleRoot)
     own.push(included
-      ? { id: "merkle-proof", networkId: net, status: "pass", message: `the proof (${anchor.merkleProof.length} element(s)) folds the leaf of ${hash} to root ${anchor.merkleRoot}` }
+      ? { id: "merkle-proof", networkId: net, status: "pass",
+        message: `the proof (${anchor.merkleProof.length} element(s)) folds the leaf of ${hash} to root ${anchor.merkleRoot}` }
       : { id: "merkle-proof", networkId: net, status: "fail", message: `the proof does not fold the leaf of ${hash} to root ${anchor.merkleRoot}` })
     if (options.offline) {
       own.push({ id: `${anchor.chainType}.chain`, networkId: net, status: "skip", message: "offline: the chain was not asked" })

@@ -144,8 +144,7 @@ const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
  * The receiver's authority (host[:port], lowercase) from a URL column: the deliveries trigger's expression
  * (migrations 0003, 0007, 0011), for the deliveries the node inserts itself.
  */
-export const HOST_SQL = (url: string) =>
-  `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
+export const HOST_SQL = (url: string) => `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
 
 /** What a delivery's first render reads: the stored event, the record, the settings of the delivery's environment. */
 interface RenderRow {
@@ -209,7 +208,10 @@ const toRenderInput = (
  */
 const derivedPayloads = (
   sql: SqlClient.SqlClient,
-  rows: ReadonlyArray<{ readonly key: string; readonly recordId: string; readonly anchoredAt: Date; readonly hash: string | null; readonly chainType: string | null; readonly networkId: string | null }>
+  rows: ReadonlyArray<
+    { readonly key: string; readonly recordId: string; readonly anchoredAt: Date; readonly hash: string | null; readonly chainType: string | null;
+      readonly networkId: string | null }
+  >
 ) =>
   Effect.map(anchorRows(sql, [...new Set(rows.map((r) => r.recordId))]), (anchors) => {
     const out = new Map<string, Record<string, unknown>>()
@@ -241,8 +243,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
    * Claims up to `limit` due deliveries, skipping receivers (host:port) that already have `perHost`
    * attempts in flight across all nodes (a soft cap: one claim may add up to `limit` more).
    */
-  readonly claim: (limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) =>
-    Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
+  readonly claim: (limit: number, leaseMillis: number, nodeId: string, token: string,
+    perHost: number) => Effect.Effect<ReadonlyArray<Claimed>, SqlError.SqlError>
   /**
    * Fans out up to `limit` events of the oldest unleased `webhook_fanouts` rows (migrations 0011, 0017): the
    * records taken are rendered, signed, and leased to this node as chunks (one per row), in one transaction;
@@ -270,8 +272,10 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
    * on the ladder (or FAILED) with its attempt logged; the leased row goes. Nothing when the lease was lost
    * (another node sends the chunk again). The deliveries written, by record.
    */
-  readonly completeChunk: (chunk: Chunk, outcomes: ReadonlyArray<ChunkOutcome>, nodeId: string) =>
-    Effect.Effect<ReadonlyArray<{ readonly recordId: string; readonly id: string; readonly state: DeliveryState; readonly nextAttemptAt: Date | null }>, SqlError.SqlError>
+  readonly completeChunk: (chunk: Chunk, outcomes: ReadonlyArray<ChunkOutcome>,
+    nodeId: string
+  ) => Effect.Effect<ReadonlyArray<{ readonly recordId: string; readonly id: string; readonly state: DeliveryState; readonly nextAttemptAt: Date | null }>,
+    SqlError.SqlError>
   /** Milliseconds until the earliest pending delivery is due (0 if one is due now), null if none. */
   readonly nextDueMillis: Effect.Effect<number | null, SqlError.SqlError>
 }>()("anchord/webhooks/DeliveryClaims") {
@@ -349,7 +353,8 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             for (const row of rows) {
               const recordIds: ReadonlyArray<string> = JSON.parse(row.recordIds)
               const hosts: ReadonlyArray<string> = JSON.parse(row.hosts)
-              const t = { id: row.id, batchEventId: row.batchEventId, all: recordIds.length, kept: { recordIds: [] as Array<string>, hosts: [] as Array<string> }, chosen: [] as Array<{ recordId: string; host: string }> }
+              const t = { id: row.id, batchEventId: row.batchEventId, all: recordIds.length,
+                kept: { recordIds: [] as Array<string>, hosts: [] as Array<string> }, chosen: [] as Array<{ recordId: string; host: string }> }
               recordIds.forEach((recordId, i) => {
                 const host = hosts[i] ?? ""
                 const n = counts.get(host) ?? 0
@@ -384,8 +389,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               JOIN webhook_settings s ON s.account_id = be.account_id AND s.environment = r.environment
               -- (a URL cleared since the event leaves nothing to deliver to)
               WHERE NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL
-              ORDER BY c.ord`,
-              [chosen.map((k) => k.split(":")[0]).join(","), chosen.map((k) => k.split(":")[1]).join(","), now])
+              ORDER BY c.ord`, [chosen.map((k) => k.split(":")[0]).join(","), chosen.map((k) => k.split(":")[1]).join(","), now])
             const payloads = yield* derivedPayloads(sql, events.map((e) => ({ key: e.seq, ...e })))
             const items = new Map<string, ChunkItem>()
             const unrendered: Array<FanRow> = []
@@ -424,10 +428,20 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 INSERT INTO webhook_deliveries (id, batch_event_id, event_id, account_id, record_id, environment, target, url, host,
                   next_attempt_at, updated_at)
                 SELECT v.id, v.batch_event_id, v.event_id, v.account_id, v.record_id, v.environment, v.target, v.url, v.host, ${now}, ${now}
-                FROM jsonb_to_recordset(${JSON.stringify(unrendered.map((e, ord) => ({
-                  ord, id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`, batch_event_id: e.batchEventId, event_id: e.eventId,
-                  account_id: e.accountId, record_id: e.recordId, environment: e.environment, target: e.target, url: e.url, host: e.host
-                })))}::jsonb) AS v(ord int, id text, batch_event_id bigint, event_id text, account_id text, record_id text,
+                FROM jsonb_to_recordset(${
+                JSON.stringify(unrendered.map((e, ord) => ({
+                  ord,
+                  id: `dlv_${Crypto.randomUUID().replaceAll("-", "")}`,
+                  batch_event_id: e.batchEventId,
+                  event_id: e.eventId,
+                  account_id: e.accountId,
+                  record_id: e.recordId,
+                  environment: e.environment,
+                  target: e.target,
+                  url: e.url,
+                  host: e.host
+                })))
+              }::jsonb) AS v(ord int, id text, batch_event_id bigint, event_id text, account_id text, record_id text,
                   environment text, target text, url text, host text)
                 ORDER BY v.ord`
             }
@@ -496,11 +510,26 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               // (a redelivery renders anew), so it is not written: ~2 KB less per record of row, WAL and wire.
               const keep = !o.ok
               return [{
-                ord, id: i.id, batch_event_id: i.batchEventId, event_id: i.eventId, account_id: i.accountId, record_id: i.recordId,
-                environment: i.environment, target: i.target, url: i.url, host: i.host, body: keep ? i.body : null,
-                signature: keep ? i.signature : null, signature_next: keep ? i.signatureNext : null, headers: keep ? i.headers : null,
-                ok: o.ok, started_at: o.startedAt.toISOString(),
-                status_code: o.statusCode, latency_ms: o.latencyMs, error: o.error, retry_ms: o.retryInMillis
+                ord,
+                id: i.id,
+                batch_event_id: i.batchEventId,
+                event_id: i.eventId,
+                account_id: i.accountId,
+                record_id: i.recordId,
+                environment: i.environment,
+                target: i.target,
+                url: i.url,
+                host: i.host,
+                body: keep ? i.body : null,
+                signature: keep ? i.signature : null,
+                signature_next: keep ? i.signatureNext : null,
+                headers: keep ? i.headers : null,
+                ok: o.ok,
+                started_at: o.startedAt.toISOString(),
+                status_code: o.statusCode,
+                latency_ms: o.latencyMs,
+                error: o.error,
+                retry_ms: o.retryInMillis
               }]
             })
             const written = values.length === 0 ? [] : yield* sql<{ recordId: string; id: string; state: DeliveryState; nextAttemptAt: Date | null }>`
@@ -607,12 +636,14 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             chainType: r.chainType,
             networkId: r.networkId
           })))
-          return rows.map((r) => toRenderInput(r, r.batchEventId !== null
-            ? { payload: payloads.get(r.seq) }
-            // a derived prior confirmation newer than any stored one
-            : r.priorBatchEventId !== null && (r.priorId === null || BigInt(r.priorBatchEventId) > BigInt(r.priorId))
-            ? { prior: payloads.get(r.seq) }
-            : undefined))
+          return rows.map((r) =>
+            toRenderInput(r, r.batchEventId !== null
+              ? { payload: payloads.get(r.seq) }
+              // a derived prior confirmation newer than any stored one
+              : r.priorBatchEventId !== null && (r.priorId === null || BigInt(r.priorBatchEventId) > BigInt(r.priorId))
+              ? { prior: payloads.get(r.seq) }
+              : undefined)
+          )
         }),
 
         saveRendered: Effect.fnUntraced(function*(items) {
@@ -623,9 +654,15 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               signature = CASE WHEN d.body IS NULL THEN v.signature ELSE d.signature END,
               signature_next = CASE WHEN d.body IS NULL THEN v.signature_next ELSE d.signature_next END,
               headers = COALESCE(d.headers, v.headers)
-            FROM jsonb_to_recordset(${JSON.stringify(items.map((i) => ({
-              seq: i.seq, body: i.body, signature: i.signature, signature_next: i.signatureNext, headers: i.headers
-            })))}::jsonb) AS v(seq bigint, body text, signature text, signature_next text, headers jsonb)
+            FROM jsonb_to_recordset(${
+            JSON.stringify(items.map((i) => ({
+              seq: i.seq,
+              body: i.body,
+              signature: i.signature,
+              signature_next: i.signatureNext,
+              headers: i.headers
+            })))
+          }::jsonb) AS v(seq bigint, body text, signature text, signature_next text, headers jsonb)
             WHERE d.seq = v.seq AND d.seq = ANY (${seqArray(items)}::bigint[])
               -- a delivery cancelled by a hard delete while it was being rendered keeps no body (and is not sent)
               AND NOT (d.erased AND d.state <> 'PENDING')
@@ -637,10 +674,20 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
           const now = yield* clockNow
           return yield* sql<CompletionResult>`
             WITH async_commit AS (${asyncCommit}), v AS (
-              SELECT v.* FROM async_commit, jsonb_to_recordset(${JSON.stringify(items.map((i) => ({
-                seq: i.seq, token: i.token, round: i.round, attempt: i.attempt, started_at: i.startedAt.toISOString(),
-                status_code: i.statusCode, latency_ms: i.latencyMs, error: i.error, ok: i.ok, retry_ms: i.retryInMillis
-              })))}::jsonb) AS v(seq bigint, token text, round int, attempt int, started_at timestamptz, status_code int,
+              SELECT v.* FROM async_commit, jsonb_to_recordset(${
+            JSON.stringify(items.map((i) => ({
+              seq: i.seq,
+              token: i.token,
+              round: i.round,
+              attempt: i.attempt,
+              started_at: i.startedAt.toISOString(),
+              status_code: i.statusCode,
+              latency_ms: i.latencyMs,
+              error: i.error,
+              ok: i.ok,
+              retry_ms: i.retryInMillis
+            })))
+          }::jsonb) AS v(seq bigint, token text, round int, attempt int, started_at timestamptz, status_code int,
                 latency_ms int, error text, ok boolean, retry_ms bigint)
             ), moved AS (
               UPDATE webhook_deliveries d SET
@@ -675,15 +722,16 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             SELECT seq::text AS seq, state, next_attempt_at FROM moved`
         }),
 
-        nextDueMillis: Effect.flatMap(clockNow, (now) => sql<{ wait: number | null }>`
+        nextDueMillis: Effect.flatMap(clockNow, (now) =>
+          sql<{ wait: number | null }>`
           -- events waiting to be fanned out are due now; a leased chunk is due when its lease expires (a crashed
           -- node's); LEAST ignores NULL, and without either the answer is null, not 0 ("due now")
           SELECT CASE WHEN EXISTS (SELECT 1 FROM webhook_fanouts WHERE locked_until IS NULL OR locked_until <= ${now}) THEN 0
             WHEN x.m IS NOT NULL THEN GREATEST(0, CEIL(EXTRACT(EPOCH FROM (x.m - ${now}::timestamptz)) * 1000))::int END AS wait
           FROM (SELECT LEAST((SELECT min(next_attempt_at) FROM webhook_deliveries WHERE state = 'PENDING'),
             (SELECT min(locked_until) FROM webhook_fanouts)) AS m) x`).pipe(
-          Effect.map((rows) => rows[0]?.wait ?? null)
-        )
+            Effect.map((rows) => rows[0]?.wait ?? null)
+          )
       })
     })
   )

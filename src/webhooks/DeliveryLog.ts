@@ -43,7 +43,8 @@ const chunkColumns = `
   u.seq::text AS seq, u.id, u.event_id, 'anchor.confirmed' AS kind, u.record_id, c.environment, c.target, c.url,
   'SUCCEEDED' AS state, 0 AS round, 1 AS attempts, NULL::timestamptz AS next_attempt_at, u.status_code AS last_status_code,
   NULL::text AS last_error, c.created_at, c.delivered_at`
-const chunkEntries = (rows: string) => `${rows}
+const chunkEntries = (rows: string) =>
+  `${rows}
   CROSS JOIN LATERAL unnest(c.seqs, c.ids, c.event_ids, c.record_ids, c.status_codes) AS u(seq, id, event_id, record_id, status_code)`
 /** The GIN-indexed keys of a chunk row (webhook_chunk_deliveries_keys): its record ids and event ids. */
 const CHUNK_KEYS = "(c.record_ids || c.event_ids)"
@@ -130,8 +131,10 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
             if (record !== undefined || event !== undefined) {
               // By the keys' GIN index: the few rows holding that record or event.
               const keys = [record, event].filter((k) => k !== undefined).map((k) => `$${k}::text`).join(", ")
-              return `SELECT ${cols} FROM ${chunkEntries(`(SELECT * FROM webhook_chunk_deliveries c
-                WHERE ${CHUNK_KEYS} @> ARRAY[${keys}] AND c.account_id = $1 AND c.environment = $2 OFFSET 0) c`)} ${entryFilter}`
+              return `SELECT ${cols} FROM ${
+                chunkEntries(`(SELECT * FROM webhook_chunk_deliveries c
+                WHERE ${CHUNK_KEYS} @> ARRAY[${keys}] AND c.account_id = $1 AND c.environment = $2 OFFSET 0) c`)
+              } ${entryFilter}`
             }
             // Keyset by each row's largest seq (webhook_chunk_deliveries_account): rows entirely below the cursor, the
             // first $3 of them newest first, hold the page's newest $3 entries (each of them has one larger than any

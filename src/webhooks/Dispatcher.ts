@@ -72,7 +72,10 @@ const logHostOf = (url: string) => {
 /** A delivery's span attributes: its ids, and the record and batch of its event (read from the body only when sampled). */
 const deliveryAttributes = (row: Sendable): Record<string, unknown> => {
   const out: Record<string, unknown> = {
-    "anchord.delivery_id": row.id, "anchord.event_id": row.headers.eventId, "anchord.event": row.headers.event, "anchord.attempt": row.attempts
+    "anchord.delivery_id": row.id,
+    "anchord.event_id": row.headers.eventId,
+    "anchord.event": row.headers.event,
+    "anchord.attempt": row.attempts
   }
   try {
     const body = JSON.parse(row.body) as { recordId?: unknown; batchId?: unknown; data?: { recordId?: unknown; batchId?: unknown } }
@@ -142,8 +145,8 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     ).pipe(
       // A bug in the sender must not leak the claim: it becomes a failed attempt like any other.
       Effect.catchDefect((defect) =>
-        Effect.map(Clock.currentTimeMillis, (now) =>
-          ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}` }))
+        Effect.map(Clock.currentTimeMillis,
+          (now) => ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}` }))
       )
     )
     return { startedAt: new Date(startedMillis), ...outcome, retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale) }
@@ -173,7 +176,11 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
           receiver: row.host
         })
       ),
-      Effect.tap(() => Effect.sync(() => { handedOver = true })),
+      Effect.tap(() =>
+        Effect.sync(() => {
+          handedOver = true
+        })
+      ),
       // Interrupted before the writer had it: nothing will write it (its lease brings it back), so its permit is returned here.
       Effect.ensuring(Effect.suspend(() => handedOver ? Effect.void : unwritten.release(1)))
     )
@@ -184,8 +191,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     o: Pick<Outcome, "ok" | "statusCode" | "latencyMs" | "error" | "deliveryId" | "eventId" | "host" | "attempt" | "round">,
     next: { readonly state: string; readonly nextAttemptAt: Date | null } | undefined
   ) {
-    observeAttempt(metrics, o.ok ? "success" : o.statusCode === null ? "connection_error" : "http_error", o.latencyMs / 1000,
-      !o.ok && next?.state === "FAILED")
+    observeAttempt(metrics, o.ok ? "success" : o.statusCode === null ? "connection_error" : "http_error", o.latencyMs / 1000, !o.ok && next?.state === "FAILED")
     if (o.ok) return
     yield* Effect.logWarning("webhook delivery failed").pipe(Effect.annotateLogs({
       deliveryId: o.deliveryId,
@@ -222,9 +228,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         config.nodeId
       ).pipe(
         Effect.retry({ times: 3 }),
-        Effect.catchCause((cause) =>
-          Effect.as(Effect.logError("webhook outcomes not recorded", { count: chunk.items.length, cause: Cause.pretty(cause) }), [])
-        )
+        Effect.catchCause((cause) => Effect.as(Effect.logError("webhook outcomes not recorded", { count: chunk.items.length, cause: Cause.pretty(cause) }), []))
       )
       const byRecord = new Map(written.map((w) => [w.recordId, w]))
       let retries = false
@@ -232,7 +236,12 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         const w = byRecord.get(item.recordId)
         if (w?.state === "PENDING") retries = true
         yield* report({
-          ...outcomes[k], deliveryId: w?.id ?? item.id, eventId: item.eventId, host: logHostOf(item.url), attempt: 0, round: 0
+          ...outcomes[k],
+          deliveryId: w?.id ?? item.id,
+          eventId: item.eventId,
+          host: logHostOf(item.url),
+          attempt: 0,
+          round: 0
         }, w)
       }
       if (retries) yield* Queue.offer(wake, undefined)

@@ -29,8 +29,7 @@ export const SERVICE_EVENT: Record<EventKind, string> = {
 /** What a test event's receiver reads in `data.message`. */
 export const TEST_EVENT_MESSAGE = "A test event sent from the anchord console: this endpoint received it."
 
-export const sign = (secret: string, body: string): string =>
-  `sha256=${Crypto.createHmac("sha256", secret).update(body, "utf8").digest("hex")}`
+export const sign = (secret: string, body: string): string => `sha256=${Crypto.createHmac("sha256", secret).update(body, "utf8").digest("hex")}`
 
 /** Everything a delivery's body and headers are made of, read once when it is first claimed. */
 export interface RenderInput {
@@ -199,8 +198,7 @@ const targetOf = (event: OutboxEvent, input: RenderInput) => {
   }
 }
 
-export const usesFormB = (kind: EventKind, format: typeof PayloadFormat.Type) =>
-  kind === "anchor.confirmed" && format === "multichain"
+export const usesFormB = (kind: EventKind, format: typeof PayloadFormat.Type) => kind === "anchor.confirmed" && format === "multichain"
 
 /** The delivery's body, signatures and stable headers; throws `UndecodableEvent` for a row no producer wrote. */
 export const render = (input: RenderInput): Rendered => {
@@ -212,7 +210,8 @@ export const render = (input: RenderInput): Rendered => {
   if (event.kind === "anchor.confirmed" && usesFormB(event.kind, input.format)) {
     body = JSON.stringify(formB(event, input))
   } else {
-    const unsigned = { event: event.kind, timestamp: input.eventCreatedAt.toISOString(), data: withSerial(event, envelopeData(event, prior, input.record.collection), input) }
+    const unsigned = { event: event.kind, timestamp: input.eventCreatedAt.toISOString(),
+      data: withSerial(event, envelopeData(event, prior, input.record.collection), input) }
     // SPEC 5.4: the inner `signature` is the same construction over the payload without that member.
     body = JSON.stringify({ ...unsigned, signature: sign(input.signingSecret, JSON.stringify(unsigned)) })
   }

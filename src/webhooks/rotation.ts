@@ -12,5 +12,4 @@
 export const ROTATION_OVERLAP_SQL = "interval '24 hours'"
 
 /** Whether the settings row (columns prefixed by `t`, e.g. `s.`) is inside a rotation overlap at `now`. */
-export const inOverlap = (now: string, t = "") =>
-  `${t}previous_secret IS NOT NULL AND ${t}rotated_at > ${now}::timestamptz - ${ROTATION_OVERLAP_SQL}`
+export const inOverlap = (now: string, t = "") => `${t}previous_secret IS NOT NULL AND ${t}rotated_at > ${now}::timestamptz - ${ROTATION_OVERLAP_SQL}`

@@ -134,7 +134,10 @@ export const attemptHeaders = (d: SignedDelivery, seconds: number, userAgent: st
   headers["webhook-id"] = h.eventId
   headers["webhook-timestamp"] = String(seconds)
   headers["webhook-signature"] = standardSignature(
-    d.secretPrevious === null ? [d.secret] : [d.secretPrevious, d.secret], h.eventId, seconds, d.body
+    d.secretPrevious === null ? [d.secret] : [d.secretPrevious, d.secret],
+    h.eventId,
+    seconds,
+    d.body
   )
   return headers
 }

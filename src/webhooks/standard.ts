@@ -11,14 +11,13 @@ import * as Crypto from "node:crypto"
 const PREFIX = "whsec_"
 
 /** The HMAC key of a `whsec_…` secret under Standard Webhooks (a secret without the prefix is base64 as a whole). */
-export const standardKey = (secret: string): Buffer =>
-  Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, "base64")
+export const standardKey = (secret: string): Buffer => Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, "base64")
 
 /**
  * The `webhook-signature` value: one `v1,<base64>` per secret, space-separated (during a rotation
  * overlap a receiver holding either secret finds its own).
  */
 export const standardSignature = (secrets: ReadonlyArray<string>, id: string, timestampSeconds: number, body: string): string =>
-  secrets.map((secret) =>
-    `v1,${Crypto.createHmac("sha256", standardKey(secret)).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64")}`
-  ).join(" ")
+  secrets.map((secret) => `v1,${Crypto.createHmac("sha256", standardKey(secret)).update(`${id}.${timestampSeconds}.${body}`, "utf8").digest("base64")}`).join(
+    " "
+  )

@@ -21,7 +21,6 @@ beforeAll(async () => {
   url = await freshDatabase()
 })
 
-
 const id = (n: number) => n.toString(16).padStart(24, "0")
 
 describe("migration 0012 over events written the old way", () => {
@@ -36,14 +35,28 @@ describe("migration 0012 over events written the old way", () => {
         yield* sql`INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source, status)
           VALUES (${id(n)}, 'acc_up', 'test', ${"ab".repeat(32)}, 'evm', 'net', 'SEPARATED', 'hash', ${n === 1 ? "ANCHORED" : "QUEUED"})`
       }
-      const payload = (n: number) => JSON.stringify({
-        recordId: id(n), hash: "ab".repeat(32), recordChainType: "evm", networkId: "net", anchoredAt: "2026-01-01T00:00:00.000Z",
-        status: "ANCHORED", chainType: "evm", txHash: `0x${"12".repeat(32)}`, blockNumber: 5,
-        anchors: [{
-          chainType: "evm", networkId: "net", batchId: 3, txHash: `0x${"12".repeat(32)}`, blockNumber: 5, merkleRoot: `0x${"cd".repeat(32)}`,
-          merkleProof: [], anchoredAt: "2026-01-01T00:00:00.000Z"
-        }]
-      })
+      const payload = (n: number) =>
+        JSON.stringify({
+          recordId: id(n),
+          hash: "ab".repeat(32),
+          recordChainType: "evm",
+          networkId: "net",
+          anchoredAt: "2026-01-01T00:00:00.000Z",
+          status: "ANCHORED",
+          chainType: "evm",
+          txHash: `0x${"12".repeat(32)}`,
+          blockNumber: 5,
+          anchors: [{
+            chainType: "evm",
+            networkId: "net",
+            batchId: 3,
+            txHash: `0x${"12".repeat(32)}`,
+            blockNumber: 5,
+            merkleRoot: `0x${"cd".repeat(32)}`,
+            merkleProof: [],
+            anchoredAt: "2026-01-01T00:00:00.000Z"
+          }]
+        })
       // The old confirmation: one events row per record; 0011's trigger writes their fan-out row.
       yield* sql`INSERT INTO events (event_id, account_id, record_id, kind, payload) VALUES
         ('evt_up1', 'acc_up', ${id(1)}, 'anchor.confirmed', ${payload(1)}::jsonb),

@@ -38,7 +38,9 @@ describe("migration 0020 over existing batches", () => {
       const batch = (state: string, root: string) =>
         sql<{ id: string }>`
           INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, anchored_at, confirmed_at)
-          VALUES ('net', 'evm', ${`0x${root.repeat(32)}`}, 1, ${state}, now(), now()) RETURNING id::text AS id`.pipe(Effect.map((r) => r[0]!.id))
+          VALUES ('net', 'evm', ${`0x${root.repeat(32)}`}, 1, ${state}, now(), now()) RETURNING id::text AS id`.pipe(Effect.map((r) =>
+          r[0]!.id
+        ))
       const confirmed = yield* batch("CONFIRMED", "c1")
       const failed = yield* batch("FAILED", "c2")
       const dropped = yield* batch("DROPPED", "c3")
@@ -64,8 +66,7 @@ describe("migration 0020 over existing batches", () => {
       assert.notStrictEqual(xids[0]!.xid, xids[2]!.xid)
 
       const store = yield* RecordStore
-      const list = (status: string) =>
-        store.list(owner, { limit: 10, status, includeDeleted: false }).pipe(Effect.map((rows) => rows.map((r) => r.id)))
+      const list = (status: string) => store.list(owner, { limit: 10, status, includeDeleted: false }).pipe(Effect.map((rows) => rows.map((r) => r.id)))
       // Record 3 is in its network's queue (after the cursor) yet ANCHORED: found through its recent batch.
       assert.deepStrictEqual(yield* list("ANCHORED"), [id(3), id(1)])
       assert.deepStrictEqual(yield* list("QUEUED"), [id(2)])

@@ -35,7 +35,9 @@ describe("batch order (real PostgreSQL)", () => {
       yield* sql`SELECT setval('anchor_batches_id_seq', 8)`
       // one record per batch: batches 9, 10 and 11
       yield* batcherTick({
-        networkId: net, batchMaxSize: 1, batchWindowMs: 1_000,
+        networkId: net,
+        batchMaxSize: 1,
+        batchWindowMs: 1_000,
         meta: { chainType: "evm", chainId: 31337, contractAddress: "0x5fbdb2315678afecb367f032d93f642f64180aa3" }
       }, Effect.void)
       const open = yield* store.openBatches(net)

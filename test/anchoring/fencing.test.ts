@@ -24,8 +24,7 @@ const withStores = withDatabaseServices(() => url, Layer.mergeAll(BatchStore.lay
 
 const evmMeta = { chainType: "evm", chainId: 31337, contractAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3" } as const
 
-const lost = (exit: Exit.Exit<unknown, unknown>) =>
-  Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof LeadershipLost
+const lost = (exit: Exit.Exit<unknown, unknown>) => Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof LeadershipLost
 
 describe("fencing by the lock (real PostgreSQL)", () => {
   it.effect("a pipeline whose lock session is gone cuts no batch and stores no transaction", () =>
@@ -37,7 +36,8 @@ describe("fencing by the lock (real PostgreSQL)", () => {
       const key = `anchord:evm:${net}`
       const account = `acc_${hexId()}`
       yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${account}, 'fence', 'ENTERPRISE')`
-      const queue = (from: number) => sql`
+      const queue = (from: number) =>
+        sql`
         INSERT INTO records (id, account_id, environment, hash, status, chain_type, network_id, package_mode, source)
         SELECT lpad(to_hex(i), 24, '0'), ${account}, 'test', md5(i::text) || md5((-i)::text), 'QUEUED', 'evm', ${net}, 'SEPARATED', 'hash'
         FROM generate_series(${from}, ${from + 4}) i`
@@ -46,7 +46,9 @@ describe("fencing by the lock (real PostgreSQL)", () => {
       const conn = yield* sql.reserve
       const [row] = yield* conn.executeValues(
         `SELECT pg_advisory_lock(hashtextextended($1, 0)), pg_backend_pid(),
-           (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())`, [key])
+           (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())`,
+        [key]
+      )
       const lockSession = { key, pid: Number(row?.[1]), backendStart: String(row?.[2]) }
 
       yield* queue(1)

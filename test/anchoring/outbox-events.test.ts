@@ -36,14 +36,21 @@ const txHash = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as const
 const events = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql.unsafe<{ kind: string; recordId: string; payload: string }>(
-    "SELECT kind, record_id, payload::text AS payload FROM all_events ORDER BY id, record_id")
+    "SELECT kind, record_id, payload::text AS payload FROM all_events ORDER BY id, record_id"
+  )
   return rows.map((r) => ({ kind: r.kind, recordId: r.recordId, payload: JSON.parse(r.payload) as Record<string, unknown> }))
 })
 
 const evmMined = (batchId: string, n: number) =>
-  Effect.flatMap(EvmStore, (s) => s.markMined(batchId, {
-    txHash: txHash(n), chainBatchId: BigInt(n), blockNumber: BigInt(100 + n), blockHash: txHash(1000 + n), anchoredAt: at(n), gasUsed: 50_000n
-  }))
+  Effect.flatMap(EvmStore, (s) =>
+    s.markMined(batchId, {
+      txHash: txHash(n),
+      chainBatchId: BigInt(n),
+      blockNumber: BigInt(100 + n),
+      blockHash: txHash(1000 + n),
+      anchoredAt: at(n),
+      gasUsed: 50_000n
+    }))
 
 describe("anchor events through the outbox (real PostgreSQL)", () => {
   it.effect("confirmed, hybrid once, soft-deleted silent after a reset, failed and revived", () =>
@@ -68,31 +75,57 @@ describe("anchor events through the outbox (real PostgreSQL)", () => {
       // Fabric batch: records 2 and 3 (the hybrid records of its environment); one block confirms it.
       const f1 = (yield* batches.cutBatch(FABRIC, 10, fabricMeta, "test"))!
       assert.strictEqual(f1.leafCount, 2)
-      const applied = yield* fabric.applyBlock(FABRIC, { number: 7n, hash: "ab".repeat(32), lastTxId: "cd".repeat(32), txCount: 1 },
-        [{ root: f1.root, txId: "cd".repeat(32), batchRef: f1.batchId, anchoredAt: at(2) }])
+      const applied = yield* fabric.applyBlock(FABRIC, { number: 7n, hash: "ab".repeat(32), lastTxId: "cd".repeat(32), txCount: 1 }, [{ root: f1.root,
+        txId: "cd".repeat(32), batchRef: f1.batchId, anchoredAt: at(2) }])
       assert.deepStrictEqual(applied, { batches: 1, records: 2 })
 
       const confirmed = yield* events
       assert.deepStrictEqual(confirmed.map((e) => `${e.kind}:${e.recordId}`), [
-        `anchor.confirmed:${id(1)}`, `anchor.confirmed:${id(2)}`, `anchor.confirmed:${id(3)}`
+        `anchor.confirmed:${id(1)}`,
+        `anchor.confirmed:${id(2)}`,
+        `anchor.confirmed:${id(3)}`
       ])
       const [p1, p2, p3] = confirmed.map((e) => e.payload)
       const evmAnchor = (proof: ReadonlyArray<string>) => ({
-        chainType: "evm" as const, networkId: EVM, batchId: 1, txHash: txHash(1), blockNumber: 101, merkleRoot: e1.root, merkleProof: proof,
-        anchoredAt: at(1).toISOString(), contractAddress: evmMeta.contractAddress.toLowerCase(), chainId: 31337
+        chainType: "evm" as const,
+        networkId: EVM,
+        batchId: 1,
+        txHash: txHash(1),
+        blockNumber: 101,
+        merkleRoot: e1.root,
+        merkleProof: proof,
+        anchoredAt: at(1).toISOString(),
+        contractAddress: evmMeta.contractAddress.toLowerCase(),
+        chainId: 31337
       })
       const fabricAnchor = (proof: ReadonlyArray<string>) => ({
-        chainType: "fabric" as const, networkId: FABRIC, batchId: f1.batchId, txHash: "cd".repeat(32), blockNumber: null, merkleRoot: f1.root,
-        merkleProof: proof, anchoredAt: at(2).toISOString(), channel: "mychannel", chaincode: "anchord"
+        chainType: "fabric" as const,
+        networkId: FABRIC,
+        batchId: f1.batchId,
+        txHash: "cd".repeat(32),
+        blockNumber: null,
+        merkleRoot: f1.root,
+        merkleProof: proof,
+        anchoredAt: at(2).toISOString(),
+        channel: "mychannel",
+        chaincode: "anchord"
       })
       const e1Proofs = p1!.merkleProof as Array<string>
       assert.deepStrictEqual(p1, {
-        ...evmAnchor(e1Proofs), recordId: id(1), hash: hash(1), status: "ANCHORED", recordChainType: "evm",
+        ...evmAnchor(e1Proofs),
+        recordId: id(1),
+        hash: hash(1),
+        status: "ANCHORED",
+        recordChainType: "evm",
         anchors: [evmAnchor(e1Proofs)]
       })
       const f1Proof2 = p2!.merkleProof as Array<string>
       assert.deepStrictEqual(p2, {
-        ...fabricAnchor(f1Proof2), recordId: id(2), hash: hash(2), status: "ANCHORED", recordChainType: "fabric",
+        ...fabricAnchor(f1Proof2),
+        recordId: id(2),
+        hash: hash(2),
+        status: "ANCHORED",
+        recordChainType: "fabric",
         anchors: [fabricAnchor(f1Proof2)]
       })
       // Hybrid: the EVM anchor (its networkId) on top with the record's anchoredAt, the Fabric one in dualAnchor.
@@ -100,13 +133,24 @@ describe("anchor events through the outbox (real PostgreSQL)", () => {
       const e1Proof3 = hybridAnchors[0]!.merkleProof
       const f1Proof3 = hybridAnchors[1]!.merkleProof
       assert.deepStrictEqual(p3, {
-        ...evmAnchor(e1Proof3), anchoredAt: at(2).toISOString(), recordId: id(3), hash: hash(3), status: "ANCHORED",
-        recordChainType: "hybrid", anchors: [evmAnchor(e1Proof3), fabricAnchor(f1Proof3)], dualAnchor: fabricAnchor(f1Proof3)
+        ...evmAnchor(e1Proof3),
+        anchoredAt: at(2).toISOString(),
+        recordId: id(3),
+        hash: hash(3),
+        status: "ANCHORED",
+        recordChainType: "hybrid",
+        anchors: [evmAnchor(e1Proof3), fabricAnchor(f1Proof3)],
+        dualAnchor: fabricAnchor(f1Proof3)
       })
       // What the webhook renderer reads: the facts.
       assert.deepStrictEqual(decode("anchor.confirmed", p3!), {
-        kind: "anchor.confirmed", recordId: id(3), hash: hash(3), recordChainType: "hybrid", networkId: EVM,
-        anchoredAt: at(2).toISOString(), anchors: [evmAnchor(e1Proof3), fabricAnchor(f1Proof3)]
+        kind: "anchor.confirmed",
+        recordId: id(3),
+        hash: hash(3),
+        recordChainType: "hybrid",
+        networkId: EVM,
+        anchoredAt: at(2).toISOString(),
+        anchors: [evmAnchor(e1Proof3), fabricAnchor(f1Proof3)]
       })
       // The dispatcher builds the same facts in the node from the record's anchors (src/webhooks/DeliveryClaims.ts):
       // the SQL assembly operators read and the node's agree, record by record.
@@ -139,22 +183,40 @@ describe("anchor events through the outbox (real PostgreSQL)", () => {
       assert.strictEqual(yield* batches.fail(e3.batchId, "not mined after 2 attempts"), 2)
       const failed = (yield* events).slice(4)
       assert.deepStrictEqual(failed.map((e) => e.payload), [4, 5].map((n) => ({
-        recordId: id(n), hash: hash(n), status: "FAILED", txHash: null, blockNumber: null, networkId: EVM, chainType: "evm",
-        reason: "not mined after 2 attempts", errorCode: "ANCHOR_FAILED"
+        recordId: id(n),
+        hash: hash(n),
+        status: "FAILED",
+        txHash: null,
+        blockNumber: null,
+        networkId: EVM,
+        chainType: "evm",
+        reason: "not mined after 2 attempts",
+        errorCode: "ANCHOR_FAILED"
       })))
       assert.deepStrictEqual(decode("anchor.failed", failed[0]!.payload), {
-        kind: "anchor.failed", recordId: id(4), hash: hash(4), networkId: EVM, chainType: "evm",
-        reason: "not mined after 2 attempts", errorCode: "ANCHOR_FAILED"
+        kind: "anchor.failed",
+        recordId: id(4),
+        hash: hash(4),
+        networkId: EVM,
+        chainType: "evm",
+        reason: "not mined after 2 attempts",
+        errorCode: "ANCHOR_FAILED"
       })
       const given = (yield* batches.findFailedBatchByRoot(EVM, e3.root))!
       assert.strictEqual(given.id, e3.batchId)
       assert.strictEqual(yield* evm.revive(e3.batchId, {
-        txHash: txHash(3), chainBatchId: 3n, blockNumber: 103n, blockHash: txHash(1003), anchoredAt: at(3), gasUsed: null
+        txHash: txHash(3),
+        chainBatchId: 3n,
+        blockNumber: 103n,
+        blockHash: txHash(1003),
+        anchoredAt: at(3),
+        gasUsed: null
       }), 2)
       assert.strictEqual(yield* batches.confirm(e3.batchId), 2)
       const revived = (yield* events).slice(6)
       assert.deepStrictEqual(revived.map((e) => `${e.kind}:${e.recordId}:${e.payload.txHash}`), [
-        `anchor.confirmed:${id(4)}:${txHash(3)}`, `anchor.confirmed:${id(5)}:${txHash(3)}`
+        `anchor.confirmed:${id(4)}:${txHash(3)}`,
+        `anchor.confirmed:${id(5)}:${txHash(3)}`
       ])
     }).pipe(withStores))
 })

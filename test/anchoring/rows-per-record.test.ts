@@ -64,7 +64,9 @@ const total = (c: Counters) => [...c.values()].reduce((sum, d) => sum + d.ins + 
 
 const table = (c: Counters, per: number) =>
   [...c].sort(([, a], [, b]) => (b.ins + b.upd + b.del) - (a.ins + a.upd + a.del)).map(([name, d]) =>
-    `  ${name.padEnd(28)} ins ${String(d.ins).padStart(6)}  upd ${String(d.upd).padStart(6)}  del ${String(d.del).padStart(6)}  = ${((d.ins + d.upd + d.del) / per).toFixed(3)} per record`
+    `  ${name.padEnd(28)} ins ${String(d.ins).padStart(6)}  upd ${String(d.upd).padStart(6)}  del ${String(d.del).padStart(6)}  = ${
+      ((d.ins + d.upd + d.del) / per).toFixed(3)
+    } per record`
   ).join("\n")
 
 describe("rows written per record after ingest (pg_stat_user_tables)", () => {
@@ -88,7 +90,9 @@ describe("rows written per record after ingest (pg_stat_user_tables)", () => {
     db = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(databaseUrl), applicationName: TEST_APPLICATION }))
     const lockKey = `anchord:evm:${networkId}`
     let locked!: () => void
-    const taken = new Promise<void>((resolve) => { locked = resolve })
+    const taken = new Promise<void>((resolve) => {
+      locked = resolve
+    })
     lock = db.runFork(Effect.scoped(Effect.gen(function*() {
       const conn = yield* (yield* SqlClient.SqlClient).reserve
       yield* conn.executeValues("SELECT pg_advisory_lock(hashtextextended($1, 0))", [lockKey])
@@ -100,9 +104,16 @@ describe("rows written per record after ingest (pg_stat_user_tables)", () => {
     node = await startEvmNode({
       databaseUrl,
       networks: [network({
-        networkId, rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1, environment: "test",
+        networkId,
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 1,
+        environment: "test",
         // Every record in one batch: all 1,000 are queued before the node may lead, then cut on the window.
-        batchMaxSize: 10_000, batchWindowMs: 200, pollIntervalMs: 200
+        batchMaxSize: 10_000,
+        batchWindowMs: 200,
+        pollIntervalMs: 200
       }, privateKey)]
     })
   }, 60_000)
@@ -118,8 +129,10 @@ describe("rows written per record after ingest (pg_stat_user_tables)", () => {
   /** This database's counters as flushed so far (a fresh snapshot: not the one cached in this session). */
   const counters = async (): Promise<Counters> => {
     await sql((s) => s`SELECT pg_stat_clear_snapshot()`)
-    const rows = await sql((s) => s<{ relname: string; ins: string; upd: string; del: string }>`
-      SELECT relname, n_tup_ins::text AS ins, n_tup_upd::text AS upd, n_tup_del::text AS del FROM pg_stat_user_tables`)
+    const rows = await sql((s) =>
+      s<{ relname: string; ins: string; upd: string; del: string }>`
+      SELECT relname, n_tup_ins::text AS ins, n_tup_upd::text AS upd, n_tup_del::text AS del FROM pg_stat_user_tables`
+    )
     return new Map(rows.map((r) => [r.relname, { ins: Number(r.ins), upd: Number(r.upd), del: Number(r.del) }]))
   }
 
@@ -134,7 +147,8 @@ describe("rows written per record after ingest (pg_stat_user_tables)", () => {
     const ids: Array<string> = []
     for (let i = 0; i < RECORDS / PER_REQUEST; i++) {
       const r = await call(node.baseUrl, "POST", "/v1/anchor/batch", {
-        key, body: { records: Array.from({ length: PER_REQUEST }, (_, j) => ({ data: { guard: "rows-per-record", i, j } })) }
+        key,
+        body: { records: Array.from({ length: PER_REQUEST }, (_, j) => ({ data: { guard: "rows-per-record", i, j } })) }
       })
       expect(r.status).toBe(202)
       for (const result of r.json.data.results) {
@@ -166,8 +180,10 @@ describe("rows written per record after ingest (pg_stat_user_tables)", () => {
     // The node's backends flush their counters as they exit.
     await node.stop()
     await waitFor("the node's backends gone", async () =>
-      (await sql((s) => s<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND application_name <> ${TEST_APPLICATION} AND backend_type = 'client backend'`))[0]!.n === 0, 15_000, 200)
+      (await sql((s) =>
+        s<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name <> ${TEST_APPLICATION} AND backend_type = 'client backend'`
+      ))[0]!.n === 0, 15_000, 200)
     // With no backend left to write, two equal readings are the final figures (a backend exits a moment after it flushed).
     let after = await counters()
     await waitFor("the counters settled", async () => {

@@ -41,15 +41,25 @@ const cycles = (edges: Map<string, Map<string, string>>) => {
   const index = new Map<string, number>(), low = new Map<string, number>(), stack: Array<string> = [], on = new Set<string>()
   const groups: Array<Array<string>> = []
   const visit = (v: string) => {
-    index.set(v, next); low.set(v, next); next++; stack.push(v); on.add(v)
+    index.set(v, next)
+    low.set(v, next)
+    next++
+    stack.push(v)
+    on.add(v)
     for (const w of edges.get(v)?.keys() ?? []) {
-      if (!index.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)) }
-      else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
+      if (!index.has(w)) {
+        visit(w)
+        low.set(v, Math.min(low.get(v)!, low.get(w)!))
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!))
     }
     if (low.get(v) === index.get(v)) {
       const group: Array<string> = []
       let w: string
-      do { w = stack.pop()!; on.delete(w); group.push(w) } while (w !== v)
+      do {
+        w = stack.pop()!
+        on.delete(w)
+        group.push(w)
+      } while (w !== v)
       if (group.length > 1) groups.push(group.sort())
     }
   }
@@ -61,9 +71,7 @@ describe("layering (docs/architecture.md)", () => {
   const edges = folderImports()
 
   it("no folder under src/ imports a folder that imports it back", () => {
-    const found = cycles(edges).map((group) =>
-      group.flatMap((a) => group.filter((b) => edges.get(a)?.has(b)).map((b) => edges.get(a)!.get(b)!))
-    )
+    const found = cycles(edges).map((group) => group.flatMap((a) => group.filter((b) => edges.get(a)?.has(b)).map((b) => edges.get(a)!.get(b)!)))
     expect(found).toEqual([])
   })
 

@@ -39,7 +39,9 @@ describe("API keys", () => {
   it("missing, malformed and unknown keys are 401 with their codes", async () => {
     expectError(await call(node.baseUrl, "GET", "/v1/usage"), 401, "MISSING_API_KEY")
     expectError(await call(node.baseUrl, "GET", "/v1/usage", { headers: { authorization: "Basic abc" } }), 401, "INVALID_API_KEY")
-    for (const bad of ["dcp_test_", "dcp_prod_" + "a".repeat(32), "dcp_test_" + "a".repeat(31), "dcp_test_" + "a".repeat(33), "dcp_test_" + "a".repeat(31) + "-"]) {
+    for (const bad of ["dcp_test_", "dcp_prod_" + "a".repeat(32), "dcp_test_" + "a".repeat(31), "dcp_test_" + "a".repeat(33),
+      "dcp_test_" + "a".repeat(31) + "-"])
+    {
       const r = await call(node.baseUrl, "GET", "/v1/usage", { key: bad })
       expectError(r, 401, "INVALID_API_KEY", /expected dcp_live_ or dcp_test_/)
       expectRateHeaders(r)

@@ -14,8 +14,7 @@ type Response = Awaited<ReturnType<typeof call>>
 const resetOf = (r: Response) => Number(r.headers.get("x-ratelimit-reset"))
 
 /** Waits until the window a response declared is over (a condition on the clock, not a guessed sleep). */
-const windowOver = (reset: number) =>
-  waitFor(`the rate window ending at ${reset}`, async () => Date.now() >= reset * 1000, 10_000, 5)
+const windowOver = (reset: number) => waitFor(`the rate window ending at ${reset}`, async () => Date.now() >= reset * 1000, 10_000, 5)
 
 /** Waits for the start of the next one-second window: a burst sent then usually lands in one window. */
 const freshWindow = () => windowOver(Math.floor(Date.now() / 1000) + 1)
@@ -32,7 +31,7 @@ const inOneWindow = async <K>(
   oneWindow: (results: Array<Response>) => boolean = (results) => new Set(results.map(resetOf)).size === 1,
   attempts = 5
 ): Promise<{ k: K; results: Array<Response> }> => {
-  for (let i = 1; ; i++) {
+  for (let i = 1;; i++) {
     const k = await prepare()
     await freshWindow()
     const results = await burst(k)
@@ -51,7 +50,8 @@ describe("rate limits and quotas", () => {
   it("FREE: 10 requests per second, the 11th is 429 RATE_LIMIT_EXCEEDED with Retry-After", async () => {
     const { k: key, results } = await inOneWindow(
       async () => (await node.createKey(await node.createAccount({ plan: "FREE" }))).key,
-      (key) => Promise.all(Array.from({ length: 12 }, () => call(node.baseUrl, "GET", "/v1/usage", { key }))))
+      (key) => Promise.all(Array.from({ length: 12 }, () => call(node.baseUrl, "GET", "/v1/usage", { key })))
+    )
     const ok = results.filter((r) => r.status === 200)
     const limited = results.filter((r) => r.status === 429)
     expect(ok.length).toBe(10)
@@ -72,16 +72,17 @@ describe("rate limits and quotas", () => {
   it("ENTERPRISE: the account's custom per-second limit", async () => {
     const { results } = await inOneWindow(
       async () => (await node.createKey(await node.createAccount({ plan: "ENTERPRISE", ratePerSecond: 3 }))).key,
-      (key) => Promise.all(Array.from({ length: 5 }, () => call(node.baseUrl, "GET", "/v1/usage", { key }))))
+      (key) => Promise.all(Array.from({ length: 5 }, () => call(node.baseUrl, "GET", "/v1/usage", { key })))
+    )
     expect(results.filter((r) => r.status === 429).length).toBe(2)
     expect(results[0].headers.get("x-quota-limit")).toBe("unlimited")
   })
 
   it("requests without a valid key are limited per client address, before any key lookup", async () => {
     // One address for every attempt: after a straddled burst, inOneWindow waits for its windows to end.
-    const { results } = await inOneWindow(async () => undefined, () =>
-      Promise.all(Array.from({ length: 8 }, (_, i) =>
-        call(node.baseUrl, "GET", "/v1/records", { key: i % 2 ? `dcp_test_${"x".repeat(32)}` : undefined }))))
+    const { results } = await inOneWindow(async () => undefined,
+      () =>
+        Promise.all(Array.from({ length: 8 }, (_, i) => call(node.baseUrl, "GET", "/v1/records", { key: i % 2 ? `dcp_test_${"x".repeat(32)}` : undefined }))))
     const limited = results.filter((r) => r.status === 429)
     expect(limited.length).toBe(3)
     for (const r of limited) {
@@ -146,7 +147,8 @@ describe.skipIf(redis.skip)(`shared limits across nodes (REDIS_URL)${redis.nameS
       const { results } = await inOneWindow(
         async () => (await a.createKey(await a.createAccount({ plan: "FREE" }))).key,
         (key) => Promise.all(Array.from({ length: 14 }, (_, i) => call(i % 2 ? a.baseUrl : b.baseUrl, "GET", "/v1/usage", { key }))),
-        (results) => results.filter((r) => r.status === 200 && r.headers.get("x-ratelimit-remaining") === "9").length === 1)
+        (results) => results.filter((r) => r.status === 200 && r.headers.get("x-ratelimit-remaining") === "9").length === 1
+      )
       expect(results.filter((r) => r.status === 200).length).toBe(10)
       expect(results.filter((r) => r.status === 429).length).toBe(4)
     } finally {

@@ -10,7 +10,8 @@ import * as Http from "node:http"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { bundleLink, decodeBundleFragment } from "../../src/certificates/bundleUrl.ts"
-import { certificateId, certificatePdf, certificateQr, CertificateError, renderCertificate, type CertificateBundle } from "../../src/certificates/certificate.ts"
+import { certificateId, certificatePdf, certificateQr, CertificateError, renderCertificate,
+  type CertificateBundle } from "../../src/certificates/certificate.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { call } from "../support/node.ts"
 import { pageCount, pdfText, qrOfPdf } from "../support/pdf.ts"
@@ -28,12 +29,15 @@ const pdfWithHost = (url: string, key: string, host: string) =>
   new Promise<Uint8Array>((resolve, reject) => {
     const target = new URL(url)
     Http.get({
-      host: target.hostname, port: target.port, path: target.pathname,
+      host: target.hostname,
+      port: target.port,
+      path: target.pathname,
       headers: { host, "x-forwarded-host": host, "x-forwarded-proto": "https", authorization: `Bearer ${key}` }
     }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (c: Buffer) => chunks.push(c))
-      response.on("end", () => response.statusCode === 200 ? resolve(new Uint8Array(Buffer.concat(chunks))) : reject(new Error(`status ${response.statusCode}`)))
+      response.on("end",
+        () => response.statusCode === 200 ? resolve(new Uint8Array(Buffer.concat(chunks))) : reject(new Error(`status ${response.statusCode}`)))
     }).on("error", reject)
   })
 
@@ -52,16 +56,34 @@ const bundleOf = (proofLength: number, chains: ReadonlyArray<"evm" | "fabric">):
   anchors: chains.map((chain, i) =>
     chain === "evm"
       ? {
-        chainType: "evm", networkId: "sepolia", chainId: 11155111, contractAddress: `0x${hex32().slice(0, 40)}`, batchId: 48213,
-        merkleRoot: `0x${hex32()}`, merkleProof: Array.from({ length: proofLength }, () => `0x${hex32()}`), leafIndex: 517,
-        leafCount: 2 ** proofLength - 24 > 0 ? 2 ** proofLength - 24 : 1, txHash: `0x${hex32()}`, blockNumber: 7654321,
-        blockHash: `0x${hex32()}`, anchoredAt: `2026-11-22T02:37:${30 + i}.000Z`
+        chainType: "evm",
+        networkId: "sepolia",
+        chainId: 11155111,
+        contractAddress: `0x${hex32().slice(0, 40)}`,
+        batchId: 48213,
+        merkleRoot: `0x${hex32()}`,
+        merkleProof: Array.from({ length: proofLength }, () => `0x${hex32()}`),
+        leafIndex: 517,
+        leafCount: 2 ** proofLength - 24 > 0 ? 2 ** proofLength - 24 : 1,
+        txHash: `0x${hex32()}`,
+        blockNumber: 7654321,
+        blockHash: `0x${hex32()}`,
+        anchoredAt: `2026-11-22T02:37:${30 + i}.000Z`
       }
       : {
-        chainType: "fabric", networkId: "fabric-byo", channel: "anchord", chaincode: "anchord", mspId: "Org1MSP",
-        batchId: "7f0c3e2a-5b1d-4c8e-9a6f-2d4b8e1c0f37", merkleRoot: `0x${hex32()}`,
-        merkleProof: Array.from({ length: proofLength }, () => `0x${hex32()}`), leafIndex: 517,
-        leafCount: 2 ** proofLength - 24 > 0 ? 2 ** proofLength - 24 : 1, txHash: hex32(), blockNumber: 1234, blockHash: hex32(),
+        chainType: "fabric",
+        networkId: "fabric-byo",
+        channel: "anchord",
+        chaincode: "anchord",
+        mspId: "Org1MSP",
+        batchId: "7f0c3e2a-5b1d-4c8e-9a6f-2d4b8e1c0f37",
+        merkleRoot: `0x${hex32()}`,
+        merkleProof: Array.from({ length: proofLength }, () => `0x${hex32()}`),
+        leafIndex: 517,
+        leafCount: 2 ** proofLength - 24 > 0 ? 2 ** proofLength - 24 : 1,
+        txHash: hex32(),
+        blockNumber: 1234,
+        blockHash: hex32(),
         anchoredAt: `2026-11-22T02:37:${30 + i}.123Z`
       }
   )
@@ -76,7 +98,9 @@ describe("certificates", () => {
     const id = certificateId(bundle)
     expect(id).toBe(`CERT-${Date.parse("2026-11-22T02:37:30.000Z") / 1000}-${bundle.hash.slice(0, 8)}`)
     const text = (await pdfText(pdf)).join("\n")
-    for (const fact of [id, bundle.hash, bundle.recordId!, "2026-11-22 02:37:30 UTC", "sepolia", "chain id 11155111", "fabric-byo", "channel anchord", "Hyperledger Fabric"]) {
+    for (const fact of [id, bundle.hash, bundle.recordId!, "2026-11-22 02:37:30 UTC", "sepolia", "chain id 11155111", "fabric-byo", "channel anchord",
+      "Hyperledger Fabric"])
+    {
       expect(text, fact).toContain(fact)
     }
     for (const a of bundle.anchors) {
@@ -100,7 +124,8 @@ describe("certificates", () => {
 
   it("names a batch's size with the right plural: 1 record, 1000 records", async () => {
     // PDF.js gives the words of a line as separate items: compare with single spaces.
-    const textOf = async (bundle: CertificateBundle) => (await pdfText(await renderCertificate(bundle, { verifyUrl: VERIFY_URL }))).join(" ").replace(/\s+/g, " ")
+    const textOf = async (bundle: CertificateBundle) =>
+      (await pdfText(await renderCertificate(bundle, { verifyUrl: VERIFY_URL }))).join(" ").replace(/\s+/g, " ")
     const one = await textOf(bundleOf(0, ["evm"]))
     expect(one).toContain("Batch 48213 (1 record) Merkle root")
     expect(one).not.toContain("(1 records)")
@@ -138,7 +163,9 @@ describe("certificates", () => {
     const error = await renderCertificate(huge, { verifyUrl: VERIFY_URL }).then(() => undefined, (e: unknown) => e)
     expect(error).toBeInstanceOf(CertificateError)
     expect((error as CertificateError).reason).toBe("qr-capacity")
-    expect((error as CertificateError).message).toMatch(/^the verify link of this bundle is \d+ characters \(3 anchor\(s\), 24\+24\+24 proof elements\): more than a QR code holds/)
+    expect((error as CertificateError).message).toMatch(
+      /^the verify link of this bundle is \d+ characters \(3 anchor\(s\), 24\+24\+24 proof elements\): more than a QR code holds/
+    )
 
     // A single-leaf batch: an empty proof, one page.
     const small = await renderCertificate(bundleOf(0, ["evm"]), { verifyUrl: VERIFY_URL })
@@ -147,8 +174,7 @@ describe("certificates", () => {
 
   it("refuses what is not a version-1 bundle or an http(s) verify URL, as a typed failure in Effect", async () => {
     const bundle = bundleOf(1, ["evm"])
-    const failure = (b: unknown, verifyUrl = VERIFY_URL) =>
-      Effect.runPromise(Effect.flip(certificatePdf(b as CertificateBundle, { verifyUrl })))
+    const failure = (b: unknown, verifyUrl = VERIFY_URL) => Effect.runPromise(Effect.flip(certificatePdf(b as CertificateBundle, { verifyUrl })))
     expect((await failure({ ...bundle, version: 2 })).reason).toBe("invalid-bundle")
     expect((await failure({ ...bundle, hash: "XYZ" })).message).toContain("64 lowercase hex")
     expect((await failure({ ...bundle, anchors: [] })).message).toContain("no anchor")

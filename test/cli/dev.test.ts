@@ -20,7 +20,8 @@ const startDev = async (port: number) => {
   const child = track(ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), "dev"], {
     cwd: root,
     // WEBHOOK_ALLOW_PRIVATE left out: dev's own default (loopback) is under test.
-    env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", EVM_NETWORKS: "", WEBHOOK_ALLOW_PRIVATE: undefined },
+    env: { ...process.env, ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", EVM_NETWORKS: "",
+      WEBHOOK_ALLOW_PRIVATE: undefined },
     stdio: ["ignore", "pipe", "pipe"]
   }))
   forwardOutput(child, "anchord dev")

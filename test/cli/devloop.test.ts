@@ -26,7 +26,8 @@ const userNode = userPath.split(Path.delimiter).map((d) => Path.join(d, "node"))
 const run = (command: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) =>
   new Promise<{ code: number | null; out: string }>((resolve) => {
     const child = track(ChildProcess.spawn(command, args, {
-      cwd: root, env: { ...process.env, PATH: userPath, ANCHORD_DATA_DIR: dataDir, DATABASE_URL: "", ...env }
+      cwd: root,
+      env: { ...process.env, PATH: userPath, ANCHORD_DATA_DIR: dataDir, DATABASE_URL: "", ...env }
     }))
     let out = ""
     child.stdout.on("data", (d) => out += d)
@@ -137,7 +138,8 @@ describe("npm start beside the CLI, the docs' commands, restarts", () => {
         .map((w) => w.replace(/^"|"$/g, ""))
         .map((w) => /^[\w-]*proof\.json$/.test(w) ? Path.join(files, w) : w)
       if (words.some((w) => /^<.*>$/.test(w))) throw new Error(`unreplaced placeholder in: ${line}`)
-      const r = await run(userNode, [launcher, ...words, ...(["accounts", "keys"].includes(words[0]) && words[1] !== "revoke" && words[1] !== "activate" ? ["--json"] : [])])
+      const r = await run(userNode, [launcher, ...words,
+        ...(["accounts", "keys"].includes(words[0]) && words[1] !== "revoke" && words[1] !== "activate" ? ["--json"] : [])])
       expect(r.code, `${line}\n${r.out}`).toBe(0)
       ran++
       if (words[0] === "accounts" && words[1] === "create") accountId = JSON.parse(r.out.slice(r.out.indexOf("{"))).id

@@ -69,14 +69,17 @@ beforeAll(async () => {
   const port = await freePort()
   hardhatUrl = `http://127.0.0.1:${port}`
   chain = track(ChildProcess.spawn(process.execPath, [Path.join(root, "node_modules/hardhat/dist/src/cli.js"), "node", "--port", String(port)], {
-    cwd: root, stdio: ["ignore", "pipe", "pipe"]
+    cwd: root,
+    stdio: ["ignore", "pipe", "pipe"]
   }))
   forwardOutput(chain, "hardhat node")
   anvils.push(...await Promise.all([startAnvil(), startAnvil()]))
-  await waitFor("hardhat node answering", async () => (await fetch(hardhatUrl, {
-    method: "POST", headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] })
-  })).ok, 60_000, 200)
+  await waitFor("hardhat node answering", async () =>
+    (await fetch(hardhatUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] })
+    })).ok, 60_000, 200)
 }, 90_000)
 
 afterAll(async () => {
@@ -93,7 +96,8 @@ afterAll(async () => {
 const sh = (command: string) =>
   new Promise<{ code: number | null; out: string }>((resolve) => {
     const child = track(ChildProcess.spawn("/bin/sh", ["-c", command], {
-      cwd: root, env: { ...process.env, PATH: userPath, ANCHORD_RPC_URL: "" }
+      cwd: root,
+      env: { ...process.env, PATH: userPath, ANCHORD_RPC_URL: "" }
     }))
     let out = ""
     child.stdout!.on("data", (d) => out += d)
@@ -126,8 +130,7 @@ describe("the docs' deploy commands", () => {
         })
       }
     }
-    const group = (line: string) =>
-      /hardhat ignition|<contract-address>/.test(line) ? "ignition" : /hardhat run/.test(line) ? "hardhat-run" : "deploy"
+    const group = (line: string) => /hardhat ignition|<contract-address>/.test(line) ? "ignition" : /hardhat run/.test(line) ? "hardhat-run" : "deploy"
     const urls: Record<string, string> = { ignition: hardhatUrl, deploy: anvils[0]!.rpcUrl, "hardhat-run": anvils[1]!.rpcUrl }
     const runGroup = async (name: string) => {
       let address = ""

@@ -28,10 +28,13 @@ const run = (args: ReadonlyArray<string>, env: Record<string, string | undefined
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
     const base = { ...process.env }
     // The runner's own settings must not leak into the configuration under test.
-    for (const name of ["DATABASE_URL", "EVM_NETWORKS", "FABRIC_NETWORKS", "WEBHOOK_ALLOW_PRIVATE", "TLS_CERT_FILE", "TLS_KEY_FILE", "REDIS_URL", "PUBLIC_URL", "HOST"]) delete base[name]
+    for (const name of ["DATABASE_URL", "EVM_NETWORKS", "FABRIC_NETWORKS", "WEBHOOK_ALLOW_PRIVATE", "TLS_CERT_FILE", "TLS_KEY_FILE", "REDIS_URL", "PUBLIC_URL",
+      "HOST"]) delete base[name]
     ChildProcess.execFile(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
-      cwd: root, env: Object.fromEntries(Object.entries({ ...base, LOG_FORMAT: "json", ...env }).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
-      encoding: "utf8", timeout: 120_000
+      cwd: root,
+      env: Object.fromEntries(Object.entries({ ...base, LOG_FORMAT: "json", ...env }).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv,
+      encoding: "utf8",
+      timeout: 120_000
     }, (error, stdout, stderr) => {
       const result = { status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }
       logRun(`anchord ${args.join(" ")}`, result)
@@ -48,7 +51,8 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
   let contract: Hex
   let dir: string
   const network = (over: Record<string, unknown> = {}) =>
-    JSON.stringify([{ networkId: "anvil-doctor", environment: "test", rpcUrl: anvil.rpcUrl, chainId: 31337, contractAddress: contract, privateKey: deployerKey, ...over }])
+    JSON.stringify([{ networkId: "anvil-doctor", environment: "test", rpcUrl: anvil.rpcUrl, chainId: 31337, contractAddress: contract, privateKey: deployerKey,
+      ...over }])
   const doctor = async (env: Record<string, string | undefined>, ...args: Array<string>) => {
     const r = await run(["doctor", "--json", ...args], { DATABASE_URL: databaseUrl, EVM_NETWORKS: network(), ...env })
     return { ...r, lines: JSON.parse(r.stdout) as Array<Line> }
@@ -63,7 +67,8 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
     databaseUrl = await freshDatabase()
     expect((await run(["migrate"], { DATABASE_URL: databaseUrl })).status).toBe(0)
     // A certificate and its key; another key; an expired certificate.
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`, "-subj", "/CN=localhost", "-days", "90")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`, "-subj",
+      "/CN=localhost", "-days", "90")
     openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", `${dir}/other.pem`)
     openssl("x509", "-x509toreq", "-in", `${dir}/cert.pem`, "-signkey", `${dir}/key.pem`, "-out", `${dir}/req.pem`)
     openssl("x509", "-req", "-in", `${dir}/req.pem`, "-signkey", `${dir}/key.pem`, "-days", "-1", "-out", `${dir}/expired.pem`)
@@ -84,7 +89,9 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
       expect(["ok", "warn", "fatal"]).toContain(line.status)
     }
     const byCheck = new Map(r.lines.map((l) => [l.check, l]))
-    for (const name of ["database", "migrations", "durability", "evm:anvil-doctor", "evm:anvil-doctor:balance", "evm:anvil-doctor:clock", "tls", "webhook-egress", "public-url", "anchorable"]) {
+    for (const name of ["database", "migrations", "durability", "evm:anvil-doctor", "evm:anvil-doctor:balance", "evm:anvil-doctor:clock", "tls",
+      "webhook-egress", "public-url", "anchorable"])
+    {
       expect(byCheck.get(name)?.status, name).toBe("ok")
     }
     expect(byCheck.get("anchorable")!.message).toMatch(/evm: test; fabric: none; hybrid: none/)
@@ -97,7 +104,9 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
   it("an unreachable database is fatal", async () => {
     const r = await doctor({ DATABASE_URL: "postgres://anchord:x@127.0.0.1:1/anchord", DB_CONNECT_TIMEOUT_MS: "1000" })
     expect(r.status).toBe(1)
-    expect(fatalOf(r.lines)).toEqual([expect.objectContaining({ check: "database", message: expect.stringMatching(/^unreachable/), fix: expect.stringMatching(/DATABASE_URL/) })])
+    expect(fatalOf(r.lines)).toEqual([
+      expect.objectContaining({ check: "database", message: expect.stringMatching(/^unreachable/), fix: expect.stringMatching(/DATABASE_URL/) })
+    ])
   })
 
   it("the wrong chain id, the wrong contract code, a signer without the role are fatal", async () => {
@@ -115,7 +124,8 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
     const stranger = await anvil.fundedKey()
     const noRole = await doctor({ EVM_NETWORKS: network({ privateKey: stranger }) })
     expect(noRole.status).toBe(1)
-    expect(fatalOf(noRole.lines)[0]!).toMatchObject({ check: "evm:anvil-doctor", message: expect.stringMatching(/does not hold ANCHORER_ROLE/), fix: expect.stringMatching(/grantRole/) })
+    expect(fatalOf(noRole.lines)[0]!).toMatchObject({ check: "evm:anvil-doctor", message: expect.stringMatching(/does not hold ANCHORER_ROLE/),
+      fix: expect.stringMatching(/grantRole/) })
     // The key never appears, in any line.
     expect(JSON.stringify(noRole.lines)).not.toContain(stranger.slice(2))
   })
@@ -157,8 +167,11 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
 
   it("anchord start refuses to start on a fatal check, with the same message", async () => {
     const r = await run(["start"], {
-      DATABASE_URL: databaseUrl, EVM_NETWORKS: network(), PORT: "65000",
-      TLS_CERT_FILE: `${dir}/expired.pem`, TLS_KEY_FILE: `${dir}/key.pem`
+      DATABASE_URL: databaseUrl,
+      EVM_NETWORKS: network(),
+      PORT: "65000",
+      TLS_CERT_FILE: `${dir}/expired.pem`,
+      TLS_KEY_FILE: `${dir}/key.pem`
     })
     expect(r.status).toBe(1)
     expect(r.stderr).toMatch(/anchord doctor found 1 fatal problem/)

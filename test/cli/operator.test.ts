@@ -19,7 +19,9 @@ describe("anchord accounts / keys", { timeout: 240_000 }, () => {
   const anchord = (...args: Array<string>) =>
     new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
       ChildProcess.execFile(process.execPath, [Path.join(root, "src/cli/main.ts"), ...args], {
-        cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl }, encoding: "utf8"
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: databaseUrl },
+        encoding: "utf8"
       }, (error, stdout, stderr) => {
         const result = { status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }
         logRun(`anchord ${args.join(" ")}`, result)

@@ -20,7 +20,10 @@ Fs.chmodSync(dataDir, 0o755)
 
 const spawn = (command: string, env: Record<string, string | undefined>, detached = false) => {
   const child = track(ChildProcess.spawn(process.execPath, [Path.join(root, "src/cli/main.ts"), command], {
-    cwd: root, env: { ...process.env, LOG_FORMAT: "json", ...env }, stdio: ["ignore", "pipe", "pipe"], detached
+    cwd: root,
+    env: { ...process.env, LOG_FORMAT: "json", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached
   }))
   forwardOutput(child, `anchord ${command}`)
   let out = ""
@@ -46,11 +49,14 @@ describe("stopping", { timeout: 240_000 }, () => {
 
   it("anchord start logs one line when SIGTERM arrives and one when it has stopped", async () => {
     const port = await freePort()
-    const node = spawn("start", { DATABASE_URL: await freshDatabase(), PORT: String(port), EVM_NETWORKS: "", FABRIC_NETWORKS: "", HOST: "127.0.0.1", PUBLIC_URL: undefined })
+    const node = spawn("start", { DATABASE_URL: await freshDatabase(), PORT: String(port), EVM_NETWORKS: "", FABRIC_NETWORKS: "", HOST: "127.0.0.1",
+      PUBLIC_URL: undefined })
     await healthy(port, () => node.child.exitCode === null)
     node.child.kill("SIGTERM")
     await node.exited
-    const lines = node.output().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { message: unknown; annotations?: Record<string, unknown> })
+    const lines = node.output().split("\n").filter((l) => l.startsWith("{")).map((l) =>
+      JSON.parse(l) as { message: unknown; annotations?: Record<string, unknown> }
+    )
     const messages = lines.map((l) => String(l.message))
     const stopping = messages.findIndex((m) => m.includes("anchord stopping"))
     const stopped = messages.findIndex((m) => m.includes("anchord stopped"))
@@ -62,7 +68,13 @@ describe("stopping", { timeout: 240_000 }, () => {
   it("Ctrl-C on anchord dev (SIGINT to the whole process group) logs no failed last-use write", async () => {
     const port = await freePort()
     const dev = spawn("dev", {
-      ANCHORD_DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: "", DEV_CHAIN_PORT: "0", DEV_FABRIC_PORT: "0", EVM_NETWORKS: "", FABRIC_NETWORKS: ""
+      ANCHORD_DATA_DIR: dataDir,
+      PORT: String(port),
+      DATABASE_URL: "",
+      DEV_CHAIN_PORT: "0",
+      DEV_FABRIC_PORT: "0",
+      EVM_NETWORKS: "",
+      FABRIC_NETWORKS: ""
     }, true)
     await healthy(port, () => dev.child.exitCode === null)
     // The banner follows the listener.

@@ -20,7 +20,9 @@ const withStore = withDatabaseServices(() => url, BatchStore.layer)
 
 const WINDOW = 2_000
 const target = (networkId: string): BatchTarget => ({
-  networkId, batchMaxSize: 3, batchWindowMs: WINDOW,
+  networkId,
+  batchMaxSize: 3,
+  batchWindowMs: WINDOW,
   meta: { chainType: "evm", chainId: 31337, contractAddress: "0x5fbdb2315678afecb367f032d93f642f64180aa3" }
 })
 

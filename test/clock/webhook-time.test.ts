@@ -46,8 +46,16 @@ const fail = (row: Claimed, token: string) =>
   Effect.gen(function*() {
     const store = yield* DeliveryClaims
     const [done] = yield* store.complete([{
-      seq: row.seq, token, round: row.round, attempt: row.attempts, startedAt: new Date(), statusCode: 500,
-      latencyMs: 3, error: "HTTP 500", ok: false, retryInMillis: retryDelayMillis(row.attempts, 1)
+      seq: row.seq,
+      token,
+      round: row.round,
+      attempt: row.attempts,
+      startedAt: new Date(),
+      statusCode: 500,
+      latencyMs: 3,
+      error: "HTTP 500",
+      ok: false,
+      retryInMillis: retryDelayMillis(row.attempts, 1)
     }], "node-a")
     return done
   })
@@ -65,7 +73,7 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
         assert.strictEqual(done.state, "PENDING")
         const delay = retryDelayMillis(attempt, 1)!
         assert.strictEqual(delay, [60_000, 300_000, 1_800_000, 7_200_000, 86_400_000][attempt])
-        assert.strictEqual((yield* (yield* DeliveryClaims).nextDueMillis), delay)
+        assert.strictEqual(yield* (yield* DeliveryClaims).nextDueMillis, delay)
         yield* TestClock.adjust(delay - 1)
         assert.strictEqual((yield* claim(`early${attempt}`)).length, 0, `attempt ${attempt + 1} claimable before its time`)
         yield* TestClock.adjust(1)
@@ -96,8 +104,16 @@ describe("webhook time (TestClock, real PostgreSQL)", () => {
       // and the stale claim's outcome no longer counts (its token was replaced)
       const store = yield* DeliveryClaims
       const stale = yield* store.complete([{
-        seq: first[0].seq, token: "node-a-token", round: 0, attempt: 0, startedAt: new Date(), statusCode: 200,
-        latencyMs: 1, error: null, ok: true, retryInMillis: null
+        seq: first[0].seq,
+        token: "node-a-token",
+        round: 0,
+        attempt: 0,
+        startedAt: new Date(),
+        statusCode: 200,
+        latencyMs: 1,
+        error: null,
+        ok: true,
+        retryInMillis: null
       }], "node-a")
       assert.strictEqual(stale.length, 0)
     }).pipe(withStore))

@@ -23,8 +23,7 @@ const file = (name: string, content: string) => {
   return path
 }
 
-const appConfig = (env: Record<string, string>) =>
-  Effect.runPromise(AppConfig.config.parse(ConfigProvider.fromUnknown(env)))
+const appConfig = (env: Record<string, string>) => Effect.runPromise(AppConfig.config.parse(ConfigProvider.fromUnknown(env)))
 const appConfigError = (env: Record<string, string>) => appConfig(env).then(() => "no error", (e) => String(e))
 const evm = (env: Record<string, string>) =>
   Effect.runPromise(Effect.gen(function*() {
@@ -118,12 +117,18 @@ describe("anchord start with its secrets in files", { timeout: 120_000 }, () => 
     }
     for (const name of ["DATABASE_URL", "REDIS_URL", "EVM_NETWORKS", "EVM_PRIVATE_KEY_SEPOLIA", "TEST_DATABASE_URL"]) delete env[name]
     const child = track(ChildProcess.spawn(process.execPath, [Path.resolve(import.meta.dirname, "../../src/cli/main.ts"), "start"], {
-      cwd: dir, env, stdio: ["ignore", "pipe", "pipe"]
+      cwd: dir,
+      env,
+      stdio: ["ignore", "pipe", "pipe"]
     }))
     forwardOutput(child, "anchord start")
     let output = ""
-    child.stdout!.on("data", (b) => { output += b })
-    child.stderr!.on("data", (b) => { output += b })
+    child.stdout!.on("data", (b) => {
+      output += b
+    })
+    child.stderr!.on("data", (b) => {
+      output += b
+    })
     try {
       await waitFor("anchord start's /v1/health", async () => {
         if (child.exitCode !== null) throw new Error(`anchord start exited with ${child.exitCode}`)

@@ -18,7 +18,8 @@ import { ConsoleConfig } from "../../src/console/config.ts"
 import { ConsoleLinks } from "../../src/console/Links.ts"
 import { hashPassword, verifyPassword } from "../../src/console/passwords.ts"
 import { ConsoleSessions } from "../../src/console/Sessions.ts"
-import { delayAfter, FREE_FAILURES_PER_EMAIL, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_PAIR, SignInThrottle, WINDOW_MS } from "../../src/console/SignInThrottle.ts"
+import { delayAfter, FREE_FAILURES_PER_EMAIL, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_PAIR, SignInThrottle,
+  WINDOW_MS } from "../../src/console/SignInThrottle.ts"
 import { ConsoleUsers, normalizeEmail } from "../../src/console/Users.ts"
 import { csrfTokenOf, sameSecret, tokenDigest } from "../../src/console/tokens.ts"
 import { startClockNearNow, withDatabaseServices } from "../support/clock.ts"
@@ -36,7 +37,11 @@ const layer = Layer.mergeAll(ConsoleAuth.layer, ConsoleSessions.layer, ConsoleLi
   Layer.provideMerge(ConsoleUsers.layer),
   Layer.provideMerge(Layer.mergeAll(ConsoleSessions.layer, ConsoleLinks.layer, SignInThrottle.layer)),
   Layer.provideMerge(Layer.succeed(ConsoleConfig, ConsoleConfig.of({
-    idleMillis: IDLE, absoluteMillis: ABSOLUTE, secureCookie: "auto", invitationMillis: 7 * 86_400_000, signInLinkMillis: 3_600_000
+    idleMillis: IDLE,
+    absoluteMillis: ABSOLUTE,
+    secureCookie: "auto",
+    invitationMillis: 7 * 86_400_000,
+    signInLinkMillis: 3_600_000
   }))),
   Layer.provideMerge(Accounts.layer),
   Layer.provideMerge(DatabaseGuard.layer),
@@ -215,7 +220,7 @@ describe("sign-in throttle (TestClock, real PostgreSQL)", () => {
       // Stored in that one spelling, and looked up without lower() in SQL.
       const rows = yield* (yield* SqlClient.SqlClient)<{ email: string }>`SELECT email FROM console_users WHERE account_id = ${account.id}`
       assert.deepStrictEqual(rows.map((r) => r.email), [victim])
-      assert.strictEqual((yield* (yield* ConsoleUsers).byEmail(dotted)), undefined)
+      assert.strictEqual(yield* (yield* ConsoleUsers).byEmail(dotted), undefined)
     })))
 
   it.effect("counters with nothing left to say are swept (at most once a minute); a known address stays known for 30 days", () =>
@@ -290,11 +295,17 @@ describe("one-time links and passwords", () => {
       const viewer = yield* member("a fine passphrase", "viewer")
       const admin = yield* member("a fine passphrase", "admin")
       const byViewer = failureOf(yield* Effect.exit(auth.createLink({
-        kind: "invitation", email: email("x"), target: { operator: false, accountId: viewer.accountId!, role: "viewer" }, by: viewer
+        kind: "invitation",
+        email: email("x"),
+        target: { operator: false, accountId: viewer.accountId!, role: "viewer" },
+        by: viewer
       })))
       assert.strictEqual((byViewer as { errorCode: string }).errorCode, "FORBIDDEN")
       const elsewhere = failureOf(yield* Effect.exit(auth.createLink({
-        kind: "invitation", email: email("x"), target: { operator: false, accountId: viewer.accountId!, role: "admin" }, by: admin
+        kind: "invitation",
+        email: email("x"),
+        target: { operator: false, accountId: viewer.accountId!, role: "admin" },
+        by: admin
       })))
       assert.strictEqual((elsewhere as { errorCode: string }).errorCode, "FORBIDDEN")
       const operator = failureOf(yield* Effect.exit(auth.createLink({ kind: "invitation", email: email("x"), target: { operator: true }, by: admin })))
@@ -331,7 +342,8 @@ describe("one-time links and passwords", () => {
       // Suspended account: a member's invitation is void for good; an operator's waits for the account to be active again.
       const suspended = yield* member("a fine passphrase", "admin")
       const fromMember = yield* invite(suspended)
-      const fromOperator = yield* auth.createLink({ kind: "invitation", email: email("ops-made"), target: { operator: false, accountId: suspended.accountId!, role: "viewer" } })
+      const fromOperator = yield* auth.createLink({ kind: "invitation", email: email("ops-made"),
+        target: { operator: false, accountId: suspended.accountId!, role: "viewer" } })
       yield* accounts.suspend(suspended.accountId!)
       for (const l of [fromMember, fromOperator]) {
         assert.strictEqual(invalid(yield* Effect.exit(auth.acceptInvitation({ token: l.token, password: "a long enough passphrase" }))), "InvalidLink")
@@ -360,16 +372,23 @@ describe("one-time links and passwords", () => {
       const elsewhere = yield* member("a fine passphrase", "viewer")
       const admin = yield* member("a fine passphrase", "admin")
       const link = yield* auth.createLink({
-        kind: "invitation", email: elsewhere.email.toUpperCase(), target: { operator: false, accountId: admin.accountId!, role: "viewer" }, by: admin
+        kind: "invitation",
+        email: elsewhere.email.toUpperCase(),
+        target: { operator: false, accountId: admin.accountId!, role: "viewer" },
+        by: admin
       })
       assert.match(link.token, /^[A-Za-z0-9_-]{43}$/)
       const accepted = failureOf(yield* Effect.exit(auth.acceptInvitation({ token: link.token, password: "a long enough passphrase" })))
       assert.strictEqual((accepted as { errorCode: string }).errorCode, "EMAIL_TAKEN")
       // One of the admin's own members: said at once (the admin sees the members list anyway).
       const own = yield* member("a fine passphrase", "viewer")
-      const ownAdmin = yield* (yield* ConsoleUsers).create({ email: email("own-admin"), passwordHash: null, operator: false, accountId: own.accountId!, role: "admin" })
+      const ownAdmin = yield* (yield* ConsoleUsers).create({ email: email("own-admin"), passwordHash: null, operator: false, accountId: own.accountId!,
+        role: "admin" })
       const taken = failureOf(yield* Effect.exit(auth.createLink({
-        kind: "invitation", email: own.email, target: { operator: false, accountId: own.accountId!, role: "viewer" }, by: ownAdmin
+        kind: "invitation",
+        email: own.email,
+        target: { operator: false, accountId: own.accountId!, role: "viewer" },
+        by: ownAdmin
       })))
       assert.strictEqual((taken as { errorCode: string }).errorCode, "EMAIL_TAKEN")
     })))

@@ -13,7 +13,6 @@ import { normalizeEmail } from "../../src/console/Users.ts"
 import { freshDatabase } from "../support/db.ts"
 import { migrateTo } from "../support/migrations.ts"
 
-
 const before = Object.keys(migrations).filter((name) => name < "0014")
 const all = Object.keys(migrations)
 
@@ -50,7 +49,8 @@ describe("migration 0014 over a console's database", () => {
         assert.deepStrictEqual((yield* sql<{ createdBy: string | null }>`SELECT created_by FROM console_links`).map((l) => l.createdBy), [null])
         // The throttle starts afresh in its new table.
         assert.strictEqual((yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM console_sign_in_counters`)[0]!.n, 0)
-      })))
+      })
+    ))
 
   it.effect("two users who become one address stop the migration, named, and the database stays as it was", () =>
     withDatabase((url) =>
@@ -71,5 +71,6 @@ describe("migration 0014 over a console's database", () => {
         yield* sql`DELETE FROM console_users WHERE id = 'usr_zed2'`
         yield* migrateTo(url, all)
         assert.deepStrictEqual((yield* sql<{ email: string }>`SELECT email FROM console_users`).map((u) => u.email), ["zed@example.com"])
-      })))
+      })
+    ))
 })

@@ -47,7 +47,9 @@ beforeAll(async () => {
   await env.user(OPERATOR.email, OPERATOR.password, { operator: true })
   await env.user(ADMIN.email, ADMIN.password, { accountId, role: "admin" })
   await env.user(VICTIM.email, VICTIM.password, { accountId, role: "viewer" })
-  for (const [i, body] of [{ data: { invoice: 1 } }, { data: { invoice: 2 }, metadata: { customer: "c-7" } }, { data: { invoice: 3 }, collection: "invoices-2026" }, { data: { invoice: 4 }, chain: "fabric" }].entries()) {
+  for (const [i, body] of [{ data: { invoice: 1 } }, { data: { invoice: 2 }, metadata: { customer: "c-7" } }, { data: { invoice: 3 },
+    collection: "invoices-2026" }, { data: { invoice: 4 }, chain: "fabric" }].entries())
+  {
     const r = await call(base, "POST", "/v1/anchor", { key: apiKey, body })
     if (r.status !== 202) throw new Error(`anchor ${i}: ${r.status} ${r.text}`)
     if (i < 3) evmIds.push(r.json.data.recordId)
@@ -143,10 +145,14 @@ describe("the console", () => {
     for (let i = 1; i <= 5; i++) {
       await attempt(`wrong guess ${i}`)
       expect(await alert.textContent()).toMatch(/^Wrong email or password\./)
-      if (i === 4) expect(await alert.textContent()).toBe("Wrong email or password. 1 more failed attempt and sign-in for this email pauses from your network address.")
+      if (i === 4) {
+        expect(await alert.textContent()).toBe("Wrong email or password. 1 more failed attempt and sign-in for this email pauses from your network address.")
+      }
     }
     await attempt(VICTIM.password)
-    await expect.poll(() => alert.textContent(), { timeout: WAIT_MS }).toBe("Too many failed sign-in attempts for this email from your network address. Try again in 15 minutes.")
+    await expect.poll(() => alert.textContent(), { timeout: WAIT_MS }).toBe(
+      "Too many failed sign-in attempts for this email from your network address. Try again in 15 minutes."
+    )
     expect(await page.locator("form").getAttribute("data-error-code")).toBe("SIGN_IN_THROTTLED")
     await docsScreenshot(browser(), page, "sign-in-throttled")
     // Over the API: 429 with Retry-After.
@@ -209,11 +215,13 @@ describe("the console", () => {
     expect(await page.getByRole("button", { name: "Create key" }).count()).toBe(0)
     expect(await page.getByRole("status").first().textContent()).toContain("You are a viewer of this account")
     expect(await page.getByRole("button", { name: /^Revoke/ }).count()).toBe(0)
-    const created = await pageFetch(page, `/console/api/accounts/${accountId}/keys`, { method: "POST", body: { name: "sneaky", environment: "test" }, csrf: "session" })
+    const created = await pageFetch(page, `/console/api/accounts/${accountId}/keys`, { method: "POST", body: { name: "sneaky", environment: "test" },
+      csrf: "session" })
     expect([created.status, created.json.errorCode]).toEqual([403, "FORBIDDEN"])
     expect(created.json.error).toBe("Viewers can look but not change anything: ask an admin of this account.")
     // Nor any secret.
-    const secret = await pageFetch(page, `/console/api/accounts/${accountId}/webhook/secret/reveal?environment=live`, { method: "POST", body: {}, csrf: "session" })
+    const secret = await pageFetch(page, `/console/api/accounts/${accountId}/webhook/secret/reveal?environment=live`, { method: "POST", body: {},
+      csrf: "session" })
     expect([secret.status, secret.json.error]).toEqual([403, "Viewers cannot see secrets: ask an admin of this account."])
     await go(page, acct("webhooks"), "Webhooks")
     expect(await page.getByRole("button", { name: "Reveal secret" }).count()).toBe(0)
@@ -264,7 +272,9 @@ describe("the console", () => {
     await page.getByRole("button", { name: "Revoke billing service" }).click()
     expect(await page.getByRole("dialog").innerText()).toContain("will be refused (401)")
     await page.getByRole("dialog").getByRole("button", { name: "Revoke key" }).click()
-    await expect.poll(() => page.locator("tr", { hasText: "billing service" }).locator("td[data-label=\"Status\"]").innerText(), { timeout: WAIT_MS }).toBe("revoked")
+    await expect.poll(() => page.locator("tr", { hasText: "billing service" }).locator("td[data-label=\"Status\"]").innerText(), { timeout: WAIT_MS }).toBe(
+      "revoked"
+    )
     const refused = await call(base, "GET", "/v1/usage", { key })
     expect([refused.status, refused.json.errorCode]).toEqual([401, "EXPIRED_API_KEY"])
     await page.context().close()
@@ -472,7 +482,8 @@ describe("the console", () => {
     expect(download.suggestedFilename()).toBe(`proof-${evmIds[1]}.json`)
     const pdf = await page.evaluate(async (href) => {
       const r = await fetch(href)
-      return { type: r.headers.get("content-type"), disposition: r.headers.get("content-disposition"), head: new TextDecoder().decode((await r.arrayBuffer()).slice(0, 5)) }
+      return { type: r.headers.get("content-type"), disposition: r.headers.get("content-disposition"),
+        head: new TextDecoder().decode((await r.arrayBuffer()).slice(0, 5)) }
     }, await page.getByRole("link", { name: "Certificate (PDF)" }).getAttribute("href") as string)
     expect(pdf).toEqual({ type: "application/pdf", disposition: expect.stringMatching(/^inline; filename="CERT-\d+-[0-9a-f]{8}\.pdf"$/), head: "%PDF-" })
     await docsScreenshot(browser(), page, "record")
@@ -489,10 +500,14 @@ describe("the console", () => {
     const served = await fetch(`${base}/verify`)
     expect(served.headers.get("content-security-policy")).toContain(`connect-src 'self' ${env.publicRpc.url} https:`)
     expect(served.headers.get("cache-control")).toBe("no-cache")
-    const revalidated = await fetch(`${base}/verify/verify.js`, { headers: { "if-none-match": (await fetch(`${base}/verify/verify.js`)).headers.get("etag")! } })
+    const revalidated = await fetch(`${base}/verify/verify.js`, {
+      headers: { "if-none-match": (await fetch(`${base}/verify/verify.js`)).headers.get("etag")! }
+    })
     expect(revalidated.status).toBe(304)
     const config = await (await fetch(`${base}/verify/config.json`)).json()
-    expect(config).toEqual({ networks: [{ networkId: env.networkId, chainType: "evm", chainId: env.chainId, rpcUrl: env.publicRpc.url, explorerUrl: EXPLORER }] })
+    expect(config).toEqual({
+      networks: [{ networkId: env.networkId, chainType: "evm", chainId: env.chainId, rpcUrl: env.publicRpc.url, explorerUrl: EXPLORER }]
+    })
 
     const page = await fresh({ width: 360, height: 800 }, "verify")
     await page.goto(`${base}/verify`)
@@ -513,7 +528,9 @@ describe("the console", () => {
     const bad = await verify(tampered)
     expect(bad.outcome).toBe("not-verified")
     expect(bad.text).toContain("Not verified")
-    expect(await page.locator("li.check[data-check=\"merkle-proof\"]").innerText()).toMatch(/^FAIL\s+merkle-proof\s+the proof does not fold the leaf of [0-9a-f]{64} to root 0x(ab){32}$/)
+    expect(await page.locator("li.check[data-check=\"merkle-proof\"]").innerText()).toMatch(
+      /^FAIL\s+merkle-proof\s+the proof does not fold the leaf of [0-9a-f]{64} to root 0x(ab){32}$/
+    )
     await docsScreenshot(browser(), page, "verify-not-verified")
 
     await env.publicRpc.down()
@@ -552,7 +569,9 @@ describe("the console", () => {
     const login = await call(base, "POST", "/console/api/session", { headers: { origin: "https://evil.example" }, body: ADMIN })
     expect(login.status).toBe(403)
     // Every console answer is no-store.
-    expect((await call(base, "GET", "/console/api/session", { headers: { cookie: `anchord_session=${cookie}` } })).headers.get("cache-control")).toBe("no-store")
+    expect((await call(base, "GET", "/console/api/session", { headers: { cookie: `anchord_session=${cookie}` } })).headers.get("cache-control")).toBe(
+      "no-store"
+    )
     await page.context().close()
   })
 
@@ -590,22 +609,31 @@ describe("the console", () => {
     // (The lock lookup itself runs against PostgreSQL in test/console/leader.test.ts; here the answer is held up.)
     const real = (await pageFetch(page, "/console/api/networks", { method: "GET" })).json
     expect(real.data.networks[0]).toMatchObject({ ledBy: "this-node", leaderAddress: null, leaderSince: null, rpc: "up" })
-    await page.route((url) => url.pathname === "/console/api/networks", (route) => route.fulfill({
-      status: 200,
-      contentType: "application/json",
-      body: JSON.stringify({
-        ...real,
-        data: {
-          networks: [{
-            ...real.data.networks[0], leader: false, ledBy: "another-node", leaderAddress: "10.0.0.7", leaderSince: "2026-01-02T03:04:05.000Z",
-            rpc: "unknown", status: "follower", head: null
-          }]
-        }
-      })
-    }))
+    await page.route((url) => url.pathname === "/console/api/networks", (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: "application/json",
+        body: JSON.stringify({
+          ...real,
+          data: {
+            networks: [{
+              ...real.data.networks[0],
+              leader: false,
+              ledBy: "another-node",
+              leaderAddress: "10.0.0.7",
+              leaderSince: "2026-01-02T03:04:05.000Z",
+              rpc: "unknown",
+              status: "follower",
+              head: null
+            }]
+          }
+        })
+      }))
     await page.reload()
     await heading(page, "Networks")
-    expect(await net.locator("td[data-label=\"Leader\"]").innerText()).toMatch(/^another node\s+10\.0\.0\.7, since 2026-01-02 03:04:05 UTC at the latest; this node follows$/)
+    expect(await net.locator("td[data-label=\"Leader\"]").innerText()).toMatch(
+      /^another node\s+10\.0\.0\.7, since 2026-01-02 03:04:05 UTC at the latest; this node follows$/
+    )
     expect(await net.locator("td[data-label=\"Endpoint\"]").innerText()).toBe("unknown")
     expect(await net.locator("td[data-label=\"Head\"]").innerText()).toBe("unknown")
     await page.unroute((url) => url.pathname === "/console/api/networks")
@@ -630,8 +658,13 @@ describe("the console", () => {
   it("every page fits 360 px, has labelled controls and a heading that takes the focus; the overview shows usage and status counts", async () => {
     const page = await signedInAs(ADMIN, { width: 360, height: 740 })
     const pages: Array<[string, string | RegExp]> = [
-      [acct("overview"), "Overview — Acme Records"], [acct("records"), "Records"], [acct(`records/${evmIds[0]}`), `Record ${evmIds[0]}`],
-      [acct("deliveries"), "Deliveries"], [acct("webhooks"), "Webhooks"], [acct("keys"), "Settings › API keys"], [acct("members"), "Members"]
+      [acct("overview"), "Overview — Acme Records"],
+      [acct("records"), "Records"],
+      [acct(`records/${evmIds[0]}`), `Record ${evmIds[0]}`],
+      [acct("deliveries"), "Deliveries"],
+      [acct("webhooks"), "Webhooks"],
+      [acct("keys"), "Settings › API keys"],
+      [acct("members"), "Members"]
     ]
     for (const [hash, title] of pages) {
       await go(page, hash, title)
@@ -674,10 +707,13 @@ describe("the console", () => {
     const wide = await signedInAs(ADMIN, { width: 1280, height: 800 })
     await go(wide, acct("overview"), "Overview — Acme Records")
     // At 1280 px a member's header is one line: sections, environment, who, sign out.
-    const lineOf = (selector: string) => wide.locator(selector).evaluateAll((es) => es.map((e) => {
-      const r = (e as any).getBoundingClientRect()
-      return Math.round(r.top + r.height / 2)
-    }))
+    const lineOf = (selector: string) =>
+      wide.locator(selector).evaluateAll((es) =>
+        es.map((e) => {
+          const r = (e as any).getBoundingClientRect()
+          return Math.round(r.top + r.height / 2)
+        })
+      )
     const middles = [...await lineOf("#top .nav a"), ...await lineOf("#top .who > *")]
     expect(Math.max(...middles) - Math.min(...middles), JSON.stringify(middles)).toBeLessThan(12)
     expect(await wide.locator("#top .user").getAttribute("title")).toBe("admin@example.com (admin of Acme Records)")
@@ -690,7 +726,9 @@ describe("the console", () => {
     await go(page, acct("overview"), "Overview — Acme Records")
     // The records list's answer is held until the user has moved on to the webhooks page.
     let release = () => {}
-    const held = new Promise<void>((resolve) => { release = resolve })
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
     await page.route((url) => url.pathname.endsWith(`/accounts/${accountId}/records`), async (route) => {
       await held
       await route.continue()

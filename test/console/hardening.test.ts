@@ -105,7 +105,9 @@ const run = <A>(effect: Effect.Effect<A, unknown, any>) => node.runtime.runPromi
 const user = (email: string, password: string, target: { operator: true } | { accountId: string; role: Role }) =>
   run(Effect.gen(function*() {
     const passwordHash = yield* Effect.promise(() => hashPassword(password))
-    return yield* (yield* ConsoleUsers).create("operator" in target ? { email, passwordHash, operator: true } : { email, passwordHash, operator: false, ...target })
+    return yield* (yield* ConsoleUsers).create(
+      "operator" in target ? { email, passwordHash, operator: true } : { email, passwordHash, operator: false, ...target }
+    )
   }))
 
 const PASSWORD = "the right passphrase"

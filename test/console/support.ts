@@ -61,8 +61,17 @@ export const startConsoleNode = async (): Promise<ConsoleNode> => {
   const networkId = "console-evm"
   const clock = shiftableClock()
   const layer = makeNodeLayer(EvmNetworks.layerWith([network({
-    networkId, rpcUrl: anvil.rpcUrl, publicRpcUrl: publicRpc.url, explorerUrl: EXPLORER, chainId: d.chainId, contractAddress: d.address,
-    confirmations: 1, environment: "test", batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 100
+    networkId,
+    rpcUrl: anvil.rpcUrl,
+    publicRpcUrl: publicRpc.url,
+    explorerUrl: EXPLORER,
+    chainId: d.chainId,
+    contractAddress: d.address,
+    confirmations: 1,
+    environment: "test",
+    batchMaxSize: 50,
+    batchWindowMs: 200,
+    pollIntervalMs: 100
   }, privateKey)])).pipe(Layer.provide(clock.layer))
   const node = await startNode({ layer })
   return {
@@ -74,8 +83,10 @@ export const startConsoleNode = async (): Promise<ConsoleNode> => {
     clock,
     user: async (email, password, target) => {
       const passwordHash = await hashPassword(password)
-      await node.runtime.runPromise(Effect.flatMap(ConsoleUsers, (users) =>
-        users.create("operator" in target ? { email, passwordHash, operator: true } : { email, passwordHash, operator: false, ...target })))
+      await node.runtime.runPromise(
+        Effect.flatMap(ConsoleUsers,
+          (users) => users.create("operator" in target ? { email, passwordHash, operator: true } : { email, passwordHash, operator: false, ...target }))
+      )
     },
     stop: async () => {
       await node.stop()

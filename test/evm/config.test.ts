@@ -84,8 +84,7 @@ describe("EVM_NETWORKS deployment (a deployment file instead of contractAddress)
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-deployment-"))
   const ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
   const { contractAddress: _, chainId: __, ...noAddress } = base
-  const one = (extra: Record<string, unknown>) =>
-    ({ EVM_NETWORKS: JSON.stringify([{ networkId: "x", ...noAddress, privateKey: KEY, ...extra }]) })
+  const one = (extra: Record<string, unknown>) => ({ EVM_NETWORKS: JSON.stringify([{ networkId: "x", ...noAddress, privateKey: KEY, ...extra }]) })
 
   it("reads Ignition's deployed_addresses.json (chain id from its journal) and scripts/deploy.ts's file", async () => {
     const ignition = Path.join(dir, "ignition/deployments/chain-31337")

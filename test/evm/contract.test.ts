@@ -8,27 +8,12 @@ import { tmpdir } from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import {
-  BaseError,
-  ContractFunctionRevertedError,
-  createPublicClient,
-  createWalletClient,
-  encodeFunctionData,
-  http,
-  parseEventLogs,
-  type Hex,
-  type PublicClient,
-  type WalletClient
-} from "viem"
+import { BaseError, ContractFunctionRevertedError, createPublicClient, createWalletClient, encodeFunctionData, http, parseEventLogs, type Hex,
+  type PublicClient, type WalletClient } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  anchorRegistryAbi,
-  anchorRegistryAbiHash,
-  deployAnchorRegistry,
-  isAnchorRegistryDeployed,
-  type AnchorRegistryDeployment
-} from "../../src/evm/deploy.ts"
+import { anchorRegistryAbi, anchorRegistryAbiHash, deployAnchorRegistry, isAnchorRegistryDeployed,
+  type AnchorRegistryDeployment } from "../../src/evm/deploy.ts"
 import { buildTree, leafHash } from "../../src/anchoring/merkle.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
 
@@ -67,11 +52,12 @@ const anchor = async (root: Hex, leafCount: number, by = wallet) => {
   return receipt
 }
 
-const read = <F extends "verify" | "verifyAnchored" | "getAnchor" | "batchCount" | "leafHash" | "verifyProof" | "hasRole" | "ANCHORER_ROLE" | "DEFAULT_ADMIN_ROLE">(
+const read = <
+  F extends "verify" | "verifyAnchored" | "getAnchor" | "batchCount" | "leafHash" | "verifyProof" | "hasRole" | "ANCHORER_ROLE" | "DEFAULT_ADMIN_ROLE"
+>(
   functionName: F,
   args: ReadonlyArray<unknown> = []
-) =>
-  publicClient.readContract({ address: deployment.address, abi: anchorRegistryAbi, functionName, args } as never) as Promise<unknown>
+) => publicClient.readContract({ address: deployment.address, abi: anchorRegistryAbi, functionName, args } as never) as Promise<unknown>
 
 /** The custom error name of a reverted simulation, or undefined. */
 const revertName = async (root: Hex, leafCount: number, key?: Hex): Promise<string | undefined> => {

@@ -28,7 +28,11 @@ const startDevNode = async (databaseUrl: string) => {
   })])
   const runtime = ManagedRuntime.make(makeNodeLayer(DevChainLayer).pipe(
     Layer.provideMerge(AppConfig.layerWith({
-      databaseUrl: Option.some(Redacted.make(databaseUrl)), dataDir, host: "127.0.0.1", port: 0, authCacheMillis: 0
+      databaseUrl: Option.some(Redacted.make(databaseUrl)),
+      dataDir,
+      host: "127.0.0.1",
+      port: 0,
+      authCacheMillis: 0
     })),
     Layer.provide(capture)
   ))
@@ -42,7 +46,10 @@ const startDevNode = async (databaseUrl: string) => {
 
 const verifiesOnChain = (rpcUrl: string, hash: string, a: { contractAddress: `0x${string}`; merkleProof: Array<`0x${string}`>; merkleRoot: `0x${string}` }) =>
   publicClient(rpcUrl).readContract({
-    address: a.contractAddress, abi: anchorRegistryAbi, functionName: "verify", args: [`0x${hash}`, a.merkleProof, a.merkleRoot]
+    address: a.contractAddress,
+    abi: anchorRegistryAbi,
+    functionName: "verify",
+    args: [`0x${hash}`, a.merkleProof, a.merkleRoot]
   })
 
 /** A record view anchored no earlier than it was created (block times are whole seconds). */

@@ -27,8 +27,13 @@ describe("hybrid records", () => {
     const pk = await anvil.fundedKey()
     const d = await deploy(anvil.rpcUrl, pk)
     evmNet = network({
-      networkId: "anvil-hybrid", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address,
-      confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150
+      networkId: "anvil-hybrid",
+      rpcUrl: anvil.rpcUrl,
+      chainId: d.chainId,
+      contractAddress: d.address,
+      confirmations: 1,
+      batchWindowMs: 200,
+      pollIntervalMs: 150
     }, pk)
     node = await startFabricNode({
       evm: [evmNet],
@@ -70,25 +75,43 @@ describe("hybrid records", () => {
       const p = events[0]!.payload
       expect(p).toMatchObject({ networkId: "anvil-hybrid", chainType: "evm", recordChainType: "hybrid", txHash: byChain.evm.txHash })
       expect(p.dualAnchor).toMatchObject({
-        chainType: "fabric", networkId: "fabric-hybrid", txHash: byChain.fabric.txHash, batchId: byChain.fabric.batchId, blockNumber: null
+        chainType: "fabric",
+        networkId: "fabric-hybrid",
+        txHash: byChain.fabric.txHash,
+        batchId: byChain.fabric.batchId,
+        blockNumber: null
       })
       expect(p.anchors).toHaveLength(2)
 
       // What the webhook engineer's renderer makes of it: form B, EVM on top, Fabric in dualAnchor.
       const rendered = render({
-        eventId: "evt_test", kind: "anchor.confirmed", payload: p, eventCreatedAt: new Date(), format: "multichain",
-        signingSecret: "whsec_test", nextSecret: null,
+        eventId: "evt_test",
+        kind: "anchor.confirmed",
+        payload: p,
+        eventCreatedAt: new Date(),
+        format: "multichain",
+        signingSecret: "whsec_test",
+        nextSecret: null,
         record: { hash: rec.hash, packageMode: "MANAGED", chainType: "hybrid", networkId: "anvil-hybrid", metadata: {}, status: "ANCHORED" },
         anchorPayload: null
       })
       const body = JSON.parse(rendered.body)
       expect(body).toMatchObject({
-        type: "ANCHORED", chainType: "evm", networkId: "anvil-hybrid", transactionHash: byChain.evm.txHash, anchoredAt: byChain.evm.anchoredAt
+        type: "ANCHORED",
+        chainType: "evm",
+        networkId: "anvil-hybrid",
+        transactionHash: byChain.evm.txHash,
+        anchoredAt: byChain.evm.anchoredAt
       })
       expect(Number.isInteger(body.batchId)).toBe(true)
       expect(body.dualAnchor).toEqual({
-        chainType: "fabric", networkId: "fabric-hybrid", batchId: byChain.fabric.batchId, blockNumber: null,
-        transactionHash: byChain.fabric.txHash, merkleProof: byChain.fabric.merkleProof, anchoredAt: byChain.fabric.anchoredAt
+        chainType: "fabric",
+        networkId: "fabric-hybrid",
+        batchId: byChain.fabric.batchId,
+        blockNumber: null,
+        transactionHash: byChain.fabric.txHash,
+        merkleProof: byChain.fabric.merkleProof,
+        anchoredAt: byChain.fabric.anchoredAt
       })
       expect(rendered.headers.chain).toBe("evm")
     }
@@ -104,10 +127,14 @@ describe("hybrid records", () => {
       expect(r.status).toBe(202)
       id = r.json.data.recordId
       await waitFor("EVM anchor confirmed", async () =>
-        (await query(node.databaseUrl, "SELECT 1 FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE a.record_id = $1 AND a.chain_type = 'evm' AND b.state = 'CONFIRMED'", [id])).length === 1)
+        (await query(node.databaseUrl,
+          "SELECT 1 FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE a.record_id = $1 AND a.chain_type = 'evm' AND b.state = 'CONFIRMED'", [id]))
+          .length === 1)
       const view = (await call(evmOnly.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
       expect(view.status).toBe("QUEUED")
-      expect(view.anchors.map((a: any) => a.chainType)).toEqual(["evm"])
+      expect(view.anchors.map((a: any) =>
+        a.chainType
+      )).toEqual(["evm"])
       expect((await call(evmOnly.baseUrl, "GET", `/v1/records/${id}/proof`, { key })).status).toBe(409)
       expect(await query(node.databaseUrl, "SELECT 1 FROM all_events WHERE record_id = $1", [id])).toHaveLength(0)
     } finally {
@@ -115,7 +142,9 @@ describe("hybrid records", () => {
     }
     // Both networks again: the Fabric batcher claims it, and it completes with exactly one event.
     node = await startFabricNode({
-      databaseUrl: node.databaseUrl, evm: [evmNet], fabric: [fabricNetwork(peer, { networkId: "fabric-hybrid", batchWindowMs: 200 })]
+      databaseUrl: node.databaseUrl,
+      evm: [evmNet],
+      fabric: [fabricNetwork(peer, { networkId: "fabric-hybrid", batchWindowMs: 200 })]
     })
     await waitFor("ANCHORED", allAnchored(node.databaseUrl, [id]), 15_000)
     const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1", [id])
@@ -127,8 +156,13 @@ describe("hybrid records", () => {
     const rec = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key })).json.data
     const byChain = Object.fromEntries(rec.anchors.map((a: any) => [a.chainType, a]))
     const body = JSON.parse(render({
-      eventId: "evt_test", kind: "anchor.confirmed", payload: events[0]!.payload, eventCreatedAt: new Date(), format: "multichain",
-      signingSecret: "whsec_test", nextSecret: null,
+      eventId: "evt_test",
+      kind: "anchor.confirmed",
+      payload: events[0]!.payload,
+      eventCreatedAt: new Date(),
+      format: "multichain",
+      signingSecret: "whsec_test",
+      nextSecret: null,
       record: { hash: rec.hash, packageMode: "MANAGED", chainType: "hybrid", networkId: rec.networkId, metadata: {}, status: "ANCHORED" },
       anchorPayload: null
     }).body)

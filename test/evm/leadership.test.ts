@@ -63,8 +63,14 @@ describe("EVM leadership across two processes", () => {
     const env = {
       DATABASE_URL: databaseUrl,
       EVM_NETWORKS: JSON.stringify([{
-        networkId, rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, privateKey: pk,
-        confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150
+        networkId,
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        privateKey: pk,
+        confirmations: 1,
+        batchWindowMs: 200,
+        pollIntervalMs: 150
       }]),
       ANON_RATE_LIMIT_PER_SECOND: "100000",
       LOG_LEVEL: "info"
@@ -102,8 +108,7 @@ describe("EVM leadership across two processes", () => {
   }
   /** Each record in one batch of the network, each root on chain once. */
   const anchoredOnce = async (databaseUrl: string, ids: ReadonlyArray<string>) => {
-    const anchors = await query<{ n: number }>(databaseUrl,
-      "SELECT count(*)::int AS n FROM anchors WHERE record_id = ANY($1) GROUP BY record_id", [ids])
+    const anchors = await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM anchors WHERE record_id = ANY($1) GROUP BY record_id", [ids])
     expect(anchors).toHaveLength(ids.length)
     expect(anchors.every((a) => a.n === 1)).toBe(true)
     const logs = await publicClient(anvil.rpcUrl).getLogs({ address: contract, event: anchoredEvent, fromBlock: 0n, toBlock: "latest" })

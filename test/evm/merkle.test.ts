@@ -12,7 +12,7 @@ const hashesFrom = (seed: string, count: number): Array<string> =>
   Array.from({ length: count }, (_, i) => createHash("sha256").update(`${seed}:${i}`).digest("hex"))
 
 /** A deterministic PRNG in [0, 1). */
-const rng = (seed: string): (() => number) => {
+const rng = (seed: string): () => number => {
   let counter = 0
   return () => createHash("sha256").update(`${seed}#${counter++}`).digest().readUInt32BE(0) / 2 ** 32
 }

@@ -29,8 +29,15 @@ beforeAll(async () => {
   const address = (await client.waitForTransactionReceipt({ hash })).contractAddress!
   node = await startEvmNode({
     networks: [network({
-      networkId: "old-contract", rpcUrl: anvil.rpcUrl, chainId, contractAddress: address, confirmations: 1,
-      environment: "test", batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 100
+      networkId: "old-contract",
+      rpcUrl: anvil.rpcUrl,
+      chainId,
+      contractAddress: address,
+      confirmations: 1,
+      environment: "test",
+      batchMaxSize: 50,
+      batchWindowMs: 200,
+      pollIntervalMs: 100
     }, privateKey)]
   })
   key = await node.createKey(await node.createAccount())

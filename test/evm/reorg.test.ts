@@ -15,8 +15,13 @@ describe("reorg", () => {
     const d = await deploy(anvil.rpcUrl, pk)
     node = await startEvmNode({
       networks: [network({
-        networkId: "anvil-reorg", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address,
-        confirmations: 3, batchWindowMs: 200, pollIntervalMs: 150
+        networkId: "anvil-reorg",
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 3,
+        batchWindowMs: 200,
+        pollIntervalMs: 150
       }, pk)]
     })
     key = await node.createKey(await node.createAccount())
@@ -63,8 +68,9 @@ describe("reorg", () => {
     } finally {
       clearInterval(miner)
     }
-    const anchors = await query<{ batchId: string }>(node.databaseUrl,
-      `SELECT DISTINCT batch_id::text AS "batchId" FROM anchors WHERE record_id = ANY($1)`, [ids])
+    const anchors = await query<{ batchId: string }>(node.databaseUrl, `SELECT DISTINCT batch_id::text AS "batchId" FROM anchors WHERE record_id = ANY($1)`, [
+      ids
+    ])
     expect(anchors).toHaveLength(1)
     expect(anchors[0].batchId).not.toBe(mined.id)
     const view = await call(node.baseUrl, "GET", `/v1/records/${ids[0]}`, { key })

@@ -10,9 +10,7 @@ import { anchorRegistryAbi } from "../../src/evm/AnchorRegistry.abi.ts"
 import { anchoredEvent } from "../../src/evm/chain.ts"
 import type { EvmNetworkConfig } from "../../src/evm/config.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
-import {
-  allAnchored, call, deploy, freshDatabase, network, publicClient, query, startEvmNode, waitFor, type EvmTestNode
-} from "./support.ts"
+import { allAnchored, call, deploy, freshDatabase, network, publicClient, query, startEvmNode, waitFor, type EvmTestNode } from "./support.ts"
 
 describe("restart between send and confirmation", () => {
   let anvil: Anvil
@@ -28,8 +26,13 @@ describe("restart between send and confirmation", () => {
     const d = await deploy(anvil.rpcUrl, pk)
     contract = d.address
     net = network({
-      networkId: "anvil-restart", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address,
-      confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150
+      networkId: "anvil-restart",
+      rpcUrl: anvil.rpcUrl,
+      chainId: d.chainId,
+      contractAddress: d.address,
+      confirmations: 1,
+      batchWindowMs: 200,
+      pollIntervalMs: 150
     }, pk)
     databaseUrl = await freshDatabase()
     node = await startEvmNode({ databaseUrl, networks: [net] })
@@ -47,7 +50,8 @@ describe("restart between send and confirmation", () => {
     }
     const batch = await waitFor("batch SENT", async () => {
       const rows = await query<{ id: string; merkleRoot: Hex; txHash: Hex }>(databaseUrl,
-        `SELECT DISTINCT b.id::text AS id, b.merkle_root AS "merkleRoot", b.tx_hash AS "txHash" FROM anchor_batches b JOIN anchors a ON a.batch_id = b.id WHERE a.record_id = ANY($1) AND b.state = 'SENT' AND b.tx_hash IS NOT NULL`, [ids])
+        `SELECT DISTINCT b.id::text AS id, b.merkle_root AS "merkleRoot", b.tx_hash AS "txHash" FROM anchor_batches b JOIN anchors a ON a.batch_id = b.id WHERE a.record_id = ANY($1) AND b.state = 'SENT' AND b.tx_hash IS NOT NULL`,
+        [ids])
       return rows[0]
     })
     return { ids, batch }

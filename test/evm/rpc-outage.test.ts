@@ -18,8 +18,14 @@ describe("RPC outage", () => {
     proxy = await rpcProxy({ host: "127.0.0.1", port: anvil.port })
     node = await startEvmNode({
       networks: [network({
-        networkId: "anvil-outage", rpcUrl: proxy.url, chainId: d.chainId, contractAddress: d.address,
-        confirmations: 1, batchWindowMs: 200, pollIntervalMs: 150, rpcTimeoutMs: 1_500
+        networkId: "anvil-outage",
+        rpcUrl: proxy.url,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 1,
+        batchWindowMs: 200,
+        pollIntervalMs: 150,
+        rpcTimeoutMs: 1_500
       }, pk)]
     })
     key = await node.createKey(await node.createAccount())

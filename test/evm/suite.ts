@@ -34,8 +34,15 @@ export const anchorSuite = (chain: SuiteChain, { beforeAll, afterAll, it }: Hook
     chainId = d.chainId
     node = await startEvmNode({
       networks: [network({
-        networkId, rpcUrl, chainId, contractAddress: contract, confirmations: 1, environment: "test",
-        batchMaxSize: 50, batchWindowMs: 300, pollIntervalMs: 200
+        networkId,
+        rpcUrl,
+        chainId,
+        contractAddress: contract,
+        confirmations: 1,
+        environment: "test",
+        batchMaxSize: 50,
+        batchWindowMs: 300,
+        pollIntervalMs: 200
       }, c.privateKey)]
     })
     key = await node.createKey(await node.createAccount())
@@ -93,7 +100,9 @@ export const anchorSuite = (chain: SuiteChain, { beforeAll, afterAll, it }: Hook
       expect(StandardMerkleTree.verify(ba.merkleRoot, ["bytes32"], [`0x${b.hash}`], ba.merkleProof)).toBe(true)
       // On chain: the contract's verify (inclusion + root anchored here).
       const ok = await client.readContract({
-        address: ba.contractAddress, abi: anchorRegistryAbi, functionName: "verify",
+        address: ba.contractAddress,
+        abi: anchorRegistryAbi,
+        functionName: "verify",
         args: [`0x${b.hash}`, ba.merkleProof, ba.merkleRoot]
       })
       expect(ok).toBe(true)

@@ -37,8 +37,8 @@ export const startEvmNode = async (options: {
     databaseUrl: node.databaseUrl,
     createAccount: () => node.createAccount({ name: "evm test" }),
     createKey: (accountId) => node.createKey(accountId).then((k) => k.key),
-    isLeader: () => node.runtime.runPromise(Effect.flatMap(NetworkHealth, (h) =>
-      Effect.map(h.snapshot, (states) => states.some((s) => s.chainType === "evm" && s.leader)))),
+    isLeader: () =>
+      node.runtime.runPromise(Effect.flatMap(NetworkHealth, (h) => Effect.map(h.snapshot, (states) => states.some((s) => s.chainType === "evm" && s.leader)))),
     stop: node.stop
   }
 }

@@ -7,9 +7,7 @@ import { createPublicClient, http, type Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { anchoredEvent } from "../../src/evm/chain.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
-import {
-  allAnchored, call, deploy, freshDatabase, network, query, startEvmNode, statusesOf, waitFor, type EvmTestNode
-} from "./support.ts"
+import { allAnchored, call, deploy, freshDatabase, network, query, startEvmNode, statusesOf, waitFor, type EvmTestNode } from "./support.ts"
 
 describe("chain writer", () => {
   let anvil: Anvil
@@ -33,8 +31,15 @@ describe("chain writer", () => {
     const node = await startEvmNode({
       databaseUrl: options.databaseUrl,
       networks: [network({
-        networkId, rpcUrl: anvil.rpcUrl, chainId, contractAddress: contract, confirmations: 1,
-        batchWindowMs: 200, pollIntervalMs: 150, stuckAfterMs: options.stuckAfterMs ?? 30_000, maxAttempts: options.maxAttempts ?? 8
+        networkId,
+        rpcUrl: anvil.rpcUrl,
+        chainId,
+        contractAddress: contract,
+        confirmations: 1,
+        batchWindowMs: 200,
+        pollIntervalMs: 150,
+        stuckAfterMs: options.stuckAfterMs ?? 30_000,
+        maxAttempts: options.maxAttempts ?? 8
       }, options.key ?? pk)]
     })
     nodes.push(node)
@@ -54,7 +59,9 @@ describe("chain writer", () => {
       }, 10_000)
       await anvil.rpc("evm_mine")
       await waitFor("ANCHORED", allAnchored(node.databaseUrl, [id]), 10_000)
-      const batch = await query<{ txHash: string }>(node.databaseUrl, `SELECT tx_hash AS "txHash" FROM anchor_batches WHERE merkle_root = $1`, [bumped.merkleRoot])
+      const batch = await query<{ txHash: string }>(node.databaseUrl, `SELECT tx_hash AS "txHash" FROM anchor_batches WHERE merkle_root = $1`, [
+        bumped.merkleRoot
+      ])
       expect(bumped.txHashes).toContain(batch[0].txHash)
       expect(batch[0].txHash).not.toBe(bumped.txHashes[0])
       const client = createPublicClient({ transport: http(anvil.rpcUrl) })

@@ -81,7 +81,8 @@ describe("Fabric anchoring over the real gateway client", () => {
         expect(Buffer.from(next!.getHeader()!.getPreviousHash_asU8())).toEqual(hash)
         const txIds = data.map((env) =>
           common.ChannelHeader.deserializeBinary(common.Payload.deserializeBinary(common.Envelope.deserializeBinary(env).getPayload_asU8())
-            .getHeader()!.getChannelHeader_asU8()).getTxId())
+            .getHeader()!.getChannelHeader_asU8()).getTxId()
+        )
         expect(txIds).toContain(ba.txHash)
       }
     } finally {
@@ -89,8 +90,9 @@ describe("Fabric anchoring over the real gateway client", () => {
     }
 
     // Outbox: one anchor.confirmed per record, Fabric-shaped (raw tx id, string batchId, blockNumber null).
-    const events = await query<{ payload: any }>(node.databaseUrl,
-      "SELECT payload FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [ids])
+    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [
+      ids
+    ])
     expect(events).toHaveLength(ids.length)
     for (const e of events) {
       expect(e.payload).toMatchObject({ chainType: "fabric", networkId: "fabric-dev", blockNumber: null, status: "ANCHORED" })
@@ -105,8 +107,13 @@ describe("Fabric anchoring over the real gateway client", () => {
     // Webhook side: the event row renders as form B with the Fabric fields (src/webhooks/payload.ts).
     const { render } = await import("../../src/webhooks/payload.ts")
     const body = JSON.parse(render({
-      eventId: "evt_x", kind: "anchor.confirmed", payload: events[0]!.payload, eventCreatedAt: new Date(), format: "multichain",
-      signingSecret: "s", nextSecret: null,
+      eventId: "evt_x",
+      kind: "anchor.confirmed",
+      payload: events[0]!.payload,
+      eventCreatedAt: new Date(),
+      format: "multichain",
+      signingSecret: "s",
+      nextSecret: null,
       record: { hash: null, packageMode: "MANAGED", chainType: "fabric", networkId: "fabric-dev", metadata: {}, status: "ANCHORED" },
       anchorPayload: null
     }).body)

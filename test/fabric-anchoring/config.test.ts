@@ -11,12 +11,18 @@ import { fabricFromJson, FabricNetworks } from "../../src/fabric/config.ts"
 import { classify } from "../../src/fabric/errors.ts"
 
 const base = {
-  peerEndpoint: "peer0.org1.example.com:7051", mspId: "Org1MSP", certPath: "/x/cert.pem", keyPath: "/x/key.pem",
-  channel: "mychannel", chaincode: "anchord"
+  peerEndpoint: "peer0.org1.example.com:7051",
+  mspId: "Org1MSP",
+  certPath: "/x/cert.pem",
+  keyPath: "/x/key.pem",
+  channel: "mychannel",
+  chaincode: "anchord"
 }
 const provider = (env: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromUnknown(env))
 const load = (env: Record<string, string>) =>
-  Effect.runPromise(Effect.gen(function*() { return (yield* FabricNetworks).networks }).pipe(Effect.provide(FabricNetworks.layer.pipe(Layer.provide(provider(env))))))
+  Effect.runPromise(Effect.gen(function*() {
+    return (yield* FabricNetworks).networks
+  }).pipe(Effect.provide(FabricNetworks.layer.pipe(Layer.provide(provider(env))))))
 const loadError = (env: Record<string, string>) => load(env).then(() => "no error", (e) => String(e))
 
 describe("FABRIC_NETWORKS", () => {
@@ -29,9 +35,21 @@ describe("FABRIC_NETWORKS", () => {
       FABRIC_NETWORKS: JSON.stringify([{ networkId: "fabric-byo", environment: "live", tlsRootCertPath: "/x/ca.pem", hostAlias: "peer0", ...base }])
     })
     expect(n).toEqual({
-      networkId: "fabric-byo", environment: "live", tlsRootCertPath: "/x/ca.pem", hostAlias: "peer0", ...base,
-      batchMaxSize: 1000, batchWindowMs: 1000, maxAttempts: 10, maxInFlight: 16, startBlock: 0,
-      evaluateTimeoutMs: 5000, endorseTimeoutMs: 15000, submitTimeoutMs: 5000, commitStatusTimeoutMs: 60000, retryIntervalMs: 1000
+      networkId: "fabric-byo",
+      environment: "live",
+      tlsRootCertPath: "/x/ca.pem",
+      hostAlias: "peer0",
+      ...base,
+      batchMaxSize: 1000,
+      batchWindowMs: 1000,
+      maxAttempts: 10,
+      maxInFlight: 16,
+      startBlock: 0,
+      evaluateTimeoutMs: 5000,
+      endorseTimeoutMs: 15000,
+      submitTimeoutMs: 5000,
+      commitStatusTimeoutMs: 60000,
+      retryIntervalMs: 1000
     })
   })
 
@@ -45,7 +63,9 @@ describe("FABRIC_NETWORKS", () => {
 
   it("ingest picks the Fabric network of the key's environment (override, first configured, default)", async () => {
     const choose = (env: Record<string, string>) =>
-      Effect.runPromise(Effect.gen(function*() { return (yield* Networks).choose }).pipe(Effect.provide(NetworksLayer.pipe(
+      Effect.runPromise(Effect.gen(function*() {
+        return (yield* Networks).choose
+      }).pipe(Effect.provide(NetworksLayer.pipe(
         Layer.provideMerge(Layer.merge(EvmNetworks.layer, FabricNetworks.layer)),
         Layer.provide(provider(env))
       ))))
@@ -63,7 +83,10 @@ describe("FABRIC_NETWORKS", () => {
 
 describe("Fabric errors", () => {
   it("classifies gateway failures", () => {
-    expect(classify({ code: 10, message: "10 ABORTED: failed to endorse transaction", details: [{ message: "chaincode response 500, root 0xab is already anchored (batch 1, tx ab)" }] })._tag)
+    expect(
+      classify({ code: 10, message: "10 ABORTED: failed to endorse transaction",
+        details: [{ message: "chaincode response 500, root 0xab is already anchored (batch 1, tx ab)" }] })._tag
+    )
       .toBe("AlreadyAnchored")
     expect(classify({ code: 10, message: "10 ABORTED: failed to endorse", details: [{ message: "chaincode response 500, invalid root" }] })._tag)
       .toBe("EndorsementRefused")
@@ -73,7 +96,9 @@ describe("Fabric errors", () => {
   })
 
   it("a missing key file is refused with its path, never contents", async () => {
-    const error = await Effect.runPromise(Effect.scoped(makeFabricClient(fabricFromJson({ networkId: "x", ...base, keyPath: "/nonexistent/key.pem" }))).pipe(Effect.flip))
+    const error = await Effect.runPromise(
+      Effect.scoped(makeFabricClient(fabricFromJson({ networkId: "x", ...base, keyPath: "/nonexistent/key.pem" }))).pipe(Effect.flip)
+    )
     expect(error.reason._tag).toBe("Rejected")
     expect(error.message).toContain("cannot read the certificate, key or TLS root file")
   })

@@ -84,8 +84,8 @@ describe("Fabric indexer restart", () => {
     peer = undefined
     await old.close()
     const running = node
-    await waitFor("the node to find the peer unreachable", async () =>
-      (await call(running.baseUrl, "GET", "/v1/health")).json.data.networks.some((n: { status: string }) => n.status === "unreachable"), 15_000, 20)
+    await waitFor("the node to find the peer unreachable",
+      async () => (await call(running.baseUrl, "GET", "/v1/health")).json.data.networks.some((n: { status: string }) => n.status === "unreachable"), 15_000, 20)
     peer = await startDevPeer({ dataDir: dir, blockIntervalMs: 30, port })
     const fourth = await post(5, "fourth")
 

@@ -57,8 +57,10 @@ export const startFabricNode = async (options: {
     baseUrl: node.baseUrl,
     databaseUrl: node.databaseUrl,
     createKey: async () => (await node.createKey(await node.createAccount({ name: "fabric test" }))).key,
-    isLeader: () => node.runtime.runPromise(Effect.flatMap(NetworkHealth, (h) =>
-      Effect.map(h.snapshot, (states) => states.some((s) => s.chainType === "fabric" && s.leader)))),
+    isLeader: () =>
+      node.runtime.runPromise(
+        Effect.flatMap(NetworkHealth, (h) => Effect.map(h.snapshot, (states) => states.some((s) => s.chainType === "fabric" && s.leader)))
+      ),
     stop: node.stop
   }
 }

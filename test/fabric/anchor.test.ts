@@ -85,7 +85,9 @@ describe("anchor chaincode on the Fabric dev peer", () => {
     // Evaluate: the gateway reports a chaincode error response as UNKNOWN.
     expect(missing).toBeInstanceOf(GatewayError)
     expect((missing as GatewayError).code).toBe(grpc.status.UNKNOWN)
-    expect((missing as GatewayError).message).toMatch(/^2 UNKNOWN: evaluate call to endorser returned error: chaincode response 500, root 0x[0-9a-f]{64} is not anchored$/)
+    expect((missing as GatewayError).message).toMatch(
+      /^2 UNKNOWN: evaluate call to endorser returned error: chaincode response 500, root 0x[0-9a-f]{64} is not anchored$/
+    )
     expect((missing as GatewayError).details[0]!.message).toMatch(/^chaincode response 500, root 0x[0-9a-f]{64} is not anchored$/)
     const unknown = await contract.evaluateTransaction("nope").catch((e: unknown) => e)
     expect((unknown as GatewayError).details[0]!.message).toContain("You've asked to invoke a function that does not exist: nope")
@@ -183,7 +185,9 @@ describe("dev peer persistence", () => {
       const root = randomRoot()
       const first = await startPeer({ dataDir })
       let connection = connectGateway(first)
-      const submitted = await connection.gateway.getNetwork(first.channel).getContract(first.chaincode).submitAsync("anchor", { arguments: [root, "4", "persist"] })
+      const submitted = await connection.gateway.getNetwork(first.channel).getContract(first.chaincode).submitAsync("anchor", {
+        arguments: [root, "4", "persist"]
+      })
       const status = await submitted.getStatus()
       const height = first.blockHeight()
       const certPem = first.clientIdentity.certPem

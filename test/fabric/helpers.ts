@@ -90,7 +90,9 @@ export function headerHash(number: bigint, previousHash: Uint8Array, dataHash: U
 export const randomRoot = (): string => "0x" + createHash("sha256").update(String(Math.random()) + process.hrtime.bigint()).digest("hex")
 
 /** Takes up to `count` items from an async iterable, failing after `ms`. */
-export async function take<T>(iterable: AsyncIterable<T> & { close(): void }, count: number, ms = 5000, accept: (item: T) => boolean = () => true): Promise<T[]> {
+export async function take<T>(iterable: AsyncIterable<T> & { close(): void }, count: number, ms = 5000,
+  accept: (item: T) => boolean = () => true): Promise<T[]>
+{
   const items: T[] = []
   let timedOut = false
   const timer = setTimeout(() => {

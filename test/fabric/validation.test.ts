@@ -141,9 +141,8 @@ describe("dev peer validation", () => {
     // Resubmitting the same signed transaction: ordered, then committed invalid (DUPLICATE_TXID).
     const height = devPeer.blockHeight()
     const resubmitted = await connection.gateway.newTransaction(transactionBytes).submit()
-    const blocks = await take(await network.getFilteredBlockEvents({ startBlock: BigInt(height) }), 1, 5000, (block) =>
-      block.getFilteredTransactionsList().some((tx) => tx.getTxid() === first.transactionId)
-    )
+    const blocks = await take(await network.getFilteredBlockEvents({ startBlock: BigInt(height) }), 1, 5000,
+      (block) => block.getFilteredTransactionsList().some((tx) => tx.getTxid() === first.transactionId))
     const duplicate = blocks[0]!.getFilteredTransactionsList().find((tx) => tx.getTxid() === first.transactionId)!
     expect(duplicate.getTxValidationCode()).toBe(Code.DUPLICATE_TXID)
     expect(blocks[0]!.getNumber()).toBeGreaterThan(Number(first.blockNumber))

@@ -21,7 +21,9 @@ const env = { DEV_CHAIN: "hardhat", DEV_CHAIN_PORT: "0" }
 const anchoredRecord = async (n: DevNode, id?: string) => {
   const auth = { authorization: `Bearer ${n.key}`, "content-type": "application/json" }
   const recordId: string = id ?? ((await (await fetch(`${n.baseUrl}/v1/anchor`, {
-    method: "POST", headers: auth, body: JSON.stringify({ data: { chain: "hardhat" } })
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({ data: { chain: "hardhat" } })
   })).json()) as { data: { recordId: string } }).data.recordId
   return waitFor(`${recordId} ANCHORED`, async () => {
     const r = ((await (await fetch(`${n.baseUrl}/v1/records/${recordId}`, { headers: auth })).json()) as { data: { recordId: string; status: string } }).data
@@ -32,9 +34,12 @@ const anchoredRecord = async (n: DevNode, id?: string) => {
 describe("npm start with DEV_CHAIN=hardhat", () => {
   it("runs Hardhat's chain, says what it loses, anchors on it; a restart re-anchors on a new chain", async () => {
     node = await startDevNode(dataDir, { env })
-    expect(node.output()).toMatch(/Chain:\s+http:\/\/127\.0\.0\.1:\d+\s+\(Hardhat EDR, chainId 31337, network "hardhat-local", test keys; state in memory: lost at every stop/)
+    expect(node.output()).toMatch(
+      /Chain:\s+http:\/\/127\.0\.0\.1:\d+\s+\(Hardhat EDR, chainId 31337, network "hardhat-local", test keys; state in memory: lost at every stop/
+    )
     const client = (await (await fetch(node.rpcUrl, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "web3_clientVersion", params: [] })
     })).json()) as { result?: unknown }
     expect(String(client.result)).not.toMatch(/anvil/i)
@@ -42,7 +47,8 @@ describe("npm start with DEV_CHAIN=hardhat", () => {
     await node.stop("SIGINT")
 
     node = await startDevNode(dataDir, { env })
-    await waitFor("the reset line", async () => /dev chain was reset \(Hardhat's chain starts empty at every start\): 1 records re-queued/.test(node!.output()), 30_000)
+    await waitFor("the reset line", async () => /dev chain was reset \(Hardhat's chain starts empty at every start\): 1 records re-queued/.test(node!.output()),
+      30_000)
     const again = await anchoredRecord(node, record.recordId)
     expect(again.recordId).toBe(record.recordId)
   }, 300_000)

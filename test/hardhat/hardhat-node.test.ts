@@ -40,7 +40,10 @@ afterAll(async () => {
 /** `npx hardhat …` as the docs write it (the project's Node runs Hardhat), with the chain's URL in ANCHORD_RPC_URL. */
 const hardhat = (args: ReadonlyArray<string>, rpcUrl: string) => {
   const result = ChildProcess.spawnSync(process.execPath, [hardhatCli, ...args], {
-    cwd: root, env: { ...process.env, ANCHORD_RPC_URL: rpcUrl }, encoding: "utf8", timeout: 120_000
+    cwd: root,
+    env: { ...process.env, ANCHORD_RPC_URL: rpcUrl },
+    encoding: "utf8",
+    timeout: 120_000
   })
   logRun(`hardhat ${args.join(" ")}`, result)
   expect(result.status, result.stderr).toBe(0)
@@ -52,7 +55,8 @@ describe("Hardhat: Ignition deployment and hardhat node as the node's chain", ()
     const port = await freePort()
     const rpcUrl = `http://127.0.0.1:${port}`
     const chain = track(ChildProcess.spawn(process.execPath, [hardhatCli, "node", "--port", String(port)], {
-      cwd: root, stdio: ["ignore", "pipe", "pipe"]
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"]
     }))
     children.push(chain)
     forwardOutput(chain, "hardhat node")
@@ -61,8 +65,8 @@ describe("Hardhat: Ignition deployment and hardhat node as the node's chain", ()
 
     const parameters = Path.join(files, "parameters.json")
     Fs.writeFileSync(parameters, JSON.stringify({ AnchorRegistryModule: { admin: ADMIN, anchorer: ANCHORER } }))
-    hardhat(["ignition", "deploy", "ignition/modules/AnchorRegistry.ts", "--network", "localhost",
-      "--parameters", parameters, "--deployment-id", deploymentId], rpcUrl)
+    hardhat(["ignition", "deploy", "ignition/modules/AnchorRegistry.ts", "--network", "localhost", "--parameters", parameters, "--deployment-id", deploymentId],
+      rpcUrl)
     const deployed = Path.join(root, "ignition/deployments", deploymentId, "deployed_addresses.json")
     const address = JSON.parse(Fs.readFileSync(deployed, "utf8"))["AnchorRegistryModule#AnchorRegistry"]
     const hasRole = (role: `0x${string}`, account: `0x${string}`) =>
@@ -95,7 +99,8 @@ describe("Hardhat: Ignition deployment and hardhat node as the node's chain", ()
     const proofFile = Path.join(files, "proof.json")
     Fs.writeFileSync(proofFile, JSON.stringify(proof.json))
     const verify = ChildProcess.spawnSync(process.execPath, [Path.join(root, "src/cli/main.ts"), "verify", proofFile, "--rpc", rpcUrl], {
-      cwd: root, encoding: "utf8"
+      cwd: root,
+      encoding: "utf8"
     })
     logRun(`anchord verify ${proofFile} --rpc ${rpcUrl}`, verify)
     expect(verify.status, verify.stdout + verify.stderr).toBe(0)
@@ -106,8 +111,7 @@ describe("Hardhat: Ignition deployment and hardhat node as the node's chain", ()
     const grant = Path.join(files, "grant.json")
     Fs.writeFileSync(grant, JSON.stringify({ GrantAnchorerModule: { registry: address, account: SECOND } }))
     expect(await hasRole(ANCHORER_ROLE, SECOND)).toBe(false)
-    hardhat(["ignition", "deploy", "ignition/modules/GrantAnchorer.ts", "--network", "localhost",
-      "--parameters", grant, "--deployment-id", grantId], rpcUrl)
+    hardhat(["ignition", "deploy", "ignition/modules/GrantAnchorer.ts", "--network", "localhost", "--parameters", grant, "--deployment-id", grantId], rpcUrl)
     expect(await hasRole(ANCHORER_ROLE, SECOND)).toBe(true)
   }, 240_000)
 })

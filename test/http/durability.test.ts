@@ -14,7 +14,6 @@ import { call, startNode } from "../support/node.ts"
 import { anchordJson as cli, killAndWait, spawnAnchord as spawnNode } from "../support/process.ts"
 import { waitFor } from "../support/wait.ts"
 
-
 describe("durability", () => {
   it("a node killed (SIGKILL) under load loses no accepted record; a restart serves them all", async () => {
     const databaseUrl = await freshDatabase()
@@ -73,8 +72,14 @@ describe("durability", () => {
     it("503 SERVICE_UNAVAILABLE with Retry-After while PostgreSQL is down; recovers when it is back", async () => {
       const port = await freePort()
       pg = new (await loadEmbeddedPostgres())({
-        databaseDir: Path.join(dir, "data"), port, user: "postgres", password: "outage", persistent: true,
-        createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
+        databaseDir: Path.join(dir, "data"),
+        port,
+        user: "postgres",
+        password: "outage",
+        persistent: true,
+        createPostgresUser: process.getuid?.() === 0,
+        onLog: () => {},
+        onError: () => {}
       })
       await pg.initialise()
       await pg.start()
@@ -114,7 +119,9 @@ describe("durability", () => {
         // The insert waits behind a lock; its backend is then terminated, as a dying server's are.
         const locker = query(node.databaseUrl, "DO $$ BEGIN LOCK TABLE records IN ACCESS EXCLUSIVE MODE; PERFORM pg_sleep(20); END $$").catch(() => {})
         await waitFor("the lock held", async () =>
-          (await query(node.databaseUrl, "SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'records' AND l.mode = 'AccessExclusiveLock' AND l.granted")).length === 1, 10_000, 20)
+          (await query(node.databaseUrl,
+            "SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'records' AND l.mode = 'AccessExclusiveLock' AND l.granted"))
+            .length === 1, 10_000, 20)
         const answer = call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { during: 1 } }, headers: { "idempotency-key": "lost-connection" } })
         const waiting = await waitFor("the insert waiting on the lock", async () => {
           const rows = await query<{ pid: number }>(node.databaseUrl,
@@ -125,11 +132,13 @@ describe("durability", () => {
         const r = await answer
         expectError(r, 503, "SERVICE_UNAVAILABLE")
         expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0)
-        await query(node.databaseUrl, "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN LOCK TABLE records%' AND pid <> pg_backend_pid()")
+        await query(node.databaseUrl,
+          "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN LOCK TABLE records%' AND pid <> pg_backend_pid()")
         await locker
         // Retried with the same key once the database answers: accepted.
         await waitFor("the retry accepted", async () =>
-          (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { during: 1 } }, headers: { "idempotency-key": "lost-connection" } })).status === 202, 30_000, 200)
+          (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { during: 1 } }, headers: { "idempotency-key": "lost-connection" } })).status ===
+            202, 30_000, 200)
       } finally {
         await node.stop()
       }

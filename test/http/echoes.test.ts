@@ -80,8 +80,7 @@ describe("error bodies over HTTP stay small", () => {
     const created = await send("POST", "/v1/anchor", `{"data":{"a":1}}`)
     expect(created.status).toBe(202)
     const id = created.json.data.recordId
-    expectSmall(await send("PATCH", `/v1/records/${id}`, `{"${name}":1}`), 422, "IMMUTABLE_FIELD",
-      /^Field x{64}… \(500000 characters\) cannot be changed/)
+    expectSmall(await send("PATCH", `/v1/records/${id}`, `{"${name}":1}`), 422, "IMMUTABLE_FIELD", /^Field x{64}… \(500000 characters\) cannot be changed/)
     // Many names: five of them, and how many more.
     const many = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`field${i}`, 1]))
     expectSmall(await send("PATCH", `/v1/records/${id}`, JSON.stringify(many)), 422, "IMMUTABLE_FIELD",
@@ -89,7 +88,8 @@ describe("error bodies over HTTP stay small", () => {
   })
 
   it("a 500 KB string in a checked field of a proof bundle (POST /v1/verify)", async () => {
-    const r = await send("POST", "/v1/verify", JSON.stringify({ hash: "a".repeat(64), bundle: { version: "v".repeat(BIG), hash: "a".repeat(64), anchors: [] } }))
+    const r = await send("POST", "/v1/verify",
+      JSON.stringify({ hash: "a".repeat(64), bundle: { version: "v".repeat(BIG), hash: "a".repeat(64), anchors: [] } }))
     expectSmall(r, 400, "VALIDATION_ERROR", /^bundle: version: "v{63}… \(500002 characters\) is not a supported proof bundle version/)
   })
 

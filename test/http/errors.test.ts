@@ -19,7 +19,7 @@ describe("errors over HTTP", () => {
   const post = (body: unknown, path = "/v1/anchor") => call(node.baseUrl, "POST", path, { key, body })
 
   it("400 INVALID_JSON for a body that is not JSON, and for an empty body", async () => {
-    for (const rawBody of ['{"data":', "not json", "{'data':{}}", '{"data":{}}x', ""]) {
+    for (const rawBody of ["{\"data\":", "not json", "{'data':{}}", "{\"data\":{}}x", ""]) {
       const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody, headers: { "content-type": "application/json" } })
       expectError(r, 400, "INVALID_JSON")
       expectRateHeaders(r)
@@ -28,7 +28,7 @@ describe("errors over HTTP", () => {
   })
 
   it("400 INVALID_JSON for invalid UTF-8 (never silently replaced)", async () => {
-    const rawBody = Buffer.concat([Buffer.from('{"data":{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')])
+    const rawBody = Buffer.concat([Buffer.from("{\"data\":{\"a\":\""), Buffer.from([0xff, 0xfe]), Buffer.from("\"}}")])
     const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody, headers: { "content-type": "application/json" } })
     expectError(r, 400, "INVALID_JSON", /UTF-8/)
   })
@@ -47,11 +47,11 @@ describe("errors over HTTP", () => {
 
   it("400 VALIDATION_ERROR for strict-parsing failures, saying which", async () => {
     const cases: Array<[string, RegExp]> = [
-      ['{"data":{"a":1,"a":2}}', /duplicate/i],
-      ['{"data":{"a":1,"\\u0061":2}}', /duplicate/i],
-      ['{"data":{"s":"\\ud800"}}', /surrogate/i],
-      ['{"data":{"n":9007199254740993}}', /integer/i],
-      ['{"data":{"n":1e400}}', /overflows/i],
+      ["{\"data\":{\"a\":1,\"a\":2}}", /duplicate/i],
+      ["{\"data\":{\"a\":1,\"\\u0061\":2}}", /duplicate/i],
+      ["{\"data\":{\"s\":\"\\ud800\"}}", /surrogate/i],
+      ["{\"data\":{\"n\":9007199254740993}}", /integer/i],
+      ["{\"data\":{\"n\":1e400}}", /overflows/i],
       [`{"data":${"[".repeat(70)}${"]".repeat(70)}}`, /deep|depth|nest/i]
     ]
     for (const [rawBody, message] of cases) {
@@ -114,7 +114,10 @@ describe("errors over HTTP", () => {
     const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const url = new URL(`${node.baseUrl}/v1/anchor`)
       const req = Http.request({
-        host: url.hostname, port: url.port, path: url.pathname, method: "POST",
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${key}`, "transfer-encoding": "chunked" }
       }, (res) => {
         let body = ""
@@ -130,10 +133,10 @@ describe("errors over HTTP", () => {
   })
 
   it("415 UNSUPPORTED_MEDIA_TYPE without a JSON content type", async () => {
-    const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody: '{"data":{}}', headers: { "content-type": "text/plain" } })
+    const r = await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody: "{\"data\":{}}", headers: { "content-type": "text/plain" } })
     expectError(r, 415, "UNSUPPORTED_MEDIA_TYPE")
     expectRateHeaders(r)
-    const none = await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody: '{"data":{}}' })
+    const none = await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody: "{\"data\":{}}" })
     expectError(none, 415, "UNSUPPORTED_MEDIA_TYPE")
   })
 
@@ -151,7 +154,7 @@ describe("errors over HTTP", () => {
   it("nothing changes when a request is refused", async () => {
     const before = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM records")
     await post({ data: {}, extra: 1 })
-    await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody: '{"data":{"a":1,"a":1}}', headers: { "content-type": "application/json" } })
+    await call(node.baseUrl, "POST", "/v1/anchor", { key, rawBody: "{\"data\":{\"a\":1,\"a\":1}}", headers: { "content-type": "application/json" } })
     await post({ data: { a: 1 }, encryptionKey: "short" }, "/v1/anchor/encrypted")
     const after = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM records")
     expect(after[0].n).toBe(before[0].n)

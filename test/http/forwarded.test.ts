@@ -115,8 +115,9 @@ type Response = Awaited<ReturnType<typeof call>>
  * `appended` (what the proxy in front added). Per window (X-RateLimit-Reset) at most `limit` pass.
  */
 const spoofedBurst = (node: TestNode, count: number, appended: string): Promise<Array<Response>> =>
-  Promise.all(Array.from({ length: count }, (_, i) =>
-    call(node.baseUrl, "GET", "/v1/records", { headers: { "x-forwarded-for": `6.6.${i}.${i}, ${appended}` } })))
+  Promise.all(
+    Array.from({ length: count }, (_, i) => call(node.baseUrl, "GET", "/v1/records", { headers: { "x-forwarded-for": `6.6.${i}.${i}, ${appended}` } }))
+  )
 
 const expectHeldToLimit = (results: Array<Response>, limit: number) => {
   const passed = new Map<string, number>()

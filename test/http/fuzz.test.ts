@@ -46,35 +46,68 @@ const hostile = (seed: number, key: string, recordId: string): Array<Hostile> =>
   const randomText = (n: number) => Array.from({ length: n }, () => String.fromCharCode(int(0x3000))).join("")
   const pct = (b: Buffer) => [...b].map((x) => `%${x.toString(16).padStart(2, "0").toUpperCase()}`).join("")
 
-  const ids = [recordId, "ffffffffffffffffffffffff", "%00", "%ZZ", "%", "a%00b", "..", "%2e%2e", "x".repeat(300), "%C0%AF", "%ED%A0%80",
-    "%F0%9F%98%80", "00000000000000000000000G", recordId.toUpperCase(), `${recordId}%20`, "%E2%80%A8", "\u00e9", "dlv_%00", "evt_x"]
-  const paths = () => pick([
-    `/v1/records/${pick(ids)}`, `/v1/records/${pick(ids)}/proof`, `/v1/proof/${pick(ids)}`, `/v1/proof/${"a".repeat(64)}`,
-    `/v1/webhooks/deliveries/${pick(ids)}`, `/v1/webhooks/deliveries/${pick(ids)}/redeliver`, "/v1/records", "/v1/usage", "/v1/health",
-    "/v1/openapi.json", "/v1/webhooks", "/v1/anchor", "/v1/nowhere", "/v1", "/v1/", "/v2/records", "/v1//records", "/v1/records/",
-    `/v1/${pct(randomBytes(1 + int(6)))}`, `/v1/records/${pct(randomBytes(12))}`, "/v1/records?%00", "/v1/anchor/batch/extra"
-  ])
-  const queries = () => pick([
-    "", `?limit=${pick(["0", "101", "-1", "1e2", "abc", "%00", "", "50", "9".repeat(40), "1.5", " 5"])}`,
-    `?cursor=${pick(["%00", "abc", "", pct(randomBytes(20)), "AAAA", "x".repeat(5000)])}`,
-    `?status=${pick(["QUEUED", "queued", "%00", "DELETED", ""])}&includeDeleted=${pick(["true", "1", "%00"])}`,
-    `?collection=${pick(["%00", "%FF", "a", "", "%0A", pct(randomBytes(8))])}`, `?mode=${pick(["hard", "soft", "x", "%00"])}`,
-    `?recordId=${pick(ids)}&eventId=${pick(["evt_%00", "evt_1", "%00"])}`, `?${pct(randomBytes(10))}=${pct(randomBytes(10))}`, "?limit=1&limit=2", "?&&&=&="
-  ])
+  const ids = [recordId, "ffffffffffffffffffffffff", "%00", "%ZZ", "%", "a%00b", "..", "%2e%2e", "x".repeat(300), "%C0%AF", "%ED%A0%80", "%F0%9F%98%80",
+    "00000000000000000000000G", recordId.toUpperCase(), `${recordId}%20`, "%E2%80%A8", "\u00e9", "dlv_%00", "evt_x"]
+  const paths = () =>
+    pick([
+      `/v1/records/${pick(ids)}`,
+      `/v1/records/${pick(ids)}/proof`,
+      `/v1/proof/${pick(ids)}`,
+      `/v1/proof/${"a".repeat(64)}`,
+      `/v1/webhooks/deliveries/${pick(ids)}`,
+      `/v1/webhooks/deliveries/${pick(ids)}/redeliver`,
+      "/v1/records",
+      "/v1/usage",
+      "/v1/health",
+      "/v1/openapi.json",
+      "/v1/webhooks",
+      "/v1/anchor",
+      "/v1/nowhere",
+      "/v1",
+      "/v1/",
+      "/v2/records",
+      "/v1//records",
+      "/v1/records/",
+      `/v1/${pct(randomBytes(1 + int(6)))}`,
+      `/v1/records/${pct(randomBytes(12))}`,
+      "/v1/records?%00",
+      "/v1/anchor/batch/extra"
+    ])
+  const queries = () =>
+    pick([
+      "",
+      `?limit=${pick(["0", "101", "-1", "1e2", "abc", "%00", "", "50", "9".repeat(40), "1.5", " 5"])}`,
+      `?cursor=${pick(["%00", "abc", "", pct(randomBytes(20)), "AAAA", "x".repeat(5000)])}`,
+      `?status=${pick(["QUEUED", "queued", "%00", "DELETED", ""])}&includeDeleted=${pick(["true", "1", "%00"])}`,
+      `?collection=${pick(["%00", "%FF", "a", "", "%0A", pct(randomBytes(8))])}`,
+      `?mode=${pick(["hard", "soft", "x", "%00"])}`,
+      `?recordId=${pick(ids)}&eventId=${pick(["evt_%00", "evt_1", "%00"])}`,
+      `?${pct(randomBytes(10))}=${pct(randomBytes(10))}`,
+      "?limit=1&limit=2",
+      "?&&&=&="
+    ])
 
   // JSON bodies: valid, truncated, huge, deep, odd numbers and strings, duplicates, wrong shapes.
   const numbers = ["1e400", "-0", "1E-400", "0x10", "01", "NaN", "Infinity", "-Infinity", "9007199254740993", "1.0e+2", ".5", "5.", "+1", "1_000", "- 1"]
-  const strings = ['"\\ud800"', '"\\udc00x"', '"\\u0000"', '"\\x41"', '"\\u12"', '"tab\there"', '"\\/"', '"\u2028"', `"${"é".repeat(100)}"`, '"\\"']
+  const strings = ["\"\\ud800\"", "\"\\udc00x\"", "\"\\u0000\"", "\"\\x41\"", "\"\\u12\"", "\"tab\there\"", "\"\\/\"", "\"\u2028\"", `"${"é".repeat(100)}"`,
+    "\"\\\""]
   const value = (depth = 0): string => {
     const roll = r()
-    if (depth > 3 || roll < 0.3) return pick([...numbers, ...strings, "true", "null", "1", '"s"', "{}", "[]"])
-    if (roll < 0.65) return `{${Array.from({ length: int(4) }, () => `${pick(['"a"', '"b"', '"_anchor"', '"__proto__"', '"\\u0061"', '""'])}:${value(depth + 1)}`).join(",")}}`
+    if (depth > 3 || roll < 0.3) return pick([...numbers, ...strings, "true", "null", "1", "\"s\"", "{}", "[]"])
+    if (roll < 0.65) {
+      return `{${
+        Array.from({ length: int(4) }, () => `${pick(["\"a\"", "\"b\"", "\"_anchor\"", "\"__proto__\"", "\"\\u0061\"", "\"\""])}:${value(depth + 1)}`).join(",")
+      }}`
+    }
     return `[${Array.from({ length: int(4) }, () => value(depth + 1)).join(",")}]`
   }
   const validBody = (path: string) =>
-    path.endsWith("/hash") ? JSON.stringify({ hash: "ab".repeat(32) })
-      : path.endsWith("/batch") ? JSON.stringify({ records: [{ data: { i: int(1000) } }, { data: { j: 1 }, collection: "fuzz" }] })
-      : path.endsWith("/encrypted") ? JSON.stringify({ data: { e: 1 }, encryptionKey: "k".repeat(32) })
+    path.endsWith("/hash") ?
+      JSON.stringify({ hash: "ab".repeat(32) })
+      : path.endsWith("/batch") ?
+      JSON.stringify({ records: [{ data: { i: int(1000) } }, { data: { j: 1 }, collection: "fuzz" }] })
+      : path.endsWith("/encrypted") ?
+      JSON.stringify({ data: { e: 1 }, encryptionKey: "k".repeat(32) })
       : JSON.stringify({ data: { v: int(1000) }, collection: "fuzz" })
   const bodyFor = (path: string): Buffer => {
     const roll = r()
@@ -88,24 +121,52 @@ const hostile = (seed: number, key: string, recordId: string): Array<Hostile> =>
     }
     if (roll < 0.55) return Buffer.from(`{"data":{"n":${pick(numbers)},"s":${pick(strings)}}}`)
     if (roll < 0.65) return Buffer.from(`{"data":${value()},"metadata":${value()},"collection":${value()},"chain":${value()}}`)
-    if (roll < 0.72) return Buffer.concat([Buffer.from('{"data":{"s":"'), randomBytes(1 + int(8)), Buffer.from('"}}')])
+    if (roll < 0.72) return Buffer.concat([Buffer.from("{\"data\":{\"s\":\""), randomBytes(1 + int(8)), Buffer.from("\"}}")])
     if (roll < 0.77) return Buffer.from(`\ufeff${valid}`)
     if (roll < 0.82) return Buffer.from(`{"data":{"a":1,"a":2}}`)
-    if (roll < 0.87) return Buffer.from(pick(["", " ", "null", "[]", "[{}]", "1", '"x"', valid + valid, `${valid}garbage`]))
+    if (roll < 0.87) return Buffer.from(pick(["", " ", "null", "[]", "[{}]", "1", "\"x\"", valid + valid, `${valid}garbage`]))
     if (roll < 0.92) return Buffer.from(randomText(1 + int(50)))
     return randomBytes(1 + int(200))
   }
-  const auths = () => pick([
-    `Bearer ${key}`, `Bearer ${key}`, `Bearer ${key}`, "", "Bearer", "Bearer ", `bearer ${key}`, `Bearer  ${key}  `, "Basic abc",
-    `Bearer ${key}x`, `Bearer dcp_test_${"A".repeat(31)}`, `Bearer ${"x".repeat(4000)}`, `Bearer \u00e9\u00e9`, "Bearer dcp_live_%00", undefined
-  ])
-  const contentTypes = () => pick([
-    "application/json", "application/json", "application/json; charset=utf-8", "APPLICATION/JSON", "application/json;charset=latin1",
-    "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json, text/plain", "application/jsonx",
-    "", ";", "a".repeat(2000), undefined
-  ])
+  const auths = () =>
+    pick([
+      `Bearer ${key}`,
+      `Bearer ${key}`,
+      `Bearer ${key}`,
+      "",
+      "Bearer",
+      "Bearer ",
+      `bearer ${key}`,
+      `Bearer  ${key}  `,
+      "Basic abc",
+      `Bearer ${key}x`,
+      `Bearer dcp_test_${"A".repeat(31)}`,
+      `Bearer ${"x".repeat(4000)}`,
+      `Bearer \u00e9\u00e9`,
+      "Bearer dcp_live_%00",
+      undefined
+    ])
+  const contentTypes = () =>
+    pick([
+      "application/json",
+      "application/json",
+      "application/json; charset=utf-8",
+      "APPLICATION/JSON",
+      "application/json;charset=latin1",
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=x",
+      "application/json, text/plain",
+      "application/jsonx",
+      "",
+      ";",
+      "a".repeat(2000),
+      undefined
+    ])
 
-  const request = (method: string, target: string, headers: Record<string, string | undefined>, body?: Buffer, options: { contentLength?: string | null } = {}) => {
+  const request = (method: string, target: string, headers: Record<string, string | undefined>, body?: Buffer,
+    options: { contentLength?: string | null } = {}) =>
+  {
     const lines = [`${method} ${target} HTTP/1.1`, "Host: 127.0.0.1"]
     for (const [name, v] of Object.entries(headers)) if (v !== undefined) lines.push(`${name}: ${v}`)
     if (body !== undefined && options.contentLength !== null) lines.push(`Content-Length: ${options.contentLength ?? body.length}`)
@@ -126,7 +187,8 @@ const hostile = (seed: number, key: string, recordId: string): Array<Hostile> =>
       out.push({
         kind: shortBody ? "body shorter than Content-Length" : "json body",
         bytes: request(method, path, {
-          Authorization: r() < 0.85 ? `Bearer ${key}` : auths(), "Content-Type": r() < 0.85 ? "application/json" : contentTypes(),
+          Authorization: r() < 0.85 ? `Bearer ${key}` : auths(),
+          "Content-Type": r() < 0.85 ? "application/json" : contentTypes(),
           "Idempotency-Key": r() < 0.1 ? pick(["", "k", "k".repeat(256), "\u00e9", `fuzz-${int(5)}`]) : undefined,
           "Accept-Encoding": r() < 0.2 ? pick(["gzip", "br", "gzip;q=0", "*", "identity", "x"]) : undefined
         }, body, { contentLength: shortBody ? String(body.length + 10) : undefined }),
@@ -141,9 +203,11 @@ const hostile = (seed: number, key: string, recordId: string): Array<Hostile> =>
         kind: "odd path or query",
         head: method === "HEAD",
         bytes: request(method, target, {
-          Authorization: auths(), "Content-Type": contentTypes(), Origin: r() < 0.2 ? pick(["https://app.example.com", "null", "http://evil", "%00"]) : undefined,
+          Authorization: auths(),
+          "Content-Type": contentTypes(),
+          Origin: r() < 0.2 ? pick(["https://app.example.com", "null", "http://evil", "%00"]) : undefined,
           "Access-Control-Request-Method": method === "OPTIONS" ? pick(["POST", "DELETE", "X"]) : undefined,
-          "If-None-Match": r() < 0.05 ? pick(["*", '"x"', "W/", ""]) : undefined
+          "If-None-Match": r() < 0.05 ? pick(["*", "\"x\"", "W/", ""]) : undefined
         }, body)
       })
     } else if (roll < 0.85) {
@@ -161,7 +225,9 @@ const hostile = (seed: number, key: string, recordId: string): Array<Hostile> =>
       for (let h = 0; h < int(3); h++) headers[`X-Fuzz-${h}`] = pick(["", " ", "\t", "a".repeat(int(5000)), randomText(5).replace(/[\r\n]/g, "")])
       const method = pick(["GET", "POST"])
       const path = method === "GET" ? pick([`/v1/records/${recordId}`, "/v1/records", "/v1/usage", "/v1/health", "/v1/openapi.json"]) : "/v1/anchor"
-      out.push({ kind: "header oddities", bytes: request(method, path, { ...headers, "Content-Type": method === "POST" ? "application/json" : undefined }, method === "POST" ? Buffer.from(validBody(path)) : undefined) })
+      out.push({ kind: "header oddities",
+        bytes: request(method, path, { ...headers, "Content-Type": method === "POST" ? "application/json" : undefined },
+          method === "POST" ? Buffer.from(validBody(path)) : undefined) })
     } else {
       // Raw malformed HTTP
       const raw = pick([
@@ -169,9 +235,13 @@ const hostile = (seed: number, key: string, recordId: string): Array<Hostile> =>
         "POST /v1/anchor HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         "POST /v1/anchor HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
         `POST /v1/anchor HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${pick(["gzip", "chunked, chunked", "identity", "xchunked"])}\r\n\r\n`,
-        `POST /v1/anchor HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${pick(["zz\r\n", "5\r\n{}\r\n0\r\n\r\n", "2;ext=" + "e".repeat(20_000) + "\r\n{}\r\n0\r\n\r\n", "2\r\n{}\r\n0\r\n\r\n"])}`,
+        `POST /v1/anchor HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${
+          pick(["zz\r\n", "5\r\n{}\r\n0\r\n\r\n", "2;ext=" + "e".repeat(20_000) + "\r\n{}\r\n0\r\n\r\n", "2\r\n{}\r\n0\r\n\r\n"])
+        }`,
         `${pick(["G@T", "GET\t", "", "GE T", "\u00e9"])} /v1/health HTTP/1.1\r\nHost: x\r\n\r\n`,
-        `GET ${pick(["/v1/he alth", "v1/health", "*", "http://127.0.0.1/v1/health", "//v1/health", "/v1/health#frag", "/v1/\u0000", "/v1/\u00e9"])} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        `GET ${
+          pick(["/v1/he alth", "v1/health", "*", "http://127.0.0.1/v1/health", "//v1/health", "/v1/health#frag", "/v1/\u0000", "/v1/\u00e9"])
+        } HTTP/1.1\r\nHost: x\r\n\r\n`,
         `GET /v1/health HTTP/${pick(["1.2", "2.0", "0.9", "x", "1.10"])}\r\nHost: x\r\n\r\n`,
         "GET /v1/health\r\n\r\n",
         "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
@@ -261,8 +331,10 @@ const parse = (data: Buffer, head = false): Answer | undefined => {
 }
 
 const decoded = (a: Answer) =>
-  a.headers["content-encoding"] === "gzip" ? Zlib.gunzipSync(a.body)
-    : a.headers["content-encoding"] === "br" ? Zlib.brotliDecompressSync(a.body)
+  a.headers["content-encoding"] === "gzip" ?
+    Zlib.gunzipSync(a.body)
+    : a.headers["content-encoding"] === "br" ?
+    Zlib.brotliDecompressSync(a.body)
     : a.body
 
 describe(`fuzz: ${COUNT} hostile requests (seed ${SEED})`, () => {

@@ -22,7 +22,10 @@ const rawRequest = (baseUrl: string, method: string, path: string, headers: Reco
     const url = new URL(baseUrl)
     const text = body === undefined ? undefined : JSON.stringify(body)
     const request = Http.request({
-      host: url.hostname, port: url.port, method, path,
+      host: url.hostname,
+      port: url.port,
+      method,
+      path,
       headers: { ...headers, ...(text === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(text) }) }
     }, (response) => {
       const chunks: Array<Buffer> = []
@@ -69,8 +72,8 @@ describe.each([
     expect(config.json.data.verifyUrl).toBe(`${base}/verify`)
 
     const accountId = await node.createAccount()
-    const invite = await rawRequest(node.baseUrl, "POST", `/console/api/accounts/${accountId}/members/invite`,
-      { ...HOSTILE, cookie: session.cookie, "x-csrf-token": session.csrf }, { email: "new-member@example.com", role: "viewer" })
+    const invite = await rawRequest(node.baseUrl, "POST", `/console/api/accounts/${accountId}/members/invite`, { ...HOSTILE, cookie: session.cookie,
+      "x-csrf-token": session.csrf }, { email: "new-member@example.com", role: "viewer" })
     expect(invite.status).toBe(200)
     expect(invite.json.data.url.startsWith(`${base}/console/#/invite/`)).toBe(true)
     expect(JSON.stringify([config.json, invite.json])).not.toMatch(/evil/)
@@ -98,7 +101,10 @@ describe("anchord start and PUBLIC_URL", () => {
     // The refusal comes before the database is opened: a DATABASE_URL nothing listens on proves it.
     env.DATABASE_URL = "postgres://nobody@127.0.0.1:1/none"
     const result = ChildProcess.spawnSync(process.execPath, [Path.join(root, "src/cli/main.ts"), "start"], {
-      cwd: root, env, encoding: "utf8", timeout: 60_000
+      cwd: root,
+      env,
+      encoding: "utf8",
+      timeout: 60_000
     })
     logRun("anchord start (HOST=0.0.0.0, no PUBLIC_URL)", result)
     expect(result.status).toBe(1)

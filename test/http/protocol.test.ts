@@ -22,9 +22,15 @@ const raw = (port: number) => {
   socket.on("close", () => open.delete(socket))
   let received = Buffer.alloc(0)
   let closed = false
-  socket.on("data", (d) => { received = Buffer.concat([received, d]) })
-  socket.on("close", () => { closed = true })
-  socket.on("error", () => { closed = true })
+  socket.on("data", (d) => {
+    received = Buffer.concat([received, d])
+  })
+  socket.on("close", () => {
+    closed = true
+  })
+  socket.on("error", () => {
+    closed = true
+  })
   const waitUntil = async (what: string, f: (text: string) => boolean, ms = 10_000) => {
     const deadline = Date.now() + ms
     while (!f(received.toString("latin1"))) {
@@ -42,7 +48,9 @@ const raw = (port: number) => {
     closed: () => waitUntil("the server to close", () => closed).then(() => true),
     isClosed: () => closed,
     text: () => received.toString("latin1"),
-    reset: () => { received = Buffer.alloc(0) },
+    reset: () => {
+      received = Buffer.alloc(0)
+    },
     end: () => socket.destroy()
   }
 }
@@ -105,7 +113,9 @@ describe("HTTP behaviour", () => {
     expect(r.status).toBe(202)
     c.end()
 
-    for (const headers of [{ expect: "100-continue" }, { expect: "100-continue", authorization: `Bearer ${key}`, "content-type": "text/plain" }] as Array<Record<string, string>>) {
+    for (const headers of [{ expect: "100-continue" }, { expect: "100-continue", authorization: `Bearer ${key}`, "content-type": "text/plain" }] as Array<
+      Record<string, string>
+    >) {
       const refused = raw(port)
       const text = post("/v1/anchor", body, headers).replace(headers["content-type"] ? "Content-Type: application/json\r\n" : "", "")
       await refused.write(text)
@@ -201,7 +211,8 @@ describe("HTTP behaviour", () => {
   it("malformed HTTP gets the JSON error body with the rate-limit headers, then the connection closes", async () => {
     const cases: Array<[string, string, number, string]> = [
       ["bad Content-Length", "POST /v1/anchor HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "VALIDATION_ERROR"],
-      ["Content-Length and Transfer-Encoding", "POST /v1/anchor HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "VALIDATION_ERROR"],
+      ["Content-Length and Transfer-Encoding", "POST /v1/anchor HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+        "VALIDATION_ERROR"],
       ["two Content-Lengths", "POST /v1/anchor HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", 400, "VALIDATION_ERROR"],
       ["invalid method", "G@T /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", 400, "VALIDATION_ERROR"],
       ["invalid header name", "GET /v1/health HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", 400, "VALIDATION_ERROR"],
@@ -227,11 +238,27 @@ describe("HTTP behaviour", () => {
 
   it("%00 and other odd bytes in paths and queries: 400 or 404 with the error body, never 5xx", async () => {
     const paths = [
-      "/v1/records/%00", "/v1/records/%ZZ", "/v1/records/%E0%A4%A", "/v1/%00", "/v1/records?cursor=%00", "/v1/records?status=%00",
-      "/v1/records?limit=%00", "/v1/records?limit=1e2", "/v1/records?collection=%FF", "/v1/webhooks/deliveries/%00",
-      "/v1/webhooks/deliveries/dlv_%00", "/v1/webhooks/deliveries?recordId=%00", "/v1/webhooks/deliveries?eventId=%00",
-      "/v1/webhooks/deliveries?cursor=%00", "/v1/proof/%00", `/v1/records/${recordId}?includeDeleted=%00`, "/v1/records/%2F", "/v1/records/a%2Fb/proof",
-      "/v1/records?%00=1", "/v1/records?limit=5&limit=6", "/v1/webhooks/deliveries/%F0%9F%98%80/redeliver"
+      "/v1/records/%00",
+      "/v1/records/%ZZ",
+      "/v1/records/%E0%A4%A",
+      "/v1/%00",
+      "/v1/records?cursor=%00",
+      "/v1/records?status=%00",
+      "/v1/records?limit=%00",
+      "/v1/records?limit=1e2",
+      "/v1/records?collection=%FF",
+      "/v1/webhooks/deliveries/%00",
+      "/v1/webhooks/deliveries/dlv_%00",
+      "/v1/webhooks/deliveries?recordId=%00",
+      "/v1/webhooks/deliveries?eventId=%00",
+      "/v1/webhooks/deliveries?cursor=%00",
+      "/v1/proof/%00",
+      `/v1/records/${recordId}?includeDeleted=%00`,
+      "/v1/records/%2F",
+      "/v1/records/a%2Fb/proof",
+      "/v1/records?%00=1",
+      "/v1/records?limit=5&limit=6",
+      "/v1/webhooks/deliveries/%F0%9F%98%80/redeliver"
     ]
     for (const path of paths) {
       const r = await call(node.baseUrl, "GET", path, { key })
@@ -259,7 +286,8 @@ describe("HTTP behaviour", () => {
     expect(pre.headers.get("access-control-allow-headers")!.toLowerCase()).toContain("idempotency-key")
     expect(pre.headers.get("access-control-max-age")).toBe("600")
     expectRateHeaders(pre.headers)
-    const other = await fetch(`${node.baseUrl}/v1/anchor`, { method: "OPTIONS", headers: { origin: "https://evil.example", "access-control-request-method": "POST" } })
+    const other = await fetch(`${node.baseUrl}/v1/anchor`, { method: "OPTIONS",
+      headers: { origin: "https://evil.example", "access-control-request-method": "POST" } })
     expect(other.status).toBe(204)
     expect(other.headers.get("access-control-allow-origin")).toBeNull()
 
@@ -276,7 +304,9 @@ describe("HTTP behaviour", () => {
       expect(a.headers.get("access-control-allow-origin")).toBe(ORIGIN)
       expect(a.headers.get("vary")).toContain("Origin")
       const exposed = a.headers.get("access-control-expose-headers")!.toLowerCase()
-      for (const h of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-limit", "x-quota-remaining", "x-quota-reset", "retry-after", "idempotent-replayed"]) {
+      for (const h of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-limit", "x-quota-remaining", "x-quota-reset", "retry-after",
+        "idempotent-replayed"])
+      {
         expect(exposed).toContain(h)
       }
     }

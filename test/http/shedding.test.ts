@@ -113,7 +113,9 @@ describe("load shedding", () => {
       const healthMs = performance.now() - t
       expect(health.status).toBe(200)
       const accepted = await fetch(`${base}/v1/anchor`, {
-        method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ data: { during: "flood" } }),
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ data: { during: "flood" } }),
         signal: AbortSignal.timeout(10_000)
       })
       expect([202, 503]).toContain(accepted.status) // 503 only if the byte budget is full at that instant
@@ -128,7 +130,8 @@ describe("load shedding", () => {
       for (const s of sockets) s.destroy()
     }
     const lastClose = Math.max(...closedAt)
-    const overloaded = answers.filter((a) => a.startsWith("HTTP/1.1 503") && /retry-after: 1\r\n/i.test(a) && a.includes('"errorCode":"SERVICE_UNAVAILABLE"')).length
+    const overloaded =
+      answers.filter((a) => a.startsWith("HTTP/1.1 503") && /retry-after: 1\r\n/i.test(a) && a.includes("\"errorCode\":\"SERVICE_UNAVAILABLE\"")).length
     const statuses = new Map<string, number>()
     for (const a of answers) {
       const s = a.slice(0, 12) || "(closed without an answer)"
@@ -149,7 +152,8 @@ describe("load shedding", () => {
     const batch = (n: number) => JSON.stringify({ records: Array.from({ length: 100 }, (_, j) => ({ data: { shed: n, j } })) })
     const results = await Promise.all(Array.from({ length: 40 }, async (_, n) => {
       const t = performance.now()
-      const r = await fetch(`${base}/v1/anchor/batch`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: batch(n) })
+      const r = await fetch(`${base}/v1/anchor/batch`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: batch(n) })
       return { status: r.status, ms: performance.now() - t, retryAfter: r.headers.get("retry-after"), body: await r.json() as any }
     }))
     const refused = results.filter((r) => r.status === 503)

@@ -56,8 +56,14 @@ describe("a frozen database (SIGSTOP) under load", () => {
   beforeAll(async () => {
     const port = await freePort()
     pg = new (await loadEmbeddedPostgres())({
-      databaseDir: Path.join(dir, "data"), port, user: "postgres", password: "stall", persistent: true,
-      createPostgresUser: process.getuid?.() === 0, onLog: () => {}, onError: () => {}
+      databaseDir: Path.join(dir, "data"),
+      port,
+      user: "postgres",
+      password: "stall",
+      persistent: true,
+      createPostgresUser: process.getuid?.() === 0,
+      onLog: () => {},
+      onError: () => {}
     })
     await pg.initialise()
     await pg.start()
@@ -102,8 +108,12 @@ describe("a frozen database (SIGSTOP) under load", () => {
       const started = performance.now()
       const p = run().then((r) => {
         samples.push({
-          what, status: r.status, ms: performance.now() - started, retryAfter: r.headers.get("retry-after"),
-          ...(r.status === 202 ? { recordId: r.json.data.recordId } : {}), r
+          what,
+          status: r.status,
+          ms: performance.now() - started,
+          retryAfter: r.headers.get("retry-after"),
+          ...(r.status === 202 ? { recordId: r.json.data.recordId } : {}),
+          r
         })
       }, (error) => {
         samples.push({ what, status: 0, ms: performance.now() - started, retryAfter: null, r: { error } as never })
@@ -139,8 +149,8 @@ describe("a frozen database (SIGSTOP) under load", () => {
     const resumedAt = performance.now()
     // Writes succeed again: a record accepted after SIGCONT.
     let i = 0
-    await waitFor("a record accepted after SIGCONT", async () =>
-      (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { after: seconds, i: i++ } } })).status === 202, 30_000, 50)
+    await waitFor("a record accepted after SIGCONT",
+      async () => (await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { after: seconds, i: i++ } } })).status === 202, 30_000, 50)
     const recoveredMs = performance.now() - resumedAt
     stopped = true
     await done

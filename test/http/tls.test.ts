@@ -27,25 +27,37 @@ const openssl = (...args: Array<string>) => ChildProcess.execFileSync("/usr/bin/
 /** A key and a certificate request for `name`, signed by the CA with these SANs and serial (or by `openssl ca` for set dates). */
 const issue = (name: string, serial: string, san: string, dates?: { start: string; end: string }) => {
   Fs.writeFileSync(file(`${name}.ext`), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`)
-  openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${name}`)
+  openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj",
+    `/CN=${name}`)
   if (dates === undefined) {
-    openssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", serial, "-days", "2",
-      "-extfile", `${name}.ext`, "-out", `${name}.pem`)
+    openssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", serial, "-days", "2", "-extfile", `${name}.ext`, "-out",
+      `${name}.pem`)
   } else {
     Fs.writeFileSync(file("serial"), `${serial.replace(/^0x/, "")}\n`)
-    openssl("ca", "-batch", "-config", "ca.cnf", "-in", `${name}.csr`, "-out", `${name}.pem`, "-notext", "-startdate", dates.start,
-      "-enddate", dates.end, "-extfile", `${name}.ext`)
+    openssl("ca", "-batch", "-config", "ca.cnf", "-in", `${name}.csr`, "-out", `${name}.pem`, "-notext", "-startdate", dates.start, "-enddate", dates.end,
+      "-extfile", `${name}.ext`)
   }
 }
 
 const makeCertificates = () => {
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-    "-days", "2", "-subj", "/CN=anchord test CA")
+  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj",
+    "/CN=anchord test CA")
   Fs.writeFileSync(file("index.txt"), "")
   Fs.writeFileSync(file("ca.cnf"), [
-    "[ca]", "default_ca = test", "[test]", `dir = ${dir}`, `database = ${file("index.txt")}`, `new_certs_dir = ${dir}`,
-    `certificate = ${file("ca.pem")}`, `private_key = ${file("ca.key")}`, `serial = ${file("serial")}`, "default_md = sha256",
-    "policy = any", "unique_subject = no", "[any]", "commonName = supplied"
+    "[ca]",
+    "default_ca = test",
+    "[test]",
+    `dir = ${dir}`,
+    `database = ${file("index.txt")}`,
+    `new_certs_dir = ${dir}`,
+    `certificate = ${file("ca.pem")}`,
+    `private_key = ${file("ca.key")}`,
+    `serial = ${file("serial")}`,
+    "default_md = sha256",
+    "policy = any",
+    "unique_subject = no",
+    "[any]",
+    "commonName = supplied"
   ].join("\n"))
   const here = "IP:127.0.0.1,DNS:localhost"
   issue("one", "0x1001", here)
@@ -65,8 +77,8 @@ const install = (name: string, live = "live") => {
 
 const curl = (...args: Array<string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    ChildProcess.execFile("curl", ["-sS", "--max-time", "10", ...args], (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : Number((error as { code?: number }).code ?? -1), stdout, stderr }))
+    ChildProcess.execFile("curl", ["-sS", "--max-time", "10", ...args],
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number((error as { code?: number }).code ?? -1), stdout, stderr }))
   })
 
 interface Answer {
@@ -131,7 +143,9 @@ describe("HTTPS", () => {
     const { key } = await node.createKey(await node.createAccount())
     const body = JSON.stringify({ data: { over: "tls" } })
     const created = await request(`${base}/v1/anchor`, {
-      method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body
     })
     expect(created.status).toBe(202)
     expect(JSON.parse(created.body).data.recordId).toMatch(/^[0-9a-f]{24}$/)
@@ -161,7 +175,8 @@ describe("HTTPS", () => {
     const { publicBaseUrl, requestIsHttps } = await import("../../src/http/publicUrl.ts")
     const port = Number(new URL(base).port)
     const request = { source: { socket: { localPort: port, encrypted: true } }, headers: {}, remoteAddress: Option.none() } as never
-    const config = { baseUrl: Option.none(), host: "127.0.0.1", port: 0, tls: Option.some({ certFile: "c", keyFile: "k" }), trustProxy: { _tag: "Off" } } as const
+    const config = { baseUrl: Option.none(), host: "127.0.0.1", port: 0, tls: Option.some({ certFile: "c", keyFile: "k" }),
+      trustProxy: { _tag: "Off" } } as const
     expect(publicBaseUrl(request, config)).toBe(base)
     expect(publicBaseUrl(request, { ...config, tls: Option.none() })).toBe(base.replace("https:", "http:"))
     expect(requestIsHttps(request, config)).toBe(true)
@@ -263,8 +278,7 @@ describe("HTTPS at start", () => {
   it("refuses to start on one of the two variables alone", async () => {
     const { AppConfig } = await import("../../src/config.ts")
     const { ConfigProvider, Effect } = await import("effect")
-    const read = (env: Record<string, string>) =>
-      Effect.runPromise(Effect.flip(AppConfig.config.parse(ConfigProvider.fromUnknown(env)))).then(String)
+    const read = (env: Record<string, string>) => Effect.runPromise(Effect.flip(AppConfig.config.parse(ConfigProvider.fromUnknown(env)))).then(String)
     expect(await read({ TLS_CERT_FILE: "/x.pem" })).toContain("TLS_CERT_FILE is set but TLS_KEY_FILE is not")
     expect(await read({ TLS_KEY_FILE: "/x.key" })).toContain("TLS_KEY_FILE is set but TLS_CERT_FILE is not")
     expect(await read({ TLS_PLAIN_PORT: "8081" })).toContain("TLS_PLAIN_PORT is set but TLS is off")
@@ -298,10 +312,13 @@ describe("webhooks to an HTTPS receiver behind a private CA (WEBHOOK_CA_FILE)", 
     const key = await node.createKey(await node.createAccount())
     const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const created = await (await fetch(`${node.baseUrl}/v1/anchor`, {
-      method: "POST", headers: auth, body: JSON.stringify({ data: { n: 1 }, webhookUrl: `${hookUrl}${path}`, packageMode: "IN_PLACE" })
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ data: { n: 1 }, webhookUrl: `${hookUrl}${path}`, packageMode: "IN_PLACE" })
     })).json() as { data: { recordId: string } }
     const recordId = created.data.recordId
-    expect((await fetch(`${node.baseUrl}/v1/records/${recordId}`, { method: "PATCH", headers: auth, body: JSON.stringify({ metadata: { k: "v" } }) })).status).toBe(200)
+    expect((await fetch(`${node.baseUrl}/v1/records/${recordId}`, { method: "PATCH", headers: auth, body: JSON.stringify({ metadata: { k: "v" } }) })).status)
+      .toBe(200)
     return recordId
   }
 
@@ -320,8 +337,9 @@ describe("webhooks to an HTTPS receiver behind a private CA (WEBHOOK_CA_FILE)", 
     const node = await startWebhookNode({ env: {} })
     try {
       const recordId = await deliverOnce(node, "/without-ca")
-      const error = await waitFor("a failed attempt", async () => (await query<{ error: string | null }>(node.databaseUrl,
-        `SELECT a.error FROM webhook_attempts a JOIN webhook_deliveries d ON d.seq = a.delivery_seq WHERE d.record_id = $1`, [recordId]))[0]?.error)
+      const error = await waitFor("a failed attempt", async () =>
+        (await query<{ error: string | null }>(node.databaseUrl,
+          `SELECT a.error FROM webhook_attempts a JOIN webhook_deliveries d ON d.seq = a.delivery_seq WHERE d.record_id = $1`, [recordId]))[0]?.error)
       expect(error).toMatch(/connection error: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/)
       expect(received).not.toContain("/without-ca")
     } finally {

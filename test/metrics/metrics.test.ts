@@ -19,7 +19,11 @@ import { allAnchored, deploy, network, waitFor } from "../evm/support.ts"
 import { call, startNode, type TestNode } from "../support/node.ts"
 import { type Receiver, startReceiver } from "../webhooks/support.ts"
 
-interface Family { name: string; type: string; metrics: Array<{ value?: string; labels?: Record<string, string>; count?: string; sum?: string; buckets?: Record<string, string> }> }
+interface Family {
+  name: string
+  type: string
+  metrics: Array<{ value?: string; labels?: Record<string, string>; count?: string; sum?: string; buckets?: Record<string, string> }>
+}
 
 interface Scrape {
   /** The exposition parsed as it is: families, types, and every counter's and gauge's series. */
@@ -42,8 +46,7 @@ const scrape = async (url: string): Promise<Scrape> => {
   }
 }
 
-const matches = (labels: Record<string, string> | undefined, want: Record<string, string>) =>
-  Object.entries(want).every(([k, v]) => labels?.[k] === v)
+const matches = (labels: Record<string, string> | undefined, want: Record<string, string>) => Object.entries(want).every(([k, v]) => labels?.[k] === v)
 
 const sample = (s: Scrape, name: string, labels: Record<string, string>) => {
   for (const f of s.samples) {
@@ -78,13 +81,27 @@ describe("/metrics", () => {
       config: { metricsPort: Option.some(0), metricsSampleIntervalMillis: 100, anonymousRatePerSecond: 2 },
       layer: makeNodeLayer(EvmNetworks.layerWith([
         network({
-          networkId: anchoring, rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1, environment: "test",
-          batchMaxSize: 50, batchWindowMs: 300, pollIntervalMs: 200
+          networkId: anchoring,
+          rpcUrl: anvil.rpcUrl,
+          chainId: d.chainId,
+          contractAddress: d.address,
+          confirmations: 1,
+          environment: "test",
+          batchMaxSize: 50,
+          batchWindowMs: 300,
+          pollIntervalMs: 200
         }, privateKey),
         // Loopback port 9 (discard): refused, so this network's records stay QUEUED.
         network({
-          networkId: stuck, rpcUrl: "http://127.0.0.1:9", chainId: d.chainId, contractAddress: d.address, confirmations: 1, environment: "live",
-          batchMaxSize: 50, batchWindowMs: 300, pollIntervalMs: 200
+          networkId: stuck,
+          rpcUrl: "http://127.0.0.1:9",
+          chainId: d.chainId,
+          contractAddress: d.address,
+          confirmations: 1,
+          environment: "live",
+          batchMaxSize: 50,
+          batchWindowMs: 300,
+          pollIntervalMs: 200
         }, privateKey)
       ]))
     })
@@ -141,8 +158,8 @@ describe("/metrics", () => {
       return value(f, "anchord_queue_depth", { network: stuck }) === 4 && value(f, "anchord_queue_oldest_age_seconds", { network: stuck }) > 0 && f
     }, 15_000)
     expect(value(families, "anchord_records_accepted_total", { chain: "evm", environment: "live" })).toBe(4)
-    await waitFor("the unreachable endpoint's breaker open", async () =>
-      value(await scrape(metricsUrl), "anchord_circuit_breaker_open", { dependency: `evm:${stuck}` }) === 1, 15_000)
+    await waitFor("the unreachable endpoint's breaker open",
+      async () => value(await scrape(metricsUrl), "anchord_circuit_breaker_open", { dependency: `evm:${stuck}` }) === 1, 15_000)
     expect(value(families, "anchord_circuit_breaker_open", { dependency: "database" })).toBe(0)
   })
 
@@ -157,7 +174,7 @@ describe("/metrics", () => {
     const after = await waitFor("the anchored records counted", async () => {
       const f = await scrape(metricsUrl)
       return value(f, "anchord_record_anchor_latency_seconds", { network: anchoring }) -
-            value(before, "anchord_record_anchor_latency_seconds", { network: anchoring }) >= 5 && f
+              value(before, "anchord_record_anchor_latency_seconds", { network: anchoring }) >= 5 && f
     }, 15_000)
     const size = { network: anchoring }
     expect(histogramSum(after, "anchord_batch_size_records", size) - histogramSum(before, "anchord_batch_size_records", size)).toBeGreaterThanOrEqual(5)
@@ -215,8 +232,9 @@ describe("/metrics", () => {
       expect(referenced.length).toBeGreaterThan(0)
       for (const name of referenced) expect(names, `${rule.alert} uses ${name}`).toContain(name)
     }
-    for (const wanted of ["AnchordQueueAgeGrowing", "AnchordAnchoringStalled", "AnchordConfirmationLag", "AnchordSignerBalanceLow",
-      "AnchordWebhookBacklog", "AnchordWebhookFailureRate", "AnchordHigh5xxRate", "AnchordDatabaseCircuitOpen", "AnchordDatabasePoolSaturated"]) {
+    for (const wanted of ["AnchordQueueAgeGrowing", "AnchordAnchoringStalled", "AnchordConfirmationLag", "AnchordSignerBalanceLow", "AnchordWebhookBacklog",
+      "AnchordWebhookFailureRate", "AnchordHigh5xxRate", "AnchordDatabaseCircuitOpen", "AnchordDatabasePoolSaturated"])
+    {
       expect(seen).toContain(wanted)
     }
   })

@@ -68,7 +68,8 @@ describe("the OpenAPI document, as integrators use it", () => {
     // Header names are case-insensitive on the wire: the documented spelling and lower case both replay.
     const body = JSON.stringify({ data: { spelled: Date.now() } })
     const post = (idempotency: Record<string, string>) =>
-      fetch(`${node.baseUrl}/v1/anchor`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...idempotency }, body })
+      fetch(`${node.baseUrl}/v1/anchor`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...idempotency },
+        body })
     const first = await post({ "Idempotency-Key": "spelling-1" })
     expect(first.status).toBe(202)
     const again = await post({ "idempotency-key": "spelling-1" })
@@ -85,9 +86,17 @@ describe("the OpenAPI document, as integrators use it", () => {
     Fs.writeFileSync(Path.join(dir, "anchord-api.ts"), fresh)
     Fs.copyFileSync(Path.join(import.meta.dirname, "sample.ts"), Path.join(dir, "sample.ts"))
     const program = ts.createProgram([Path.join(dir, "sample.ts")], {
-      strict: true, noEmit: true, target: ts.ScriptTarget.ES2023, lib: ["lib.es2023.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"],
-      module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, allowImportingTsExtensions: true,
-      verbatimModuleSyntax: true, types: [], noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true
+      strict: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2023,
+      lib: ["lib.es2023.d.ts", "lib.dom.d.ts", "lib.dom.iterable.d.ts"],
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      allowImportingTsExtensions: true,
+      verbatimModuleSyntax: true,
+      types: [],
+      noUncheckedIndexedAccess: true,
+      exactOptionalPropertyTypes: true
     })
     const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"))
     expect(diagnostics).toEqual([])
@@ -103,9 +112,10 @@ describe("the OpenAPI document, as integrators use it", () => {
     ajv.addSchema({ ...document, $id: "anchord" })
 
     const pointer = (...parts: Array<string | number>) => parts.map((p) => String(p).replace(/~/g, "~0").replace(/\//g, "~1")).join("/")
-    const resolve = (object: Json): Json => typeof object.$ref === "string"
-      ? object.$ref.slice(2).split("/").reduce((o: Json, k: string) => o[k.replace(/~1/g, "/").replace(/~0/g, "~")], document)
-      : object
+    const resolve = (object: Json): Json =>
+      typeof object.$ref === "string"
+        ? object.$ref.slice(2).split("/").reduce((o: Json, k: string) => o[k.replace(/~1/g, "/").replace(/~0/g, "~")], document)
+        : object
     const problems: Array<string> = []
     const seen = new Map<string, Set<number>>()
     for (const x of exchanges) {
@@ -127,7 +137,9 @@ describe("the OpenAPI document, as integrators use it", () => {
         if (x.body !== undefined) problems.push(`${where}: a body where the document declares none`)
       } else {
         if (!String(x.headers["content-type"]).startsWith("application/json")) problems.push(`${where}: content-type ${x.headers["content-type"]}`)
-        const validate = ajv.getSchema(`anchord#/${pointer("paths", x.path, x.method.toLowerCase(), "responses", String(x.status), "content", "application/json", "schema")}`)!
+        const validate = ajv.getSchema(
+          `anchord#/${pointer("paths", x.path, x.method.toLowerCase(), "responses", String(x.status), "content", "application/json", "schema")}`
+        )!
         if (!validate(x.body)) problems.push(`${where}: body ${ajv.errorsText(validate.errors)}: ${JSON.stringify(x.body).slice(0, 300)}`)
       }
       // Headers: every required one present, every declared one present valid (integers are sent as digits).

@@ -27,7 +27,8 @@ const serverOfVersion = (bin: string) => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-backup-pg-"))
   const asRoot = process.getuid?.() === 0
   const as = (command: string, args: Array<string>) =>
-    asRoot ? ChildProcess.execFileSync("runuser", ["-u", "postgres", "--", Path.join(bin, command), ...args], { stdio: "pipe" })
+    asRoot ?
+      ChildProcess.execFileSync("runuser", ["-u", "postgres", "--", Path.join(bin, command), ...args], { stdio: "pipe" })
       : ChildProcess.execFileSync(Path.join(bin, command), args, { stdio: "pipe" })
   if (asRoot) {
     Fs.chmodSync(dir, 0o755)
@@ -52,8 +53,7 @@ const serverOfVersion = (bin: string) => {
   }
 }
 
-const suiteMajor = async () =>
-  Math.floor(Number((await query<{ v: string }>(adminUrl(), "SELECT current_setting('server_version_num') AS v"))[0]!.v) / 10000)
+const suiteMajor = async () => Math.floor(Number((await query<{ v: string }>(adminUrl(), "SELECT current_setting('server_version_num') AS v"))[0]!.v) / 10000)
 
 /** A fresh database on a server pg_dump can read: the suite's, or one of the binaries' version (started once). */
 let ownServer: Promise<string> | undefined
@@ -86,8 +86,15 @@ describe.skipIf(pgBin === undefined)("backup and restore (scripts/backup-restore
     const node = await startEvmNode({
       databaseUrl,
       networks: [network({
-        networkId: "hardhat-backup", rpcUrl: chain.rpcUrl, chainId: 31337, contractAddress: address, confirmations: 1,
-        environment: "test", batchMaxSize: 50, batchWindowMs: 300, pollIntervalMs: 200
+        networkId: "hardhat-backup",
+        rpcUrl: chain.rpcUrl,
+        chainId: 31337,
+        contractAddress: address,
+        confirmations: 1,
+        environment: "test",
+        batchMaxSize: 50,
+        batchWindowMs: 300,
+        pollIntervalMs: 200
       }, HARDHAT_KEY_1)]
     })
     cleanups.push(node.stop)

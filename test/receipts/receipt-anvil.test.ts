@@ -80,8 +80,7 @@ const checkReceipt = (bytes: Uint8Array, recordHashHex: string, pem: string): Ch
   return { valid, root, size, index, path, anchor: unprotected.get("anchord-anchor") as Record<string, unknown> }
 }
 
-const get = (path: string, key?: string) =>
-  fetch(`${env.node.baseUrl}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } })
+const get = (path: string, key?: string) => fetch(`${env.node.baseUrl}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } })
 
 beforeAll(async () => {
   anvil = await startAnvil()
@@ -164,8 +163,9 @@ describe("COSE receipts on anvil", () => {
   it("a record of a batch anchored without an RFC 9162 tree has no receipt (404), and its proof bundle still serves", async () => {
     const [old] = await env.anchor([{ data: { receipt: "old" } }])
     // As a batch cut before migration 0022 reads.
-    await query(env.node.databaseUrl,
-      "UPDATE anchor_batches SET log_root = NULL WHERE id = (SELECT batch_id FROM anchors WHERE record_id = $1)", [old!.recordId])
+    await query(env.node.databaseUrl, "UPDATE anchor_batches SET log_root = NULL WHERE id = (SELECT batch_id FROM anchors WHERE record_id = $1)", [
+      old!.recordId
+    ])
     const res = await get(`/v1/records/${old!.recordId}/receipt`, env.key)
     expect(res.status).toBe(404)
     const body = await res.json() as { errorCode: string; error: string }
@@ -188,8 +188,14 @@ describe("COSE receipts on anvil", () => {
     expect(report.outcome, good.stdout).toBe("verified")
     expect(good.code).toBe(0)
     expect(report.checks.map((c) => `${c.id}:${c.status}`)).toEqual([
-      "receipt.format:pass", "receipt.inclusion:pass", "receipt.signature:pass", "evm.chain-id:pass", "evm.log-root:pass",
-      "evm.block:pass", "evm.confirmations:pass", "evm.contract-log-inclusion:pass"
+      "receipt.format:pass",
+      "receipt.inclusion:pass",
+      "receipt.signature:pass",
+      "evm.chain-id:pass",
+      "evm.log-root:pass",
+      "evm.block:pass",
+      "evm.confirmations:pass",
+      "evm.contract-log-inclusion:pass"
     ])
     const otherData = await runCli(["--receipt", receiptFile, "--receipt-key", keyFile, "--data", jsonFile({ receipt: 99 }), "--rpc", env.rpcUrl])
     expect(otherData.code).toBe(1)
@@ -198,6 +204,8 @@ describe("COSE receipts on anvil", () => {
     writeFileSync(otherKeyFile, generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }))
     const otherKey = await runCli(["--receipt", receiptFile, "--receipt-key", otherKeyFile, "--data", jsonFile(a!.data), "--rpc", env.rpcUrl, "--json"])
     expect(otherKey.code).toBe(1)
-    expect((JSON.parse(otherKey.stdout) as { checks: Array<{ id: string; status: string }> }).checks.find((c) => c.id === "receipt.signature")?.status).toBe("fail")
+    expect((JSON.parse(otherKey.stdout) as { checks: Array<{ id: string; status: string }> }).checks.find((c) => c.id === "receipt.signature")?.status).toBe(
+      "fail"
+    )
   }, 60_000)
 })

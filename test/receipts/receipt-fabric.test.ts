@@ -16,8 +16,9 @@ import { allAnchored, call, fabricNetwork, startFabricNode, startTestPeer, waitF
 import { jsonFile, runCli } from "../verify/support.ts"
 
 const keyDir = mkdtempSync(join(tmpdir(), "anchord-receipt-fabric-"))
-writeFileSync(join(keyDir, "receipt.key"),
-  generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 })
+writeFileSync(join(keyDir, "receipt.key"), generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }), {
+  mode: 0o600
+})
 process.env.RECEIPT_KEY_FILE = join(keyDir, "receipt.key")
 
 let peer: DevPeer & { readonly dir: string }
@@ -35,8 +36,13 @@ beforeAll(async () => {
   node = await startFabricNode({
     fabric: [fabricNetwork(peer)],
     evm: [network({
-      networkId: "anvil-receipts", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-      batchWindowMs: 200, pollIntervalMs: 100
+      networkId: "anvil-receipts",
+      rpcUrl: anvil.rpcUrl,
+      chainId: d.chainId,
+      contractAddress: d.address,
+      confirmations: 1,
+      batchWindowMs: 200,
+      pollIntervalMs: 100
     }, pk)]
   })
   key = await node.createKey()
@@ -67,7 +73,12 @@ describe("COSE receipts of Fabric anchors", () => {
     const ok = await runCli(["--receipt", receipt, "--receipt-key", keyFile, "--data", jsonFile({ fr: 1 }), "--json", ...fabricFlags])
     const report = JSON.parse(ok.stdout) as Report
     expect(report.checks.map((c) => `${c.id}:${c.status}`)).toEqual([
-      "receipt.format:pass", "receipt.inclusion:pass", "receipt.signature:pass", "fabric.chaincode-lookup:pass", "fabric.log-root:pass", "fabric.block:pass"
+      "receipt.format:pass",
+      "receipt.inclusion:pass",
+      "receipt.signature:pass",
+      "fabric.chaincode-lookup:pass",
+      "fabric.log-root:pass",
+      "fabric.block:pass"
     ])
     expect(ok.code).toBe(0)
     const bad = await runCli(["--receipt", receipt, "--receipt-key", keyFile, "--data", jsonFile({ fr: 2 }), ...fabricFlags])
@@ -84,8 +95,8 @@ describe("COSE receipts of Fabric anchors", () => {
     expect((JSON.parse(evmRun.stdout) as Report).anchors.map((a) => a.networkId)).toEqual(["anvil-receipts"])
     expect(evmRun.code).toBe(0)
     const fabric = await fetchTo(`/v1/records/${ids[2]}/receipt?networkId=fabric-dev`, "h-fabric.cose")
-    const fabricRun = await runCli(["--receipt", fabric, "--receipt-key", keyFile, "--data", jsonFile({ hr: 1 }), "--json",
-      "--fabric-endpoint", peer.address, "--fabric-msp-id", peer.mspId, "--fabric-cert", auditor.certPath!, "--fabric-key", auditor.keyPath!])
+    const fabricRun = await runCli(["--receipt", fabric, "--receipt-key", keyFile, "--data", jsonFile({ hr: 1 }), "--json", "--fabric-endpoint", peer.address,
+      "--fabric-msp-id", peer.mspId, "--fabric-cert", auditor.certPath!, "--fabric-key", auditor.keyPath!])
     expect((JSON.parse(fabricRun.stdout) as Report).anchors.map((a) => a.networkId)).toEqual(["fabric-dev"])
     expect(fabricRun.code).toBe(0)
     const none = await fetch(`${node.baseUrl}/v1/records/${ids[2]}/receipt?networkId=elsewhere`, { headers: { authorization: `Bearer ${key}` } })

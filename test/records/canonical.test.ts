@@ -86,8 +86,8 @@ describe("canonicalize: RFC 8785 published examples", () => {
       "Hebrew Letter Dalet With Dagesh"
     ])
     expect(canonical).toBe(
-      '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis",' +
-        '"\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}'
+      "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\u0080\":\"Control\",\"\u00f6\":\"Latin Small Letter O With Diaeresis\"," +
+        "\"\u20ac\":\"Euro Sign\",\"\ud83d\ude00\":\"Emoji: Grinning Face\",\"\ufb33\":\"Hebrew Letter Dalet With Dagesh\"}"
     )
   })
 
@@ -141,14 +141,14 @@ describe("recordHash", () => {
     const expected = "1cc69c7fa23616ca2ec3ee70d24390a6225c8832db8a4c814c7e0e7f942f8668"
     expect(recordHash({ a: 1, b: [true, null] })).toBe(expected)
     expect(recordHash({ b: [true, null], a: 1 })).toBe(expected)
-    expect(recordHash(parseStrictJson('{ "b" : [ true , null ] ,\n\t"a" : 1.0 }'))).toBe(expected)
-    expect(recordHash(parseStrictJson('{"\\u0062":[true,null],"a":10e-1}'))).toBe(expected)
+    expect(recordHash(parseStrictJson("{ \"b\" : [ true , null ] ,\n\t\"a\" : 1.0 }"))).toBe(expected)
+    expect(recordHash(parseStrictJson("{\"\\u0062\":[true,null],\"a\":10e-1}"))).toBe(expected)
   })
 
   it("hashes the UTF-8 bytes (non-ASCII, __proto__ member); literal from sha256sum", () => {
     // printf '%s' '{"__proto__":{"x":1},"a":"é"}' | sha256sum
-    const v = parseStrictJson('{"a":"\\u00e9","__proto__":{"x":1}}')
-    expect(canonicalize(v)).toBe('{"__proto__":{"x":1},"a":"é"}')
+    const v = parseStrictJson("{\"a\":\"\\u00e9\",\"__proto__\":{\"x\":1}}")
+    expect(canonicalize(v)).toBe("{\"__proto__\":{\"x\":1},\"a\":\"é\"}")
     expect(recordHash(v)).toBe("c04199a2f3cb2f3937a4de6bb5690fd3de390ef6e33006b6f9109a35d26f88ca")
   })
 
@@ -163,8 +163,8 @@ describe("canonicalize: serialization details and rejections", () => {
   it("serializes strings like JSON.stringify and sorts integer-like names as strings", () => {
     expect(canonicalize("a\u0000\u001f\u007f\u2028/\"\\é😀")).toBe(JSON.stringify("a\u0000\u001f\u007f\u2028/\"\\é😀"))
     expect(canonicalize("\b\t\n\f\r")).toBe(String.raw`"\b\t\n\f\r"`)
-    expect(canonicalize({ "10": 1, "9": 2, a: 3, "": 0, B: 4 })).toBe('{"":0,"10":1,"9":2,"B":4,"a":3}')
-    expect(canonicalize({ b: { d: 1, c: [{ z: 1, y: 2 }] }, a: [] })).toBe('{"a":[],"b":{"c":[{"y":2,"z":1}],"d":1}}')
+    expect(canonicalize({ "10": 1, "9": 2, a: 3, "": 0, B: 4 })).toBe("{\"\":0,\"10\":1,\"9\":2,\"B\":4,\"a\":3}")
+    expect(canonicalize({ b: { d: 1, c: [{ z: 1, y: 2 }] }, a: [] })).toBe("{\"a\":[],\"b\":{\"c\":[{\"y\":2,\"z\":1}],\"d\":1}}")
     expect(canonicalize([])).toBe("[]")
     expect(canonicalize({})).toBe("{}")
     expect(canonicalize(-0)).toBe("0")
@@ -175,10 +175,10 @@ describe("canonicalize: serialization details and rejections", () => {
     const o = Object.create(null) as Record<string, unknown>
     o["b"] = 1
     o["a"] = 2
-    expect(canonicalize(o)).toBe('{"a":2,"b":1}')
+    expect(canonicalize(o)).toBe("{\"a\":2,\"b\":1}")
     const p = {}
     Object.defineProperty(p, "__proto__", { value: [1], enumerable: true, writable: true, configurable: true })
-    expect(canonicalize({ z: p })).toBe('{"z":{"__proto__":[1]}}')
+    expect(canonicalize({ z: p })).toBe("{\"z\":{\"__proto__\":[1]}}")
   })
 
   it("rejects non-JSON values with a reason and path", () => {
@@ -192,15 +192,17 @@ describe("canonicalize: serialization details and rejections", () => {
       // eslint-disable-next-line no-sparse-arrays
       [[1, , 3], "unsupported_type", "$[1]"],
       [{ f: () => 1 }, "unsupported_type", "$.f"],
-      [{ "x y": 1n }, "unsupported_type", '$["x y"]'],
+      [{ "x y": 1n }, "unsupported_type", "$[\"x y\"]"],
       [[Symbol("s")], "unsupported_type", "$[0]"],
       [{ d: new Date(0) }, "unsupported_type", "$.d"],
       [{ m: new Map() }, "unsupported_type", "$.m"],
       [{ u: new Uint8Array(2) }, "unsupported_type", "$.u"],
       [{ n: Object(1) as unknown }, "unsupported_type", "$.n"],
-      [new (class Foo { a = 1 })(), "unsupported_type", "$"],
+      [new (class Foo {
+        a = 1
+      })(), "unsupported_type", "$"],
       [{ s: "a\ud800" }, "lone_surrogate", "$.s"],
-      [{ k: { "\udc00": 1 } }, "lone_surrogate", '$.k["\\udc00"]'],
+      [{ k: { "\udc00": 1 } }, "lone_surrogate", "$.k[\"\\udc00\"]"],
       [["\ude00\ud83d"], "lone_surrogate", "$[0]"]
     ]
     for (const [value, reason, path] of cases) {
@@ -220,7 +222,7 @@ describe("canonicalize: serialization details and rejections", () => {
     arr.push({ back: arr })
     expect(jcsError({ arr })).toMatchObject({ reason: "cycle", path: "$.arr[1].back" })
     const shared = { s: 1 }
-    expect(canonicalize({ a: shared, b: [shared, shared] })).toBe('{"a":{"s":1},"b":[{"s":1},{"s":1}]}')
+    expect(canonicalize({ a: shared, b: [shared, shared] })).toBe("{\"a\":{\"s\":1},\"b\":[{\"s\":1},{\"s\":1}]}")
   })
 
   it("does not call toJSON and survives a getter that canonicalizes re-entrantly", () => {
@@ -233,9 +235,9 @@ describe("canonicalize: serialization details and rejections", () => {
       },
       z: { deep: [inner] }
     }
-    expect(canonicalize(outer)).toBe('{"a":1,"g":"{\\"q\\":[1,2]}","z":{"deep":[{"q":[1,2]}]}}')
+    expect(canonicalize(outer)).toBe("{\"a\":1,\"g\":\"{\\\"q\\\":[1,2]}\",\"z\":{\"deep\":[{\"q\":[1,2]}]}}")
     // and state is clean afterwards
-    expect(canonicalize({ b: 2 })).toBe('{"b":2}')
+    expect(canonicalize({ b: 2 })).toBe("{\"b\":2}")
   })
 })
 
@@ -246,11 +248,11 @@ describe("parseStrictJson: rejections", () => {
     ["", "syntax", "$", 0, "unexpected end of input"],
     ["   ", "syntax", "$", 3, "unexpected end of input"],
     ["[1,2,]", "syntax", "$[2]", 5, "trailing comma"],
-    ['{"a":1,}', "syntax", "$", 7, "trailing comma"],
+    ["{\"a\":1,}", "syntax", "$", 7, "trailing comma"],
     ["[1,,2]", "syntax", "$[1]", 3, "expected a JSON value"],
     ["[1 2]", "syntax", "$", 3, "expected ',' or ']'"],
-    ['{"a":1 "b":2}', "syntax", "$", 7, "expected ',' or '}'"],
-    ['{"a" 1}', "syntax", "$.a", 5, "expected ':'"],
+    ["{\"a\":1 \"b\":2}", "syntax", "$", 7, "expected ',' or '}'"],
+    ["{\"a\" 1}", "syntax", "$.a", 5, "expected ':'"],
     ["{a:1}", "syntax", "$", 1, "double-quoted member name"],
     ["{'a':1}", "syntax", "$", 1, "double-quoted member name"],
     ["['a']", "syntax", "$[0]", 1, "double quotes"],
@@ -258,7 +260,7 @@ describe("parseStrictJson: rejections", () => {
     ["/* c */ 1", "syntax", "$", 0, "comments"],
     ["1 2", "syntax", "$", 2, "after the top-level value"],
     ["01", "syntax", "$", 0, "leading zeros"],
-    ['{"n":-012}', "syntax", "$.n", 5, "leading zeros"],
+    ["{\"n\":-012}", "syntax", "$.n", 5, "leading zeros"],
     ["00", "syntax", "$", 0, "leading zeros"],
     ["-", "syntax", "$", 1, "expected a digit after '-'"],
     ["1.", "syntax", "$", 2, "expected a digit after '.'"],
@@ -273,50 +275,50 @@ describe("parseStrictJson: rejections", () => {
     ["tru", "syntax", "$", 0, "expected true"],
     ["nul", "syntax", "$", 0, "expected null"],
     ["True", "syntax", "$", 0, "expected a JSON value"],
-    ['"abc', "syntax", "$", 0, "unterminated string"],
-    ['"abc\\', "syntax", "$", 4, "unterminated string"],
-    ['["a\u0001"]', "syntax", "$[0]", 3, "control character U+0001"],
-    ['"tab\there"', "syntax", "$", 4, "control character U+0009"],
-    ['"line\nbreak"', "syntax", "$", 5, "control character U+000A"],
-    ['"\\x41"', "syntax", "$", 1, "invalid escape"],
-    ['"\\u12"', "syntax", "$", 1, "4 hex digits"],
-    ['"\\u12g4"', "syntax", "$", 1, "4 hex digits"],
-    ['"\\U0041"', "syntax", "$", 1, "invalid escape"],
+    ["\"abc", "syntax", "$", 0, "unterminated string"],
+    ["\"abc\\", "syntax", "$", 4, "unterminated string"],
+    ["[\"a\u0001\"]", "syntax", "$[0]", 3, "control character U+0001"],
+    ["\"tab\there\"", "syntax", "$", 4, "control character U+0009"],
+    ["\"line\nbreak\"", "syntax", "$", 5, "control character U+000A"],
+    ["\"\\x41\"", "syntax", "$", 1, "invalid escape"],
+    ["\"\\u12\"", "syntax", "$", 1, "4 hex digits"],
+    ["\"\\u12g4\"", "syntax", "$", 1, "4 hex digits"],
+    ["\"\\U0041\"", "syntax", "$", 1, "invalid escape"],
     ["\ufeff{}", "syntax", "$", 0, "U+FEFF"],
     ["{}\u00a0", "syntax", "$", 2, "U+00A0"],
     ["[1,\f2]", "syntax", "$[1]", 3, "U+000C"],
     ["[", "syntax", "$[0]", 1, "end of input"],
-    ['{"a":[1,2}', "syntax", "$.a", 9, "expected ',' or ']'"],
+    ["{\"a\":[1,2}", "syntax", "$.a", 9, "expected ',' or ']'"],
     ["{\"a\":{\"b\":[{\"c\":x}]}}", "syntax", "$.a.b[0].c", 16, "expected a JSON value"],
     // duplicate keys (after unescaping)
-    ['{"a":1,"a":2}', "duplicate_key", "$.a", 7, 'duplicate object member name "a"'],
-    ['{"a":1,"\\u0061":2}', "duplicate_key", "$.a", 7, 'duplicate object member name "a"'],
-    ['{"x":{"k":1,"j":2,"k":3}}', "duplicate_key", "$.x.k", 18, '"k"'],
-    ['{"__proto__":1,"__proto__":2}', "duplicate_key", "$.__proto__", 15, '"__proto__"'],
-    ['{"toString":1,"toString":2}', "duplicate_key", "$.toString", 14, '"toString"'],
-    ['{"a b":1,"a\\u0020b":2}', "duplicate_key", '$["a b"]', 9, '"a b"'],
-    ['{"":1,"":2}', "duplicate_key", '$[""]', 6, '""'],
+    ["{\"a\":1,\"a\":2}", "duplicate_key", "$.a", 7, "duplicate object member name \"a\""],
+    ["{\"a\":1,\"\\u0061\":2}", "duplicate_key", "$.a", 7, "duplicate object member name \"a\""],
+    ["{\"x\":{\"k\":1,\"j\":2,\"k\":3}}", "duplicate_key", "$.x.k", 18, "\"k\""],
+    ["{\"__proto__\":1,\"__proto__\":2}", "duplicate_key", "$.__proto__", 15, "\"__proto__\""],
+    ["{\"toString\":1,\"toString\":2}", "duplicate_key", "$.toString", 14, "\"toString\""],
+    ["{\"a b\":1,\"a\\u0020b\":2}", "duplicate_key", "$[\"a b\"]", 9, "\"a b\""],
+    ["{\"\":1,\"\":2}", "duplicate_key", "$[\"\"]", 6, "\"\""],
     // lone surrogates
-    ['"\\ud800"', "lone_surrogate", "$", 1, "unpaired high surrogate escape \\uD800"],
-    ['"\\ud800x"', "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
-    ['"\\ud800\\u0041"', "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
-    ['"\\ud800\\ud800"', "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
-    ['{"a":["\\udc00"]}', "lone_surrogate", "$.a[0]", 7, "unpaired low surrogate escape \\uDC00"],
-    ['"\\ude00\\ud83d"', "lone_surrogate", "$", 1, "unpaired low surrogate escape"],
-    ['["ok","\ud800"]', "lone_surrogate", "$[1]", 7, "unpaired high surrogate U+D800"],
-    ['"\udfff"', "lone_surrogate", "$", 1, "unpaired low surrogate U+DFFF"],
-    ['"\ud83d\\ude00"', "lone_surrogate", "$", 1, "unpaired high surrogate U+D83D"],
-    ['"\\ud83d\ude00"', "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
-    ['{"ok":1,"k\\udc00":1}', "lone_surrogate", "$", 10, "member name"],
-    ['{"ok":1,"k\ud800":1}', "lone_surrogate", "$", 10, "member name"],
+    ["\"\\ud800\"", "lone_surrogate", "$", 1, "unpaired high surrogate escape \\uD800"],
+    ["\"\\ud800x\"", "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
+    ["\"\\ud800\\u0041\"", "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
+    ["\"\\ud800\\ud800\"", "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
+    ["{\"a\":[\"\\udc00\"]}", "lone_surrogate", "$.a[0]", 7, "unpaired low surrogate escape \\uDC00"],
+    ["\"\\ude00\\ud83d\"", "lone_surrogate", "$", 1, "unpaired low surrogate escape"],
+    ["[\"ok\",\"\ud800\"]", "lone_surrogate", "$[1]", 7, "unpaired high surrogate U+D800"],
+    ["\"\udfff\"", "lone_surrogate", "$", 1, "unpaired low surrogate U+DFFF"],
+    ["\"\ud83d\\ude00\"", "lone_surrogate", "$", 1, "unpaired high surrogate U+D83D"],
+    ["\"\\ud83d\ude00\"", "lone_surrogate", "$", 1, "unpaired high surrogate escape"],
+    ["{\"ok\":1,\"k\\udc00\":1}", "lone_surrogate", "$", 10, "member name"],
+    ["{\"ok\":1,\"k\ud800\":1}", "lone_surrogate", "$", 10, "member name"],
     // non-finite numbers
     ["1e400", "non_finite_number", "$", 0, "number 1e400 overflows to Infinity"],
-    ['{"n":[-1.5E+309]}', "non_finite_number", "$.n[0]", 6, "overflows to -Infinity"],
+    ["{\"n\":[-1.5E+309]}", "non_finite_number", "$.n[0]", 6, "overflows to -Infinity"],
     ["1" + "0".repeat(400) + ".5", "non_finite_number", "$", 0, "overflows"],
     // unsafe integers
     ["9007199254740992", "unsafe_integer", "$", 0, "integer 9007199254740992 is outside the safe range"],
     ["9007199254740993", "unsafe_integer", "$", 0, "9007199254740993"],
-    ['{"id":-9007199254740992}', "unsafe_integer", "$.id", 6, "-9007199254740992"],
+    ["{\"id\":-9007199254740992}", "unsafe_integer", "$.id", 6, "-9007199254740992"],
     ["[18446744073709551616]", "unsafe_integer", "$[0]", 1, "outside the safe range"],
     ["1" + "0".repeat(400), "unsafe_integer", "$", 0, "outside the safe range"],
     ["100000000000000000000", "unsafe_integer", "$", 0, "outside the safe range"],
@@ -352,7 +354,7 @@ describe("parseStrictJson: rejections", () => {
     expect(e.path).toBe("$" + "[0]".repeat(64))
     expect(e.message).toContain("maximum depth of 64")
 
-    const deepObj = (n: number): string => '{"a":'.repeat(n - 1) + "{}" + "}".repeat(n - 1)
+    const deepObj = (n: number): string => "{\"a\":".repeat(n - 1) + "{}" + "}".repeat(n - 1)
     expect(() => parseStrictJson(deepObj(64))).not.toThrow()
     const o = parseError(deepObj(65))
     expect(o.reason).toBe("too_deep")
@@ -369,24 +371,24 @@ describe("parseStrictJson: rejections", () => {
   })
 
   it("does not leak state between a failed and a later parse", () => {
-    parseError('{"a":{"b":[1,2,x]}}')
-    expect(parseStrictJson('{"c":[true]}')).toEqual({ c: [true] })
-    expect(parseError('{"z":x}').path).toBe("$.z")
+    parseError("{\"a\":{\"b\":[1,2,x]}}")
+    expect(parseStrictJson("{\"c\":[true]}")).toEqual({ c: [true] })
+    expect(parseError("{\"z\":x}").path).toBe("$.z")
   })
 })
 
 // ------------------------------------------------------------------------------------------------
 describe("parseStrictJson: accepted edge cases", () => {
   it("parses all value types like JSON.parse", () => {
-    const text = ' \t\r\n{"a":[1,-2,3.5e-2,0,0.0,1E+2,true,false,null,"s",{},[]],"b":{"c":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9"}} \n'
+    const text = " \t\r\n{\"a\":[1,-2,3.5e-2,0,0.0,1E+2,true,false,null,\"s\",{},[]],\"b\":{\"c\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\"}} \n"
     expect(parseStrictJson(text)).toEqual(JSON.parse(text))
-    for (const t of ["0", "-1", "1.25", '"x"', "true", "false", "null", "[]", "{}", '""', "1e-7", "123456789012345"]) {
+    for (const t of ["0", "-1", "1.25", "\"x\"", "true", "false", "null", "[]", "{}", "\"\"", "1e-7", "123456789012345"]) {
       expect(parseStrictJson(t)).toEqual(JSON.parse(t))
     }
   })
 
   it("keeps __proto__ as an ordinary own member (no prototype pollution), visible to JSON.stringify and JCS", () => {
-    const text = '{"__proto__":{"polluted":true,"isAdmin":true},"a":1}'
+    const text = "{\"__proto__\":{\"polluted\":true,\"isAdmin\":true},\"a\":1}"
     const v = parseStrictJson(text) as Record<string, unknown>
     expect(Object.getPrototypeOf(v)).toBe(Object.prototype)
     expect(Object.hasOwn(v, "__proto__")).toBe(true)
@@ -395,36 +397,38 @@ describe("parseStrictJson: accepted edge cases", () => {
     expect(({} as { polluted?: unknown }).polluted).toBeUndefined()
     expect(v).toEqual(JSON.parse(text))
     expect(JSON.stringify(v)).toBe(text)
-    expect(canonicalize(v)).toBe('{"__proto__":{"isAdmin":true,"polluted":true},"a":1}')
-    expect(recordHash(v)).toBe(sha256('{"__proto__":{"isAdmin":true,"polluted":true},"a":1}'))
+    expect(canonicalize(v)).toBe("{\"__proto__\":{\"isAdmin\":true,\"polluted\":true},\"a\":1}")
+    expect(recordHash(v)).toBe(sha256("{\"__proto__\":{\"isAdmin\":true,\"polluted\":true},\"a\":1}"))
     // an escaped spelling of the name is the same member (and a duplicate of the plain one)
-    const esc = parseStrictJson('{"\\u005f_proto__":{"y":2}}') as Record<string, unknown>
+    const esc = parseStrictJson("{\"\\u005f_proto__\":{\"y\":2}}") as Record<string, unknown>
     expect(Object.getPrototypeOf(esc)).toBe(Object.prototype)
     expect(Object.keys(esc)).toEqual(["__proto__"])
-    expect(canonicalize(esc)).toBe('{"__proto__":{"y":2}}')
-    expect(parseError('{"__proto__":1,"\\u005f_proto__":2}')).toMatchObject({ reason: "duplicate_key", path: "$.__proto__" })
+    expect(canonicalize(esc)).toBe("{\"__proto__\":{\"y\":2}}")
+    expect(parseError("{\"__proto__\":1,\"\\u005f_proto__\":2}")).toMatchObject({ reason: "duplicate_key", path: "$.__proto__" })
     // nested, and alongside names that exist on Object.prototype
-    const w = parseStrictJson('[{"constructor":{"prototype":{"x":1}},"toString":"s","hasOwnProperty":0,"__proto__":null}]') as Array<Record<string, unknown>>
+    const w = parseStrictJson("[{\"constructor\":{\"prototype\":{\"x\":1}},\"toString\":\"s\",\"hasOwnProperty\":0,\"__proto__\":null}]") as Array<
+      Record<string, unknown>
+    >
     expect(Object.keys(w[0]!)).toEqual(["constructor", "toString", "hasOwnProperty", "__proto__"])
     expect(w[0]!["__proto__"]).toBeNull()
     expect(Object.getPrototypeOf(w[0])).toBe(Object.prototype)
-    expect(canonicalize(w)).toBe('[{"__proto__":null,"constructor":{"prototype":{"x":1}},"hasOwnProperty":0,"toString":"s"}]')
+    expect(canonicalize(w)).toBe("[{\"__proto__\":null,\"constructor\":{\"prototype\":{\"x\":1}},\"hasOwnProperty\":0,\"toString\":\"s\"}]")
   })
 
   it("accepts valid surrogate pairs, escaped (any hex case) or raw", () => {
-    expect(parseStrictJson('"\\ud83d\\ude00"')).toBe("😀")
-    expect(parseStrictJson('"\\uD83D\\uDE00"')).toBe("😀")
-    expect(parseStrictJson('"😀"')).toBe("😀")
-    expect(parseStrictJson('{"\\ud83d\\ude00":"x\\ud800\\udc00y"}')).toEqual({ "😀": "x\u{10000}y" })
-    expect(parseStrictJson('"\\uffff\\ue000\\u0000"')).toBe("\uffff\ue000\u0000")
-    expect(parseStrictJson('"\u007f\u2028\u2029"')).toBe("\u007f\u2028\u2029")
+    expect(parseStrictJson("\"\\ud83d\\ude00\"")).toBe("😀")
+    expect(parseStrictJson("\"\\uD83D\\uDE00\"")).toBe("😀")
+    expect(parseStrictJson("\"😀\"")).toBe("😀")
+    expect(parseStrictJson("{\"\\ud83d\\ude00\":\"x\\ud800\\udc00y\"}")).toEqual({ "😀": "x\u{10000}y" })
+    expect(parseStrictJson("\"\\uffff\\ue000\\u0000\"")).toBe("\uffff\ue000\u0000")
+    expect(parseStrictJson("\"\u007f\u2028\u2029\"")).toBe("\u007f\u2028\u2029")
   })
 
   it("accepts -0 (parsed as -0, canonicalized as 0)", () => {
     expect(Object.is(parseStrictJson("-0"), -0)).toBe(true)
     expect(Object.is(parseStrictJson("-0.0"), -0)).toBe(true)
     expect(Object.is(parseStrictJson("-0e5"), -0)).toBe(true)
-    expect(canonicalize(parseStrictJson('{"z":-0}'))).toBe('{"z":0}')
+    expect(canonicalize(parseStrictJson("{\"z\":-0}"))).toBe("{\"z\":0}")
     expect(recordHash(parseStrictJson("-0"))).toBe(recordHash(parseStrictJson("0")))
   })
 
@@ -462,9 +466,41 @@ function rng(seed: number): () => number {
 }
 
 const CHAR_POOL = [
-  "a", "b", "z", "A", "0", "9", " ", "_", "$", ".", "/", "\"", "\\", "'", "\u0000", "\u0001", "\u0008",
-  "\t", "\n", "\f", "\r", "\u001f", "\u007f", "\u0080", "\u00e9", "\u00f6", "\u2028", "\u20ac", "\ufb33",
-  "\ufeff", "\uffff", "\ud83d\ude00", "\u{10000}", "\u{10ffff}", "東"
+  "a",
+  "b",
+  "z",
+  "A",
+  "0",
+  "9",
+  " ",
+  "_",
+  "$",
+  ".",
+  "/",
+  "\"",
+  "\\",
+  "'",
+  "\u0000",
+  "\u0001",
+  "\u0008",
+  "\t",
+  "\n",
+  "\f",
+  "\r",
+  "\u001f",
+  "\u007f",
+  "\u0080",
+  "\u00e9",
+  "\u00f6",
+  "\u2028",
+  "\u20ac",
+  "\ufb33",
+  "\ufeff",
+  "\uffff",
+  "\ud83d\ude00",
+  "\u{10000}",
+  "\u{10ffff}",
+  "東"
 ]
 const KEY_POOL = ["", "a", "b", "id", "10", "9", "1", "__proto__", "constructor", "toString", "\r", "é", "€", "😀", "a b"]
 
@@ -519,10 +555,12 @@ function referenceJcs(v: unknown): string {
   if (v === null || typeof v !== "object") return JSON.stringify(v)
   if (Array.isArray(v)) return `[${v.map(referenceJcs).join(",")}]`
   const o = v as Record<string, unknown>
-  return `{${Object.keys(o)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${referenceJcs(o[k])}`)
-    .join(",")}}`
+  return `{${
+    Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${referenceJcs(o[k])}`)
+      .join(",")
+  }}`
 }
 
 // NOTE: on the project's Node 24 (V8 13.6) JSON.parse itself is unreliable as an oracle: after a
@@ -559,14 +597,18 @@ describe("property: random JSON values (seeded)", () => {
 
   it("single-character mutations: never accepts what JSON.parse rejects, never differs when both accept", () => {
     const r = rng(42)
-    const alphabet = ['"', "\\", "{", "}", "[", "]", ",", ":", " ", "\n", "0", "1", "-", "+", ".", "e", "E", "x", "u", "t", "n", "\u0000", "\ud800", "\udc00"]
+    const alphabet = ["\"", "\\", "{", "}", "[", "]", ",", ":", " ", "\n", "0", "1", "-", "+", ".", "e", "E", "x", "u", "t", "n", "\u0000", "\ud800", "\udc00"]
     let rejected = 0
     for (let i = 0; i < 2000; i++) {
       const text = JSON.stringify(randomValue(r, 0))
       const at = Math.floor(r() * (text.length + 1))
       const op = r()
       const ch = alphabet[Math.floor(r() * alphabet.length)]!
-      const m = op < 0.33 ? text.slice(0, at) + text.slice(at + 1) : op < 0.66 ? text.slice(0, at) + ch + text.slice(at) : text.slice(0, at) + ch + text.slice(at + 1)
+      const m = op < 0.33
+        ? text.slice(0, at) + text.slice(at + 1)
+        : op < 0.66
+        ? text.slice(0, at) + ch + text.slice(at)
+        : text.slice(0, at) + ch + text.slice(at + 1)
       let ref: { ok: true; value: unknown } | { ok: false }
       try {
         ref = { ok: true, value: JSON.parse(m) }
@@ -611,11 +653,14 @@ describe("property: random JSON values (seeded)", () => {
     // ±2^53 and 1e21 in every notation, overflow, depth past the limit, raw lone surrogates, -0.
     const edits: ReadonlyArray<(t: string) => string> = [
       (t) => t.replace(/"([^"]*)":/, (m) => `${m}1,${m}`),
-      (t) => t.replace(/\d+/, () => ["9007199254740991", "9007199254740992", "-9007199254740993", "1e21", "1000000000000000000000", "1E400", "-0", "9.007199254740993e15", "1e20", "0.5e-400", "123456789012345678"][Math.floor(r() * 11)]!),
+      (t) =>
+        t.replace(/\d+/, () =>
+          ["9007199254740991", "9007199254740992", "-9007199254740993", "1e21", "1000000000000000000000", "1E400", "-0", "9.007199254740993e15", "1e20",
+            "0.5e-400", "123456789012345678"][Math.floor(r() * 11)]!),
       (t) => "[".repeat(Math.floor(r() * 9)) + t + "]".repeat(Math.floor(r() * 9)),
       (t) => t.replace(/"([^"]*)"/, (_m, inner: string) => `"${inner}\ud800"`),
       (t) => t.replace(/,/, ", \n\t"),
-      (t) => t.replace(/\{/, '{"__proto__":1,')
+      (t) => t.replace(/\{/, "{\"__proto__\":1,")
     ]
     let differentPaths = 0
     for (let i = 0; i < 4000; i++) {
@@ -644,7 +689,7 @@ describe("property: random JSON values (seeded)", () => {
       expect(canonicalizeParsedPlain(parsed), text).toBe(canonicalize(parsed))
       compared++
     }
-    for (const text of ['{"n":-0,"b":1e21,"c":1E300,"d":-1.5e-7,"e":[true,false,null,{}],"":""}', '"€😀"', "[]", "0"]) {
+    for (const text of ["{\"n\":-0,\"b\":1e21,\"c\":1E300,\"d\":-1.5e-7,\"e\":[true,false,null,{}],\"\":\"\"}", "\"€😀\"", "[]", "0"]) {
       expect(canonicalizeParsedPlain(parseStrictJson(text))).toBe(canonicalize(parseStrictJson(text)))
     }
     expect(compared).toBeGreaterThan(600)
@@ -652,9 +697,9 @@ describe("property: random JSON values (seeded)", () => {
 
   it("is not affected by the V8 JSON.parse escaped-key bug (nodejs/node#63785)", () => {
     const sequences: ReadonlyArray<readonly [trigger: string, canary: string, key: string]> = [
-      ['{"h":[],"\\\\":0}', '{"h":1,"\\"":2}', '"'],
-      ['{"\\r":[],"\\\\":0}', '{"\\r":"v","\\n":"k"}', "\n"],
-      ['{"\\f":[],"\\\\":0}', '{"\\f":"v","\\u0000":"k"}', "\u0000"]
+      ["{\"h\":[],\"\\\\\":0}", "{\"h\":1,\"\\\"\":2}", "\""],
+      ["{\"\\r\":[],\"\\\\\":0}", "{\"\\r\":\"v\",\"\\n\":\"k\"}", "\n"],
+      ["{\"\\f\":[],\"\\\\\":0}", "{\"\\f\":\"v\",\"\\u0000\":\"k\"}", "\u0000"]
     ]
     for (const [trigger, canary, key] of sequences) {
       for (let i = 0; i < 3; i++) {

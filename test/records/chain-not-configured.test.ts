@@ -22,7 +22,9 @@ describe.each([true, false])("a chain no network anchors (fast path %s)", { time
   it("is refused with 400 CHAIN_NOT_CONFIGURED, per item in a batch, and nothing is written", async () => {
     for (const chain of ["fabric", "hybrid"]) {
       for (const path of ["/v1/anchor", "/v1/anchor/encrypted", "/v1/anchor/hash"]) {
-        const body = path.endsWith("hash") ? { hash: "a".repeat(64), chain } : { data: { x: 1 }, chain, ...(path.endsWith("encrypted") ? { encryptionKey: "k".repeat(32) } : {}) }
+        const body = path.endsWith("hash")
+          ? { hash: "a".repeat(64), chain }
+          : { data: { x: 1 }, chain, ...(path.endsWith("encrypted") ? { encryptionKey: "k".repeat(32) } : {}) }
         const r = await call(node.baseUrl, "POST", path, { key, body })
         expect([r.status, r.json.errorCode], `${chain} ${path}`).toEqual([400, "CHAIN_NOT_CONFIGURED"])
         expect(r.json.error).toMatch(new RegExp(`chain ${chain} is not anchored by this node for test keys.*FABRIC_NETWORKS`))
@@ -62,7 +64,8 @@ describe("a node without an EVM network", { timeout: 60_000 }, () => {
       }
       // The key's default chain (evm) is refused too: a batch answers per item.
       const batch = await call(node.baseUrl, "POST", "/v1/anchor/batch", { key, body: { records: [{ data: { a: 1 } }, { data: { b: 2 }, chain: "hybrid" }] } })
-      expect([batch.status, batch.json.data?.results?.map((r: { errorCode?: string }) => r.errorCode)]).toEqual([207, ["CHAIN_NOT_CONFIGURED", "CHAIN_NOT_CONFIGURED"]])
+      expect([batch.status, batch.json.data?.results?.map((r: { errorCode?: string }) => r.errorCode)]).toEqual([207, ["CHAIN_NOT_CONFIGURED",
+        "CHAIN_NOT_CONFIGURED"]])
     }
     expect(await query(node.databaseUrl, "SELECT id FROM records")).toEqual([])
   })
@@ -71,7 +74,8 @@ describe("a node without an EVM network", { timeout: 60_000 }, () => {
 describe("doctor's anchorable check", () => {
   it("warns when no EVM network serves, and counts EVM_<ENV>_NETWORK_ID as serving", () => {
     const none = anchorableCheck([], [])
-    expect([none.status, none.message]).toEqual(["warn", expect.stringMatching(/EVM and hybrid records are refused with CHAIN_NOT_CONFIGURED; evm: none; fabric: none; hybrid: none/)])
+    expect([none.status, none.message]).toEqual(["warn",
+      expect.stringMatching(/EVM and hybrid records are refused with CHAIN_NOT_CONFIGURED; evm: none; fabric: none; hybrid: none/)])
     const named = anchorableCheck([], [{ environment: "test" }], { evm: ["test"] })
     expect([named.status, named.message]).toEqual(["ok", expect.stringMatching(/evm: test; fabric: test; hybrid: test/)])
     const live = anchorableCheck([{ environment: "live" }], [{ environment: "test" }])

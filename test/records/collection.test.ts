@@ -13,8 +13,7 @@ describe("collection and batch summaries", () => {
   let node: WebhookNode
   let receiver: Receiver
   let key: string
-  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    call(node.baseUrl, method, path, { key, body, headers })
+  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(node.baseUrl, method, path, { key, body, headers })
 
   beforeAll(async () => {
     receiver = await startReceiver()
@@ -83,14 +82,17 @@ describe("collection and batch summaries", () => {
     expect(all.json.data).toMatchObject({ accepted: 2, rejected: 0, summary: { successful: 2, failed: 0 } })
     expect(all.json.data.results[0].data.collection).toBe("batch")
 
-    const some = await api("POST", "/v1/anchor/batch", { records: [{ data: { b: 3 } }, { data: [1] }, { data: {}, collection: "" }] },
-      { "idempotency-key": "batch-207" })
+    const some = await api("POST", "/v1/anchor/batch", { records: [{ data: { b: 3 } }, { data: [1] }, { data: {}, collection: "" }] }, {
+      "idempotency-key": "batch-207"
+    })
     expect(some.status).toBe(207)
     expect(some.json.data).toMatchObject({ accepted: 1, rejected: 2, summary: { successful: 1, failed: 2 } })
     expect(some.json.data.results.map((r: any) => r.success)).toEqual([true, false, false])
-    expect(some.json.data.results[2]).toEqual({ index: 2, success: false, error: expect.stringContaining("records[2].collection"), errorCode: "VALIDATION_ERROR" })
-    const replay = await api("POST", "/v1/anchor/batch", { records: [{ data: { b: 3 } }, { data: [1] }, { data: {}, collection: "" }] },
-      { "idempotency-key": "batch-207" })
+    expect(some.json.data.results[2]).toEqual({ index: 2, success: false, error: expect.stringContaining("records[2].collection"),
+      errorCode: "VALIDATION_ERROR" })
+    const replay = await api("POST", "/v1/anchor/batch", { records: [{ data: { b: 3 } }, { data: [1] }, { data: {}, collection: "" }] }, {
+      "idempotency-key": "batch-207"
+    })
     expect(replay.status).toBe(207)
     expect(replay.headers.get("idempotent-replayed")).toBe("true")
     expect(replay.text).toBe(some.text)
@@ -119,7 +121,11 @@ describe("collection and batch summaries", () => {
     const updated = await waitFor("the record.updated delivery", async () => bodies.find((b) => b.event === "record.updated"))
     // form A carries the anchor of the record's last confirmation (derived from its batch event)
     expect(updated.data).toMatchObject({
-      recordId: grouped.json.data.recordId, status: "ANCHORED", collection: "hooks", txHash: `0x${"ab".repeat(32)}`, blockNumber: 42
+      recordId: grouped.json.data.recordId,
+      status: "ANCHORED",
+      collection: "hooks",
+      txHash: `0x${"ab".repeat(32)}`,
+      blockNumber: 42
     })
   })
 })

@@ -43,8 +43,7 @@ describe("hard delete erases the record everywhere", () => {
   let receiver: Receiver
   let key: string
   let accountId: string
-  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    call(node.baseUrl, method, path, { key, body, headers })
+  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(node.baseUrl, method, path, { key, body, headers })
 
   beforeAll(async () => {
     // /failing answers 500: its deliveries wait for their retry (a minute away) with their bodies stored.
@@ -61,12 +60,18 @@ describe("hard delete erases the record everywhere", () => {
   it("leaves no copy of data, metadata, collection or webhook URL in any column, and says what remains", async () => {
     const hookPath = `/hook/${MARKER}?who=${MARKER}`
     const created = await api("POST", "/v1/anchor", {
-      data: { name: MARKER }, metadata: { note: MARKER }, collection: `c-${MARKER}`, webhookUrl: `${receiver.url}${hookPath}`
+      data: { name: MARKER },
+      metadata: { note: MARKER },
+      collection: `c-${MARKER}`,
+      webhookUrl: `${receiver.url}${hookPath}`
     }, { "idempotency-key": `idem-${MARKER.slice(0, 4)}` })
     expect(created.status).toBe(202)
     const a = created.json.data
     const sealed = await api("POST", "/v1/anchor/encrypted", {
-      data: { secret: MARKER }, encryptionKey: KEY, metadata: { note: MARKER }, collection: `c-${MARKER}`,
+      data: { secret: MARKER },
+      encryptionKey: KEY,
+      metadata: { note: MARKER },
+      collection: `c-${MARKER}`,
       webhookUrl: `${receiver.url}/failing`
     })
     expect(sealed.status).toBe(202)
@@ -96,15 +101,17 @@ describe("hard delete erases the record everywhere", () => {
     expect(JSON.parse(deleted.body)).toMatchObject({ event: "record.deleted", data: { recordId: a.recordId, status: "DELETED", mode: "hard" } })
     expect(deleted.body).not.toContain(MARKER)
     await waitFor("a's record.deleted delivery to finish", async () => {
-      const rows = await query<{ n: number }>(node.databaseUrl,
-        "SELECT count(*)::int AS n FROM webhook_deliveries WHERE record_id = $1 AND state = 'PENDING'", [a.recordId])
+      const rows = await query<{ n: number }>(node.databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE record_id = $1 AND state = 'PENDING'",
+        [a.recordId])
       return rows[0].n === 0
     })
 
     expect(await scan(node.databaseUrl, MARKER)).toEqual([])
     // The derived anchor.confirmed (migration 0012) renders from what remains.
-    const events = await query<{ payload: string }>(node.databaseUrl,
-      "SELECT payload::text AS payload FROM all_events WHERE record_id = ANY ($1)", [[a.recordId, b.recordId]])
+    const events = await query<{ payload: string }>(node.databaseUrl, "SELECT payload::text AS payload FROM all_events WHERE record_id = ANY ($1)", [[
+      a.recordId,
+      b.recordId
+    ]])
     expect(events.length).toBe(5)
     for (const e of events) expect(e.payload).not.toContain(MARKER)
 
@@ -122,13 +129,17 @@ describe("hard delete erases the record everywhere", () => {
     // b's pending delivery was cancelled; its record.deleted waits for its own retry.
     const logB = (await api("GET", `/v1/webhooks/deliveries?recordId=${b.recordId}`)).json.data.deliveries
     expect(logB.map((d: { status: string; lastError: string | null }) => [d.status, d.lastError])).toEqual([
-      ["PENDING", "HTTP 500"], ["FAILED", CANCELLED]
+      ["PENDING", "HTTP 500"],
+      ["FAILED", CANCELLED]
     ])
     // Erased deliveries are not redelivered.
     expect((await api("POST", `/v1/webhooks/deliveries/${log[0].id}/redeliver`, {})).status).toBe(404)
     // An Idempotency-Key replay answers the erased view.
     const replay = await api("POST", "/v1/anchor", {
-      data: { name: MARKER }, metadata: { note: MARKER }, collection: `c-${MARKER}`, webhookUrl: `${receiver.url}${hookPath}`
+      data: { name: MARKER },
+      metadata: { note: MARKER },
+      collection: `c-${MARKER}`,
+      webhookUrl: `${receiver.url}${hookPath}`
     }, { "idempotency-key": `idem-${MARKER.slice(0, 4)}` })
     expect(replay.headers.get("idempotent-replayed")).toBe("true")
     expect(replay.json.data).toMatchObject({ recordId: a.recordId, hash: a.hash, data: null, metadata: {}, collection: null, webhookUrl: null })
@@ -147,7 +158,7 @@ describe("eraseFromAnswer (stored Idempotency-Key answers)", () => {
     const deep = `${"[".repeat(64)}"}"${"]".repeat(64)}`
     // the other record refers to this one by id, in its data and in its metadata (not JCS-ordered)
     const other = view(two, `{"ref":{"recordId":"${one}","x":1},"s":"{\\"recordId\\":\\"${one}\\""}`)
-      .replace('"metadata":{', `"metadata":{"success":true,"data":{"recordId":"${one}"},`)
+      .replace("\"metadata\":{", `"metadata":{"success":true,"data":{"recordId":"${one}"},`)
     const body = `{"success":true,"data":{"accepted":2,"rejected":1,"summary":{"successful":2,"failed":1},"results":[` +
       `{"index":0,"success":true,"data":${other}},{"index":1,"success":false,"error":"data: must be a JSON object","errorCode":"VALIDATION_ERROR"},` +
       `{"index":2,"success":true,"data":${view(one, `{"deep":${deep}}`)}}]}}`
@@ -155,15 +166,27 @@ describe("eraseFromAnswer (stored Idempotency-Key answers)", () => {
     const erased = eraseFromAnswer(body, one)!
     const parsed = JSON.parse(erased)
     expect(parsed.data.results[2].data).toEqual({
-      recordId: one, hash: "a".repeat(64), status: "QUEUED", collection: null, metadata: {}, webhookUrl: null, encrypted: false,
-      anchors: [], data: null
+      recordId: one,
+      hash: "a".repeat(64),
+      status: "QUEUED",
+      collection: null,
+      metadata: {},
+      webhookUrl: null,
+      encrypted: false,
+      anchors: [],
+      data: null
     })
-    expect(erased.startsWith(body.slice(0, body.indexOf('{"index":2')))).toBe(true)
+    expect(erased.startsWith(body.slice(0, body.indexOf("{\"index\":2")))).toBe(true)
     expect(eraseFromAnswer(body, "f".repeat(24))).toBeUndefined()
   })
 
   it("drops an encrypted record's ciphertext and salt", () => {
-    const body = `{"success":true,"data":${view(one, "null", `,"encryptedData":{"algorithm":"AES-256-GCM","ciphertext":"Zm9v","nonce":"YQ==","tag":"Yg=="},"hashScheme":"salted-jcs-sha256","salt":"${"s".repeat(43)}"`)}}`
+    const body = `{"success":true,"data":${
+      view(one, "null",
+        `,"encryptedData":{"algorithm":"AES-256-GCM","ciphertext":"Zm9v","nonce":"YQ==","tag":"Yg=="},"hashScheme":"salted-jcs-sha256","salt":"${
+          "s".repeat(43)
+        }"`)
+    }}`
     const erased = JSON.parse(eraseFromAnswer(body, one)!).data
     expect(erased.encryptedData).toBeUndefined()
     expect(erased.salt).toBeUndefined()

@@ -27,15 +27,41 @@ interface Request {
 }
 
 const VALUES = [
-  "{}", '{"a":1}', '{"n":-0.5e3,"t":true,"z":null}', '{"s":"plain text"}', '{"esc":"tab\\tquote\\"slash\\\\"}',
-  '{"\\u0061b":"name escaped"}', '{"uni":"h\u00e9llo \u{1F600}","arr":[1,[2,{"x":[]}]]}', '{"__proto__":{"p":1},"constructor":2}',
-  '{"deep":{"a":{"b":{"c":{"d":[1,2,3]}}}}}', '{"big":9007199254740991,"small":1e-7}', '{"k":"a\\u0000b"}'
+  "{}",
+  "{\"a\":1}",
+  "{\"n\":-0.5e3,\"t\":true,\"z\":null}",
+  "{\"s\":\"plain text\"}",
+  "{\"esc\":\"tab\\tquote\\\"slash\\\\\"}",
+  "{\"\\u0061b\":\"name escaped\"}",
+  "{\"uni\":\"h\u00e9llo \u{1F600}\",\"arr\":[1,[2,{\"x\":[]}]]}",
+  "{\"__proto__\":{\"p\":1},\"constructor\":2}",
+  "{\"deep\":{\"a\":{\"b\":{\"c\":{\"d\":[1,2,3]}}}}}",
+  "{\"big\":9007199254740991,\"small\":1e-7}",
+  "{\"k\":\"a\\u0000b\"}"
 ]
 const BAD_BODIES = [
-  "", "   ", "not json", '{"data":', '{"data":{}}x', '{"data":{"a":1,"a":2}}', '{"data":{"s":"\\ud800"}}', '{"data":{"n":9007199254740993}}',
-  '{"data":{"n":1e400}}', `{"data":${"[".repeat(70)}${"]".repeat(70)}}`, "[1]", "null", '{"data":[1]}', '{"data":"x"}', '{"data":{},"extra":1}',
-  '{"data":{},"chain":"bitcoin"}', '{"data":{},"packageMode":"NOPE"}', '{"data":{},"metadata":[1]}', '{"data":{},"metadata":{"k":"a\\u0000b"}}',
-  '{"data":{"_anchor":1},"packageMode":"IN_PLACE"}', '{"data":{},"webhookUrl":"ftp://x"}', '{"data":{},"webhookUrl":"not a url"}'
+  "",
+  "   ",
+  "not json",
+  "{\"data\":",
+  "{\"data\":{}}x",
+  "{\"data\":{\"a\":1,\"a\":2}}",
+  "{\"data\":{\"s\":\"\\ud800\"}}",
+  "{\"data\":{\"n\":9007199254740993}}",
+  "{\"data\":{\"n\":1e400}}",
+  `{"data":${"[".repeat(70)}${"]".repeat(70)}}`,
+  "[1]",
+  "null",
+  "{\"data\":[1]}",
+  "{\"data\":\"x\"}",
+  "{\"data\":{},\"extra\":1}",
+  "{\"data\":{},\"chain\":\"bitcoin\"}",
+  "{\"data\":{},\"packageMode\":\"NOPE\"}",
+  "{\"data\":{},\"metadata\":[1]}",
+  "{\"data\":{},\"metadata\":{\"k\":\"a\\u0000b\"}}",
+  "{\"data\":{\"_anchor\":1},\"packageMode\":\"IN_PLACE\"}",
+  "{\"data\":{},\"webhookUrl\":\"ftp://x\"}",
+  "{\"data\":{},\"webhookUrl\":\"not a url\"}"
 ]
 
 const pick = <A>(r: () => number, list: ReadonlyArray<A>): A => list[Math.floor(r() * list.length)]!
@@ -48,10 +74,12 @@ const requests = (): Array<Request> => {
     const auth: Request["auth"] = roll < 0.05 ? "none" : roll < 0.08 ? "bad" : roll < 0.12 ? "free" : "key"
     const kind = pick(r, ["anchor", "anchor", "encrypted", "hash", "batch", "bad", "media", "idem"] as const)
     const data = pick(r, VALUES)
-    const meta = r() < 0.3 ? `,"metadata":${pick(r, ['{"ref":"x"}', '{"nested":{"a":[1]}}', "{}"])}` : ""
+    const meta = r() < 0.3 ? `,"metadata":${pick(r, ["{\"ref\":\"x\"}", "{\"nested\":{\"a\":[1]}}", "{}"])}` : ""
     const chain = r() < 0.2 ? `,"chain":"${pick(r, ["evm", "fabric", "hybrid"])}"` : ""
     const mode = r() < 0.2 ? `,"packageMode":"${pick(r, ["SEPARATED", "IN_PLACE", "MANAGED"])}"` : ""
-    const collection = r() < 0.25 ? `,"collection":${pick(r, ['"invoices"', '"caf\u00e9 "q""', '""', '"a\u0000b"', "7", "null", `"${"x".repeat(129)}"`])}` : ""
+    const collection = r() < 0.25
+      ? `,"collection":${pick(r, ["\"invoices\"", "\"caf\u00e9 \"q\"\"", "\"\"", "\"a\u0000b\"", "7", "null", `"${"x".repeat(129)}"`])}`
+      : ""
     switch (kind) {
       case "anchor":
         out.push({ path: "/v1/anchor", rawBody: `{"data":${data}${meta}${chain}${mode}${collection}}`, auth })
@@ -59,7 +87,8 @@ const requests = (): Array<Request> => {
       case "encrypted": {
         const key = r() < 0.8 ? "0123456789abcdef0123456789abcdef" : pick(r, ["short", "\u00e9".repeat(32)])
         // the hash scheme (issue 23): salted by default, unsalted on request, anything else refused
-        const scheme = pick(r, ["", "", ',"hashScheme":"jcs-sha256"', ',"hashScheme":"salted-jcs-sha256"', ',"hashScheme":"nope"', ',"hashScheme":1'])
+        const scheme = pick(r, ["", "", ",\"hashScheme\":\"jcs-sha256\"", ",\"hashScheme\":\"salted-jcs-sha256\"", ",\"hashScheme\":\"nope\"",
+          ",\"hashScheme\":1"])
         out.push({ path: "/v1/anchor/encrypted", rawBody: `{"data":${data},"encryptionKey":${JSON.stringify(key)}${meta}${scheme}}`, auth })
         break
       }
@@ -70,8 +99,13 @@ const requests = (): Array<Request> => {
       }
       case "batch": {
         const n = 1 + Math.floor(r() * 4)
-        const items = Array.from({ length: n }, () => r() < 0.75 ? `{"data":${pick(r, VALUES)}}` : pick(r, ['{"data":[1]}', '{"x":1}', "7", '{"data":{},"webhookUrl":"ftp://x"}', '{"data":{},"collection":"batch"}', '{"data":{},"collection":""}']))
-        out.push({ path: pick(r, ["/v1/anchor/batch", "/v1/anchor/batch/"]), rawBody: r() < 0.05 ? '{"records":[]}' : `{"records":[${items.join(",")}]}`, auth })
+        const items = Array.from({ length: n }, () =>
+          r() < 0.75
+            ? `{"data":${pick(r, VALUES)}}`
+            : pick(r, ["{\"data\":[1]}", "{\"x\":1}", "7", "{\"data\":{},\"webhookUrl\":\"ftp://x\"}", "{\"data\":{},\"collection\":\"batch\"}",
+              "{\"data\":{},\"collection\":\"\"}"]))
+        out.push({ path: pick(r, ["/v1/anchor/batch", "/v1/anchor/batch/"]), rawBody: r() < 0.05 ? "{\"records\":[]}" : `{"records":[${items.join(",")}]}`,
+          auth })
         break
       }
       case "bad":
@@ -82,7 +116,7 @@ const requests = (): Array<Request> => {
         break
       case "idem": {
         const key = pick(r, ["order-1", "order-2", "", "k".repeat(256)])
-        out.push({ path: "/v1/anchor", rawBody: `{"data":${pick(r, ['{"o":1}', '{"o":2}', '{"o": 1}'])}}`, idempotencyKey: key, auth })
+        out.push({ path: "/v1/anchor", rawBody: `{"data":${pick(r, ["{\"o\":1}", "{\"o\":2}", "{\"o\": 1}"])}}`, idempotencyKey: key, auth })
         break
       }
     }
@@ -93,13 +127,13 @@ const requests = (): Array<Request> => {
 const mask = (text: string) =>
   saltedHash(text).replace(/\b[0-9a-f]{24}\b/g, "<id>").replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "<time>")
     // a fresh random nonce per record
-    .replace(/"(ciphertext|nonce|tag)":"[A-Za-z0-9+/=]*"/g, '"$1":"<random>"')
+    .replace(/"(ciphertext|nonce|tag)":"[A-Za-z0-9+/=]*"/g, "\"$1\":\"<random>\"")
     // and a fresh random salt per salted record
-    .replace(/"salt":"[A-Za-z0-9_-]{43}"/g, '"salt":"<random>"')
+    .replace(/"salt":"[A-Za-z0-9_-]{43}"/g, "\"salt\":\"<random>\"")
 
 /** A salted record's hash commits to its random salt (only single encrypted records are salted: one view per answer). */
 const saltedHash = (text: string) =>
-  text.includes('"hashScheme":"salted-jcs-sha256"') ? text.replace(/"hash":"[0-9a-f]{64}"/g, '"hash":"<salted>"') : text
+  text.includes("\"hashScheme\":\"salted-jcs-sha256\"") ? text.replace(/"hash":"[0-9a-f]{64}"/g, "\"hash\":\"<salted>\"") : text
 
 /** What a client sees of a response, with what differs between two nodes by nature (ids, times, counters) masked. */
 const seen = (r: Awaited<ReturnType<typeof call>>) => ({

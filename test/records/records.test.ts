@@ -18,8 +18,7 @@ describe("records", () => {
     key = (await node.createKey(await node.createAccount())).key
   })
   afterAll(() => node.stop())
-  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    call(node.baseUrl, method, path, { key, body, headers })
+  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(node.baseUrl, method, path, { key, body, headers })
 
   it("POST /v1/anchor: 202, QUEUED, hash = sha256(JCS(data)), the full representation", async () => {
     const data = { b: [1, 2.5, "x"], a: { "€": true, "\r": null }, n: 1e21 }
@@ -27,11 +26,20 @@ describe("records", () => {
     expect(r.status).toBe(202)
     const rec = r.json.data
     expect(rec.hash).toBe(sha256(canonicalize(data)))
-    expect(rec.hash).toBe(sha256('{"a":{"\\r":null,"€":true},"b":[1,2.5,"x"],"n":1e+21}'))
+    expect(rec.hash).toBe(sha256("{\"a\":{\"\\r\":null,\"€\":true},\"b\":[1,2.5,\"x\"],\"n\":1e+21}"))
     expect(rec).toMatchObject({
-      status: "QUEUED", environment: "test", chainType: "evm", networkId: "hardhat-local", packageMode: "MANAGED",
-      metadata: { ref: "inv-1" }, webhookUrl: "http://127.0.0.1:9/hook", data, encrypted: false, anchors: [],
-      anchoredAt: null, deletedAt: null
+      status: "QUEUED",
+      environment: "test",
+      chainType: "evm",
+      networkId: "hardhat-local",
+      packageMode: "MANAGED",
+      metadata: { ref: "inv-1" },
+      webhookUrl: "http://127.0.0.1:9/hook",
+      data,
+      encrypted: false,
+      anchors: [],
+      anchoredAt: null,
+      deletedAt: null
     })
     expect(rec.recordId).toMatch(/^[0-9a-f]{24}$/)
     expect(parseInt(rec.recordId.slice(0, 8), 16)).toBeCloseTo(Date.now() / 1000, -1)
@@ -45,13 +53,13 @@ describe("records", () => {
     const copy = (id: string, hash: string) =>
       query(node.databaseUrl, `
         INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source)
-        SELECT $1, account_id, environment, $2, chain_type, network_id, package_mode, source FROM records WHERE id = $3`,
-        [id, hash, rec.recordId])
+        SELECT $1, account_id, environment, $2, chain_type, network_id, package_mode, source FROM records WHERE id = $3`, [id, hash, rec.recordId])
     /** The constraint a refused insert names (PostgreSQL's error, under the client's), or "accepted". */
-    const outcome = (id: string, hash: string) =>
-      copy(id, hash).then(() => "accepted", (e) => String(e?.reason?.cause?.constraint ?? e))
+    const outcome = (id: string, hash: string) => copy(id, hash).then(() => "accepted", (e) => String(e?.reason?.cause?.constraint ?? e))
     const goodHash = "0".repeat(64)
-    for (const id of ["0123456789abcdef0123456", "0123456789abcdef012345678", "0123456789ABCDEF01234567", "0123456789abcdef0123456g", "0123456789abcdef0123456é"]) {
+    for (const id of ["0123456789abcdef0123456", "0123456789abcdef012345678", "0123456789ABCDEF01234567", "0123456789abcdef0123456g",
+      "0123456789abcdef0123456é"])
+    {
       expect(await outcome(id, goodHash), id).toBe("records_id_check")
     }
     for (const hash of ["a".repeat(63), "a".repeat(65), "A".repeat(64), `${"a".repeat(63)} `, `${"a".repeat(63)}é`]) {
@@ -83,7 +91,10 @@ describe("records", () => {
     expect(batch.status).toBe(207)
     expect(batch.json.data).toMatchObject({ accepted: 1, rejected: 1 })
     expect(batch.json.data.results[1]).toEqual({
-      index: 1, success: false, errorCode: "VALIDATION_ERROR", error: "records[1].metadata: U+0000 is not allowed in member names or strings"
+      index: 1,
+      success: false,
+      errorCode: "VALIDATION_ERROR",
+      error: "records[1].metadata: U+0000 is not allowed in member names or strings"
     })
 
     const rec = results[5].json.data
@@ -103,7 +114,8 @@ describe("records", () => {
     try {
       const first = await api("POST", "/v1/anchor", { data: { group: "first" } })
       expect(first.status).toBe(202)
-      const account = (await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM records WHERE id = $1", [first.json.data.recordId]))[0].account_id
+      const account =
+        (await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM records WHERE id = $1", [first.json.data.recordId]))[0].account_id
       // Hold the account's usage row (until released, at most 30 s): the next commit waits, and the
       // requests after it queue into one group.
       await query(node.databaseUrl, "CREATE TABLE test_release (released boolean)")
@@ -156,7 +168,10 @@ describe("records", () => {
     expect(batch.status, JSON.stringify(batch.json)).toBe(202)
     const ids = [single.json.data.recordId, batch.json.data.results[0].data.recordId, batch.json.data.results[1].data.recordId]
     const rows = await query<{ id: string; data_jcs: string; hash: string }>(
-      node.databaseUrl, "SELECT id, data_jcs, hash FROM records WHERE id = ANY($1)", [ids])
+      node.databaseUrl,
+      "SELECT id, data_jcs, hash FROM records WHERE id = ANY($1)",
+      [ids]
+    )
     const byId = new Map(rows.map((r) => [r.id, r]))
     for (const [id, expected] of [[ids[0], data], [ids[1], data], [ids[2], { only: "one" }]] as const) {
       expect(byId.get(id)!.data_jcs).toBe(canonicalize(expected))
@@ -186,7 +201,7 @@ describe("records", () => {
     expect(separated.json.data.data).toBeNull()
     const rows = await query<{ data_jcs: string | null }>(node.databaseUrl, "SELECT data_jcs FROM records WHERE id = $1", [separated.json.data.recordId])
     expect(rows[0].data_jcs).toBeNull()
-    expect((await api("GET", `/v1/records/${separated.json.data.recordId}`)).json.data.hash).toBe(sha256('{"secret":1}'))
+    expect((await api("GET", `/v1/records/${separated.json.data.recordId}`)).json.data.hash).toBe(sha256("{\"secret\":1}"))
     const inPlace = await api("POST", "/v1/anchor", { data: { x: 1 }, packageMode: "IN_PLACE" })
     expect(inPlace.json.data).toMatchObject({ packageMode: "IN_PLACE", data: { x: 1 } })
   })
@@ -274,35 +289,43 @@ describe("records", () => {
       expectError(await api("PATCH", `/v1/records/${created.recordId}`, body), 422, "IMMUTABLE_FIELD")
     }
     expectError(await api("PATCH", `/v1/records/${created.recordId}`, { metadata: [1] }), 400, "VALIDATION_ERROR")
-    const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM all_events WHERE record_id = $1", [created.recordId])
+    const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM all_events WHERE record_id = $1", [
+      created.recordId
+    ])
     // webhookUrl was null already: not a change, so not in `changes` (docs/api.md, "Update and delete")
     // The changed metadata is stored as its JSON text (jsonb would sort its members: src/outbox/events.ts).
-    expect(events).toEqual([{ kind: "record.updated", payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: "{\"tag\":\"x\"}" } }) }])
+    expect(events).toEqual([{ kind: "record.updated",
+      payload: expect.objectContaining({ recordId: created.recordId, changes: { metadata: "{\"tag\":\"x\"}" } }) }])
     const unchanged = await query<{ data_jcs: string }>(node.databaseUrl, "SELECT data_jcs FROM records WHERE id = $1", [created.recordId])
-    expect(unchanged[0].data_jcs).toBe('{"v":1}')
+    expect(unchanged[0].data_jcs).toBe("{\"v\":1}")
   })
 
   it("PATCH answers the metadata in the client's member order (jsonb would sort it), nested members too", async () => {
     const created = (await api("POST", "/v1/anchor", { data: { order: 1 } })).json.data
     // Sorted by jsonb these would read a_2, mm, zzz_1 (shorter keys first, then bytes): the client sent them otherwise.
-    const text = '{"zzz_1":1,"mm":{"y":1,"b":[{"q":1,"a":2}]},"a_2":2}'
+    const text = "{\"zzz_1\":1,\"mm\":{\"y\":1,\"b\":[{\"q\":1,\"a\":2}]},\"a_2\":2}"
     const r = await fetch(`${node.baseUrl}/v1/records/${created.recordId}`, {
-      method: "PATCH", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: `{"metadata":${text}}`
+      method: "PATCH",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: `{"metadata":${text}}`
     })
     expect(r.status).toBe(200)
     const answer: any = await r.json()
     expect(JSON.stringify(answer.data.metadata)).toBe(text)
     // Sent again in another order: no change (the same JSON value), and the answer follows this request's order.
     const again = await api("PATCH", `/v1/records/${created.recordId}`, { metadata: { a_2: 2, mm: { b: [{ a: 2, q: 1 }], y: 1 }, zzz_1: 1 } })
-    expect(JSON.stringify(again.json.data.metadata)).toBe('{"a_2":2,"mm":{"b":[{"a":2,"q":1}],"y":1},"zzz_1":1}')
+    expect(JSON.stringify(again.json.data.metadata)).toBe("{\"a_2\":2,\"mm\":{\"b\":[{\"a\":2,\"q\":1}],\"y\":1},\"zzz_1\":1}")
     const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1", [created.recordId])
     expect(events.map((e) => e.payload.changes)).toEqual([{ metadata: text }])
   })
 
   it("PATCH that changes nothing ({} or the current values): 200 with the record as it is, no event, updatedAt kept", async () => {
-    const created = (await api("POST", "/v1/anchor", { data: { noop: 1 }, metadata: { a: 1, b: { c: [1, 2] } }, webhookUrl: "http://127.0.0.1:9/hook" })).json.data
+    const created =
+      (await api("POST", "/v1/anchor", { data: { noop: 1 }, metadata: { a: 1, b: { c: [1, 2] } }, webhookUrl: "http://127.0.0.1:9/hook" })).json.data
     const eventsOf = () => query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1 ORDER BY id", [created.recordId])
-    for (const body of [{}, { metadata: { b: { c: [1, 2] }, a: 1 } }, { webhookUrl: "http://127.0.0.1:9/hook" }, { metadata: { a: 1, b: { c: [1, 2] } }, webhookUrl: "http://127.0.0.1:9/hook" }]) {
+    for (const body of [{}, { metadata: { b: { c: [1, 2] }, a: 1 } }, { webhookUrl: "http://127.0.0.1:9/hook" }, { metadata: { a: 1, b: { c: [1, 2] } },
+      webhookUrl: "http://127.0.0.1:9/hook" }])
+    {
       const r = await api("PATCH", `/v1/records/${created.recordId}`, body)
       expect(r.status, JSON.stringify(body)).toBe(200)
       expect(r.json.data).toEqual(created)
@@ -340,8 +363,9 @@ describe("records", () => {
     // a soft-deleted record can still be erased for good
     expect((await api("DELETE", `/v1/records/${soft.recordId}?mode=hard`)).status).toBe(200)
     expectError(await api("DELETE", `/v1/records/${soft.recordId}?mode=nope`), 400, "VALIDATION_ERROR", /mode/)
-    const events = await query<{ kind: string; payload: any }>(node.databaseUrl,
-      "SELECT kind, payload FROM all_events WHERE record_id = ANY($1) ORDER BY id", [[soft.recordId, hard.recordId]])
+    const events = await query<{ kind: string; payload: any }>(node.databaseUrl, "SELECT kind, payload FROM all_events WHERE record_id = ANY($1) ORDER BY id", [
+      [soft.recordId, hard.recordId]
+    ])
     expect(events.map((e) => `${e.kind}:${e.payload.mode}`)).toEqual(["record.deleted:soft", "record.deleted:hard", "record.deleted:hard"])
   })
 
@@ -383,8 +407,7 @@ describe("records", () => {
     const theirs = (await call(node.baseUrl, "POST", "/v1/anchor", { key: otherKey, body: { data } })).json.data
     const theirsLive = (await call(node.baseUrl, "POST", "/v1/anchor", { key: liveKey, body: { data } })).json.data
     expect(new Set([mine.hash, theirs.hash, theirsLive.hash]).size).toBe(1)
-    const ids = async (k: string) =>
-      (await call(node.baseUrl, "GET", `/v1/proof/${mine.hash}`, { key: k })).json.data.records.map((x: any) => x.recordId)
+    const ids = async (k: string) => (await call(node.baseUrl, "GET", `/v1/proof/${mine.hash}`, { key: k })).json.data.records.map((x: any) => x.recordId)
     expect(await ids(key)).toEqual([mine.recordId])
     expect(await ids(otherKey)).toEqual([theirs.recordId])
     expect(await ids(liveKey)).toEqual([theirsLive.recordId])
@@ -406,7 +429,8 @@ describe("records", () => {
     const live = (await node.createKey(await node.createAccount(), "live")).key
     // The whole egress policy: test/webhooks/ssrf.test.ts. These nodes open loopback (vitest.config.ts).
     for (const url of ["http://example.com/h", "http://127.0.0.1/h", "https://10.0.0.8/h", "https://169.254.169.254/latest",
-      "https://metadata.google.internal/x", "https://192.168.1.1/h", "https://[::ffff:10.0.0.8]/h"]) {
+      "https://metadata.google.internal/x", "https://192.168.1.1/h", "https://[::ffff:10.0.0.8]/h"])
+    {
       const r = await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: {}, webhookUrl: url } })
       expectError(r, 400, "INVALID_WEBHOOK_URL")
     }
@@ -425,7 +449,9 @@ describe("records", () => {
     const spec = await call(node.baseUrl, "GET", "/v1/openapi.json")
     expect(spec.status).toBe(200)
     expect(spec.json.openapi).toMatch(/^3\./)
-    for (const path of ["/v1/anchor", "/v1/anchor/encrypted", "/v1/anchor/hash", "/v1/anchor/batch", "/v1/records", "/v1/records/{recordId}", "/v1/proof/{hash}", "/v1/usage", "/v1/health"]) {
+    for (const path of ["/v1/anchor", "/v1/anchor/encrypted", "/v1/anchor/hash", "/v1/anchor/batch", "/v1/records", "/v1/records/{recordId}",
+      "/v1/proof/{hash}", "/v1/usage", "/v1/health"])
+    {
       expect(Object.keys(spec.json.paths)).toContain(path)
     }
   })

@@ -25,7 +25,9 @@ const salted = (data: unknown, salt: string) => sha256(canonicalize({ data, salt
 /** The hash check of an offline verification of a verify-tool input (the fake anchors' Merkle checks are not looked at). */
 const hashCheck = async (input: unknown, data?: unknown) => {
   const report = await Effect.runPromise(verifyInput(readInput(input), {
-    rpcFor: () => undefined, offline: true, ...(data === undefined ? {} : { data: { value: data } })
+    rpcFor: () => undefined,
+    offline: true,
+    ...(data === undefined ? {} : { data: { value: data } })
   }))
   return report.checks.find((c) => c.id === "hash")
 }
@@ -33,8 +35,7 @@ const hashCheck = async (input: unknown, data?: unknown) => {
 describe("salted commitments of encrypted records", () => {
   let node: TestNode
   let key: string
-  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    call(node.baseUrl, method, path, { key, body, headers })
+  const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(node.baseUrl, method, path, { key, body, headers })
 
   beforeAll(async () => {
     node = await startNode()
@@ -68,7 +69,9 @@ describe("salted commitments of encrypted records", () => {
     expect(salted(opened.json.data.data, opened.json.data.salt)).toBe(first.hash)
     expect(await hashCheck(opened.json)).toMatchObject({ status: "pass" })
     // A lookup from before salting is not what the node stores: the sealed text is the commitment itself.
-    const [row] = await query<{ salted: boolean; data_jcs: string | null }>(node.databaseUrl, "SELECT salted, data_jcs FROM records WHERE id = $1", [first.recordId])
+    const [row] = await query<{ salted: boolean; data_jcs: string | null }>(node.databaseUrl, "SELECT salted, data_jcs FROM records WHERE id = $1", [
+      first.recordId
+    ])
     expect(row).toEqual({ salted: true, data_jcs: null })
   })
 
@@ -114,8 +117,7 @@ describe("salted commitments of encrypted records", () => {
   })
 
   it("a record written before salting keeps its unsalted hash, decrypts and verifies unchanged", async () => {
-    const account = (await query<{ account_id: string }>(node.databaseUrl,
-      "SELECT account_id FROM api_keys ORDER BY created_at LIMIT 1"))[0].account_id
+    const account = (await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM api_keys ORDER BY created_at LIMIT 1"))[0].account_id
     const data = { legacy: true, n: 7 }
     const jcs = canonicalize(data)
     const sealed = seal(KEY, jcs)
@@ -123,8 +125,8 @@ describe("salted commitments of encrypted records", () => {
     // The row as ingest wrote it before migration 0015 (no salted column named: its default).
     await query(node.databaseUrl, `
       INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source, ciphertext, nonce, auth_tag)
-      VALUES ($1, $2, 'test', $3, 'evm', 'hardhat-local', 'MANAGED', 'encrypted', $4, $5, $6)`,
-      [id, account, sha256(jcs), sealed.ciphertext, sealed.nonce, sealed.tag])
+      VALUES ($1, $2, 'test', $3, 'evm', 'hardhat-local', 'MANAGED', 'encrypted', $4, $5, $6)`, [id, account, sha256(jcs), sealed.ciphertext, sealed.nonce,
+      sealed.tag])
     const opened = (await api("GET", `/v1/records/${id}`, undefined, { "x-encryption-key": KEY })).json
     expect(opened.data).toMatchObject({ data, hash: sha256(jcs), hashScheme: "jcs-sha256" })
     expect(opened.data.salt).toBeUndefined()

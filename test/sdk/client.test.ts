@@ -37,8 +37,15 @@ describe("anchord/client against a node on anvil", () => {
     const d = await deploy(anvil.rpcUrl, pk)
     node = await startEvmNode({
       networks: [network({
-        networkId: "anvil-sdk", rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-        environment: "test", batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 150
+        networkId: "anvil-sdk",
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 1,
+        environment: "test",
+        batchMaxSize: 50,
+        batchWindowMs: 200,
+        pollIntervalMs: 150
       }, pk)]
     })
     key = await node.createKey(await node.createAccount())
@@ -153,10 +160,16 @@ describe("anchord/client against a node on anvil", () => {
     const bundle = await client.proof(ids[1])
     expect(bundle.anchors[0].merkleProof.length).toBeGreaterThan(0)
     // the reference library agrees with the node's proof (the SDK's check must agree with both)
-    expect(StandardMerkleTree.verify(bundle.anchors[0].merkleRoot as `0x${string}`, ["bytes32"], [`0x${bundle.hash}`], bundle.anchors[0].merkleProof as Array<`0x${string}`>)).toBe(true)
+    expect(
+      StandardMerkleTree.verify(bundle.anchors[0].merkleRoot as `0x${string}`, ["bytes32"], [`0x${bundle.hash}`],
+        bundle.anchors[0].merkleProof as Array<`0x${string}`>)
+    ).toBe(true)
 
     expect(verifyBundle(bundle)).toEqual({
-      valid: true, hash: bundle.hash, hashSource: "bundle", problems: [],
+      valid: true,
+      hash: bundle.hash,
+      hashSource: "bundle",
+      problems: [],
       anchors: [{ chainType: "evm", networkId: "anvil-sdk", merkleRoot: bundle.anchors[0].merkleRoot, valid: true }]
     })
     expect(verifyBundle(bundle, { data: { lot: 2 } })).toMatchObject({ valid: true, hashSource: "data", hash: bundle.hash })

@@ -96,8 +96,11 @@ describe("anchord/client, the package", () => {
     expect(r.code, r.out).toBe(0)
     const out = JSON.parse(r.out.trim().split("\n").at(-1)!)
     expect(out).toMatchObject({
-      status: "QUEUED", same: true, pages: [1],
-      error: { isAnchordError: true, status: 409, errorCode: "NOT_ANCHORED" }, functions: ["function", "function"]
+      status: "QUEUED",
+      same: true,
+      pages: [1],
+      error: { isAnchordError: true, status: 409, errorCode: "NOT_ANCHORED" },
+      functions: ["function", "function"]
     })
     console.log(`consumer ran on ${out.node} (${userNode})`)
   }, 60_000)

@@ -73,31 +73,32 @@ describe("anchord/client retries", () => {
     expect(refused!.retryAfterSeconds).toBeGreaterThanOrEqual(1)
   }, 60_000)
 
-  it("503 while the database is unreachable: the POST is sent again after Retry-After (5 s) with the same Idempotency-Key, once the database is back", async () => {
-    const account = await node.createAccount()
-    const { key } = await node.createKey(account)
-    let restored = false
-    const rec = recordingFetch(async (e) => {
-      // The outage ends once the client has been refused (it then waits out Retry-After).
-      if (e.outcome === 503 && !restored) {
-        restored = true
-        await proxy.up()
+  it("503 while the database is unreachable: the POST is sent again after Retry-After (5 s) with the same Idempotency-Key, once the database is back",
+    async () => {
+      const account = await node.createAccount()
+      const { key } = await node.createKey(account)
+      let restored = false
+      const rec = recordingFetch(async (e) => {
+        // The outage ends once the client has been refused (it then waits out Retry-After).
+        if (e.outcome === 503 && !restored) {
+          restored = true
+          await proxy.up()
+        }
+      })
+      const client = new AnchordClient({ baseUrl: node.baseUrl, apiKey: key, fetch: rec.fetch, retries: 3 })
+      await proxy.down()
+      try {
+        const record = await client.anchor({ during: "outage" })
+        expect(record.status).toBe("QUEUED")
+      } finally {
+        if (!restored) await proxy.up()
       }
-    })
-    const client = new AnchordClient({ baseUrl: node.baseUrl, apiKey: key, fetch: rec.fetch, retries: 3 })
-    await proxy.down()
-    try {
-      const record = await client.anchor({ during: "outage" })
-      expect(record.status).toBe("QUEUED")
-    } finally {
-      if (!restored) await proxy.up()
-    }
-    expect(rec.exchanges[0]).toMatchObject({ outcome: 503, retryAfter: "5" })
-    expect(expectRetryAfterHonoured(rec.exchanges, 503)).toBeGreaterThanOrEqual(1)
-    expect(rec.exchanges.at(-1)!.outcome).toBe(202)
-    expect(new Set(rec.exchanges.map((e) => e.idempotencyKey)).size).toBe(1)
-    expect(await recordsOf(account)).toBe(1)
-  }, 60_000)
+      expect(rec.exchanges[0]).toMatchObject({ outcome: 503, retryAfter: "5" })
+      expect(expectRetryAfterHonoured(rec.exchanges, 503)).toBeGreaterThanOrEqual(1)
+      expect(rec.exchanges.at(-1)!.outcome).toBe(202)
+      expect(new Set(rec.exchanges.map((e) => e.idempotencyKey)).size).toBe(1)
+      expect(await recordsOf(account)).toBe(1)
+    }, 60_000)
 
   describe("a response lost on the way back", () => {
     let lossy: DroppingProxy

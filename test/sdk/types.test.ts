@@ -6,15 +6,11 @@
  */
 import { describe, expectTypeOf, it } from "vitest"
 import type { ProofBundle as ProofBundleSchema, ProofBundleAnchor as ProofBundleAnchorSchema } from "../../src/api/proofBundle.ts"
-import type {
-  Anchor as AnchorSchema, AnchorBody, BatchItemResult as BatchItemResultSchema, BatchResult as BatchResultSchema,
-  ChainType as ChainTypeSchema, DeleteResult as DeleteResultSchema, EncryptedPayload as EncryptedPayloadSchema,
-  PackageMode as PackageModeSchema, PatchFields, RecordList, RecordStatus as RecordStatusSchema, RecordView
-} from "../../src/api/recordSchemas.ts"
-import type {
-  Anchor, AnchordRecord, AnchorRequest, BatchItemResult, BatchResult, ChainType, DeleteResult, EncryptedPayload,
-  PackageMode, ProofBundle, ProofBundleAnchor, RecordPage, RecordPatch, RecordStatus
-} from "../../src/sdk/index.ts"
+import type { Anchor as AnchorSchema, AnchorBody, BatchItemResult as BatchItemResultSchema, BatchResult as BatchResultSchema, ChainType as ChainTypeSchema,
+  DeleteResult as DeleteResultSchema, EncryptedPayload as EncryptedPayloadSchema, PackageMode as PackageModeSchema, PatchFields, RecordList,
+  RecordStatus as RecordStatusSchema, RecordView } from "../../src/api/recordSchemas.ts"
+import type { Anchor, AnchordRecord, AnchorRequest, BatchItemResult, BatchResult, ChainType, DeleteResult, EncryptedPayload, PackageMode, ProofBundle,
+  ProofBundleAnchor, RecordPage, RecordPatch, RecordStatus } from "../../src/sdk/index.ts"
 
 describe("anchord/client types = the wire schemas", () => {
   it("records, anchors, pages, batches, deletes, patches", () => {

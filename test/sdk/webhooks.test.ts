@@ -45,11 +45,18 @@ describe("verifyWebhook (anchord/client)", () => {
   it("a delivery verifies by Standard Webhooks; without those headers, by x-webhook-signature; Node headers or fetch Headers, string or bytes", async () => {
     const r = await fire()
     expect(verifyWebhook({ rawBody: r.body, headers: r.headers, secret })).toEqual({
-      valid: true, scheme: "standard-webhooks", eventId: r.headers["x-service-event-id"], timestamp: Number(r.headers["webhook-timestamp"])
+      valid: true,
+      scheme: "standard-webhooks",
+      eventId: r.headers["x-service-event-id"],
+      timestamp: Number(r.headers["webhook-timestamp"])
     })
-    expect(verifyWebhook({ rawBody: Buffer.from(r.body), headers: new Headers(headersOf(r)), secret })).toMatchObject({ valid: true, scheme: "standard-webhooks" })
+    expect(verifyWebhook({ rawBody: Buffer.from(r.body), headers: new Headers(headersOf(r)), secret })).toMatchObject({ valid: true,
+      scheme: "standard-webhooks" })
     expect(verifyWebhook({ rawBody: r.body, headers: seedOnly(r), secret })).toEqual({
-      valid: true, scheme: "x-webhook-signature", eventId: r.headers["x-service-event-id"], timestamp: null
+      valid: true,
+      scheme: "x-webhook-signature",
+      eventId: r.headers["x-service-event-id"],
+      timestamp: null
     })
     // the seed's signature alone proves no freshness: refused when a timestamp is required
     expect(verifyWebhook({ rawBody: r.body, headers: seedOnly(r), secret, requireTimestamp: true }).valid).toBe(false)
@@ -58,17 +65,20 @@ describe("verifyWebhook (anchord/client)", () => {
   it("refuses another secret, a changed body, changed or missing headers; throws on a parsed body", async () => {
     const r = await fire()
     const other = `whsec_${Crypto.randomBytes(32).toString("base64url")}`
-    expect(verifyWebhook({ rawBody: r.body, headers: r.headers, secret: other })).toMatchObject({ valid: false, reason: expect.stringMatching(/no webhook-signature matches/) })
+    expect(verifyWebhook({ rawBody: r.body, headers: r.headers, secret: other })).toMatchObject({ valid: false,
+      reason: expect.stringMatching(/no webhook-signature matches/) })
     expect(verifyWebhook({ rawBody: r.body, headers: seedOnly(r), secret: other }).valid).toBe(false)
     const changed = r.body.replace(`"n":`, `"n":1`)
     expect(verifyWebhook({ rawBody: changed, headers: r.headers, secret }).valid).toBe(false)
     expect(verifyWebhook({ rawBody: changed, headers: seedOnly(r), secret }).valid).toBe(false)
     expect(verifyWebhook({ rawBody: r.body, headers: { ...r.headers, "webhook-id": "evt_other" }, secret }).valid).toBe(false)
     // the timestamp is signed: moving it (to pass the tolerance check with an old delivery) breaks the signature
-    expect(verifyWebhook({ rawBody: r.body, headers: { ...r.headers, "webhook-timestamp": String(Number(r.headers["webhook-timestamp"]) + 1) }, secret }).valid).toBe(false)
+    expect(verifyWebhook({ rawBody: r.body, headers: { ...r.headers, "webhook-timestamp": String(Number(r.headers["webhook-timestamp"]) + 1) }, secret }).valid)
+      .toBe(false)
     // Standard Webhooks headers present decide alone: a broken one is not rescued by x-webhook-signature
     expect(verifyWebhook({ rawBody: r.body, headers: { ...r.headers, "webhook-signature": "v1,AAAA" }, secret }).valid).toBe(false)
-    expect(verifyWebhook({ rawBody: r.body, headers: { ...r.headers, "webhook-id": undefined }, secret })).toMatchObject({ valid: false, reason: expect.stringMatching(/incomplete/) })
+    expect(verifyWebhook({ rawBody: r.body, headers: { ...r.headers, "webhook-id": undefined }, secret })).toMatchObject({ valid: false,
+      reason: expect.stringMatching(/incomplete/) })
     expect(verifyWebhook({ rawBody: r.body, headers: { "content-type": "application/json" }, secret }).valid).toBe(false)
     expect(() => verifyWebhook({ rawBody: JSON.parse(r.body), headers: r.headers, secret })).toThrow(/raw request body/)
   })

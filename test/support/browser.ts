@@ -173,7 +173,7 @@ export const launchBrowser = async (): Promise<BrowserKit> => {
  * One browser for the test file: launched in beforeAll, closed in afterAll; a failing test gets a
  * screenshot of each open page (named after the test) before anything else closes it.
  */
-export const useBrowser = (): (() => BrowserKit) => {
+export const useBrowser = (): () => BrowserKit => {
   let kit: BrowserKit | undefined
   beforeAll(async () => {
     kit = await launchBrowser()

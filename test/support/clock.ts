@@ -9,8 +9,8 @@ import { MigrationsLayer, pgClientLayer } from "../../src/db/Database.ts"
  * pool, is built on the live clock: its connect and idle timers would never fire on virtual time. The
  * services' own reads of the time happen in `body`, on the TestClock.
  */
-export const withDatabaseServices = <ROut, E2>(url: () => string, layer: Layer.Layer<ROut, E2, SqlClient.SqlClient>) =>
-  <A, E>(body: Effect.Effect<A, E, ROut | SqlClient.SqlClient>) =>
+export const withDatabaseServices =
+  <ROut, E2>(url: () => string, layer: Layer.Layer<ROut, E2, SqlClient.SqlClient>) => <A, E>(body: Effect.Effect<A, E, ROut | SqlClient.SqlClient>) =>
     Effect.scoped(Effect.gen(function*() {
       const services = yield* TestClock.withLive(Layer.build(layer.pipe(
         Layer.provideMerge(MigrationsLayer),

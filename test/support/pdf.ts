@@ -60,8 +60,7 @@ export const renderPage = (bytes: Uint8Array, n: number, scale: number): Promise
 const jsQR = ((jsQRModule as { default?: unknown }).default ?? jsQRModule) as typeof jsQRModule.default
 
 /** The text of the QR code in the pixels, if jsQR finds one. */
-export const decodeQr = (image: Pixels): string | undefined =>
-  jsQR(image.data, image.width, image.height, { inversionAttempts: "dontInvert" })?.data
+export const decodeQr = (image: Pixels): string | undefined => jsQR(image.data, image.width, image.height, { inversionAttempts: "dontInvert" })?.data
 
 /** The number of pages. */
 export const pageCount = (bytes: Uint8Array): Promise<number> => withPdf(bytes, async (doc) => doc.numPages)
@@ -70,7 +69,9 @@ export const pageCount = (bytes: Uint8Array): Promise<number> => withPdf(bytes, 
  * The first QR code found in the document: each page rendered at a few scales, as a phone camera
  * sees a page from a few distances (jsQR misses a dense code at some module sizes).
  */
-export const qrOfPdf = async (bytes: Uint8Array, scales: ReadonlyArray<number> = [2, 2.5, 3, 1.75]): Promise<{ text: string; page: number; scale: number } | undefined> => {
+export const qrOfPdf = async (bytes: Uint8Array,
+  scales: ReadonlyArray<number> = [2, 2.5, 3, 1.75]): Promise<{ text: string; page: number; scale: number } | undefined> =>
+{
   const pages = await pageCount(bytes)
   for (let page = 1; page <= pages; page++) {
     for (const scale of scales) {

@@ -12,7 +12,9 @@ const entry = Path.join(root, "src/cli/main.ts")
  */
 export const anchordJson = (args: ReadonlyArray<string>, env: Record<string, string>) => {
   const result = ChildProcess.spawnSync(process.execPath, [entry, ...args], {
-    cwd: root, env: { ...process.env, ...env }, encoding: "utf8"
+    cwd: root,
+    env: { ...process.env, ...env },
+    encoding: "utf8"
   })
   logRun(`anchord ${args.join(" ")}`, result)
   if (result.error) throw result.error
@@ -75,7 +77,9 @@ export const evmUnservedEnv = (env: Record<string, string | undefined>): Record<
 /** Starts `anchord start` with env (PORT required) and resolves once /v1/health answers. */
 export const spawnAnchord = async (env: Record<string, string>) => {
   const child = track(ChildProcess.spawn(process.execPath, [entry, "start"], {
-    cwd: root, env: { ...process.env, ...evmUnservedEnv(env), ...env }, stdio: ["ignore", "pipe", "pipe"]
+    cwd: root,
+    env: { ...process.env, ...evmUnservedEnv(env), ...env },
+    stdio: ["ignore", "pipe", "pipe"]
   }))
   forwardOutput(child, "anchord start")
   const until = Date.now() + 30_000

@@ -57,5 +57,4 @@ const service = async (what: string, url: string, defaultPort: number, envName: 
 }
 
 /** Redis for the shared-limits tests: TEST_REDIS_URL, or redis://127.0.0.1:6379. */
-export const probeRedis = (): Promise<RequiredService> =>
-  service("Redis", process.env.TEST_REDIS_URL || "redis://127.0.0.1:6379", 6379, "TEST_REDIS_URL")
+export const probeRedis = (): Promise<RequiredService> => service("Redis", process.env.TEST_REDIS_URL || "redis://127.0.0.1:6379", 6379, "TEST_REDIS_URL")

@@ -41,9 +41,13 @@ const fields = (buf: Buffer): Fields => {
     const field = Number(tag >> 3n), wire = Number(tag & 7n)
     let value: Buffer | bigint
     if (wire === 0) [value, i] = readVarint(buf, i)
-    else if (wire === 1) { value = buf.subarray(i, i + 8); i += 8 }
-    else if (wire === 5) { value = buf.subarray(i, i + 4); i += 4 }
-    else if (wire === 2) {
+    else if (wire === 1) {
+      value = buf.subarray(i, i + 8)
+      i += 8
+    } else if (wire === 5) {
+      value = buf.subarray(i, i + 4)
+      i += 4
+    } else if (wire === 2) {
       const [len, start] = readVarint(buf, i)
       value = buf.subarray(start, start + Number(len))
       i = start + Number(len)
@@ -86,21 +90,26 @@ const decodeProtobuf = (body: Buffer): Array<Span> =>
   all(fields(body), 1).flatMap((rs) => {
     const r = fields(rs)
     const resource = keyValues(one(r, 1) === undefined ? [] : all(fields(one(r, 1)!), 1))
-    return all(r, 2).flatMap((ss) => all(fields(ss), 2).map((s): Span => {
-      const f = fields(s)
-      return {
-        traceId: one(f, 1)!.toString("hex"),
-        spanId: one(f, 2)!.toString("hex"),
-        parentSpanId: one(f, 4)?.toString("hex") ?? "",
-        name: one(f, 5)!.toString("utf8"),
-        kind: Number(f.get(6)?.[0] ?? 0n),
-        attributes: keyValues(all(f, 9)),
-        resource
-      }
-    }))
+    return all(r, 2).flatMap((ss) =>
+      all(fields(ss), 2).map((s): Span => {
+        const f = fields(s)
+        return {
+          traceId: one(f, 1)!.toString("hex"),
+          spanId: one(f, 2)!.toString("hex"),
+          parentSpanId: one(f, 4)?.toString("hex") ?? "",
+          name: one(f, 5)!.toString("utf8"),
+          kind: Number(f.get(6)?.[0] ?? 0n),
+          attributes: keyValues(all(f, 9)),
+          resource
+        }
+      })
+    )
   })
 
-interface JsonKv { key: string; value: { stringValue?: string; intValue?: number | string; boolValue?: boolean; arrayValue?: { values: Array<JsonKv["value"]> } } }
+interface JsonKv {
+  key: string
+  value: { stringValue?: string; intValue?: number | string; boolValue?: boolean; arrayValue?: { values: Array<JsonKv["value"]> } }
+}
 const jsonValue = (v: JsonKv["value"]): unknown =>
   v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.boolValue ?? v.arrayValue?.values.map(jsonValue))
 const jsonKvs = (list: Array<JsonKv>) => Object.fromEntries(list.map((kv) => [kv.key, jsonValue(kv.value)]))
@@ -108,10 +117,19 @@ const jsonKvs = (list: Array<JsonKv>) => Object.fromEntries(list.map((kv) => [kv
 const decodeJson = (body: Buffer): Array<Span> =>
   (JSON.parse(body.toString("utf8")) as {
     resourceSpans: Array<{ resource: { attributes: Array<JsonKv> }; scopeSpans: Array<{ spans: Array<any> }> }>
-  }).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s): Span => ({
-    traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId ?? "", name: s.name, kind: s.kind,
-    attributes: jsonKvs(s.attributes), resource: jsonKvs(rs.resource.attributes)
-  }))))
+  }).resourceSpans.flatMap((rs) =>
+    rs.scopeSpans.flatMap((ss) =>
+      ss.spans.map((s): Span => ({
+        traceId: s.traceId,
+        spanId: s.spanId,
+        parentSpanId: s.parentSpanId ?? "",
+        name: s.name,
+        kind: s.kind,
+        attributes: jsonKvs(s.attributes),
+        resource: jsonKvs(rs.resource.attributes)
+      }))
+    )
+  )
 
 /** An OTLP/HTTP traces endpoint on loopback: every POST /v1/traces decoded by its content type. */
 const startCollector = async () => {
@@ -162,8 +180,15 @@ describe("traces over OTLP/HTTP", () => {
   const oneRecord = async (env: Record<string, string>, headers: Record<string, string> = {}, exported?: (recordId: string) => boolean) => {
     const networkId = `traces-${++n}`
     const networks = [network({
-      networkId, rpcUrl: chain.rpcUrl, chainId: chain.chainId, contractAddress: chain.address, confirmations: 1, environment: "test",
-      batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 200
+      networkId,
+      rpcUrl: chain.rpcUrl,
+      chainId: chain.chainId,
+      contractAddress: chain.address,
+      confirmations: 1,
+      environment: "test",
+      batchMaxSize: 50,
+      batchWindowMs: 200,
+      pollIntervalMs: 200
     }, chain.privateKey)]
     // The node reads OTEL_* from its ConfigProvider: Effect's default one is a snapshot of process.env taken
     // once per process, so each node here gets its own.
@@ -207,11 +232,16 @@ describe("traces over OTLP/HTTP", () => {
       expect(ingest, "ingest span").toBeDefined()
       expect(ingest!.attributes["http.request.method"]).toBe("POST")
       expect(ingest!.resource).toMatchObject({
-        "service.name": "anchord-traces-test", "deployment.environment": "ci", "team": "ops one", "telemetry.sdk.name": "effect"
+        "service.name": "anchord-traces-test",
+        "deployment.environment": "ci",
+        "team": "ops one",
+        "telemetry.sdk.name": "effect"
       })
       // Delivery: the record's ANCHORED webhook, with its batch id.
-      const delivery = spans.find((s) => s.name === "WebhookDispatcher.send" && s.attributes["anchord.record_id"] === recordId &&
-        s.attributes["anchord.event"] === "ANCHORED")
+      const delivery = spans.find((s) =>
+        s.name === "WebhookDispatcher.send" && s.attributes["anchord.record_id"] === recordId &&
+        s.attributes["anchord.event"] === "ANCHORED"
+      )
       expect(delivery, "delivery span").toBeDefined()
       const batchId = delivery!.attributes["anchord.batch_id"]
       expect(typeof batchId).toBe("string")
@@ -288,7 +318,6 @@ describe("traces over OTLP/HTTP", () => {
       .rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/)
   })
 })
-
 
 describe("the sampler's decisions", () => {
   const remote = (traceId: string, sampled: boolean) => Option.some(Tracer.externalSpan({ traceId, spanId: "00f067aa0ba902b7", sampled }))

@@ -34,7 +34,9 @@ beforeAll(async () => {
   }
   Fs.writeFileSync(Path.join(dir, "data"), "layout\n")
   for (const hash of ["sha256", "sha384", "sha512"]) {
-    for (const [name, flags] of [["nonce-cert", ["-cert"]], ["nonce", []], ["cert", ["-cert", "-no_nonce"]], ["bare", ["-no_nonce"]], ["policy", ["-cert", "-tspolicy", POLICY]]] as const) {
+    for (const [name, flags] of [["nonce-cert", ["-cert"]], ["nonce", []], ["cert", ["-cert", "-no_nonce"]], ["bare", ["-no_nonce"]], ["policy", ["-cert",
+      "-tspolicy", POLICY]]] as const)
+    {
       const out = Path.join(dir, `${hash}-${name}.tsq`)
       openssl(["ts", "-query", "-data", Path.join(dir, "data"), `-${hash}`, ...flags, "-out", out])
       queries[`${hash}-${name}`] = new Uint8Array(Fs.readFileSync(out))
@@ -50,7 +52,6 @@ const signatureOf = (response: Uint8Array) => {
   const signed = new pkijs.SignedData({ schema: resp.timeStampToken!.content })
   return new Uint8Array(signed.signerInfos[0]!.signature.valueBlock.valueHexView)
 }
-
 
 describe("token layouts", () => {
   it("issue gives the reference build's bytes, ECDSA and RSA, across shapes", () => {
@@ -73,7 +74,9 @@ describe("token layouts", () => {
                 expect(Crypto.verify("sha256", data, signer.key, signature), `${kind} ${name} ${serial} ${genTime.toISOString()}`).toBe(true)
                 return signature
               })
-              expect(Buffer.from(issued.response).toString("hex"), `${kind} ${name} ${serial} ${genTime.toISOString()}`).toBe(Buffer.from(reference.response).toString("hex"))
+              expect(Buffer.from(issued.response).toString("hex"), `${kind} ${name} ${serial} ${genTime.toISOString()}`).toBe(
+                Buffer.from(reference.response).toString("hex")
+              )
               expect(Buffer.from(issued.token).equals(reference.token)).toBe(true)
               expect(Buffer.from(issued.tstInfo).equals(reference.tstInfo)).toBe(true)
               compared++
@@ -99,7 +102,14 @@ describe("the quick request reading", () => {
 
   /** A TimeStampReq built with pkijs, varied. */
   const request = (o: {
-    version?: number; hash?: string; params?: boolean; length?: number; policy?: string; nonce?: number; certReq?: boolean; extensions?: boolean
+    version?: number
+    hash?: string
+    params?: boolean
+    length?: number
+    policy?: string
+    nonce?: number
+    certReq?: boolean
+    extensions?: boolean
   }) =>
     new Uint8Array(new pkijs.TimeStampReq({
       version: o.version ?? 1,

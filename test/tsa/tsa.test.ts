@@ -195,10 +195,13 @@ describe("RFC 3161 TSA", () => {
       layer: NodeLayer.pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env }))))
     })
     try {
-      const r = await fetch(`${open.baseUrl}/tsa`, { method: "POST", headers: { "content-type": "application/timestamp-query" }, body: Fs.readFileSync(file("a.tsq")) })
+      const r = await fetch(`${open.baseUrl}/tsa`, { method: "POST", headers: { "content-type": "application/timestamp-query" },
+        body: Fs.readFileSync(file("a.tsq")) })
       expect(r.status).toBe(200)
       expect(r.headers.get("x-ratelimit-limit")).toBe("1000") // the per-address limit of the test nodes
-      const rows = await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM timestamp_tokens WHERE serial = $1", [r.headers.get("x-timestamp-serial")])
+      const rows = await query<{ account_id: string }>(node.databaseUrl, "SELECT account_id FROM timestamp_tokens WHERE serial = $1", [
+        r.headers.get("x-timestamp-serial")
+      ])
       expect(rows[0]?.account_id).toBe(account)
     } finally {
       await open.stop()
@@ -222,7 +225,9 @@ describe("RFC 3161 TSA", () => {
     const shape = async (base: string, c: (typeof cases)[number]) => {
       const r = await post(c.body, c.headers, base, c.path)
       const body = new Uint8Array(await r.arrayBuffer())
-      const headers = [...r.headers].filter(([k]) => !["date", "x-timestamp-serial", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-used", "x-quota-remaining", "content-length"].includes(k))
+      const headers = [...r.headers].filter(([k]) =>
+        !["date", "x-timestamp-serial", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-used", "x-quota-remaining", "content-length"].includes(k)
+      )
       // A granted token's bytes differ (serial, time, signature); a refusal or an error body must not.
       return { status: r.status, headers, body: r.headers.get("x-timestamp-serial") === null ? Buffer.from(body).toString("hex") : "token" }
     }
@@ -246,7 +251,8 @@ describe("RFC 3161 TSA", () => {
       const served = responses.filter((_, i) => i !== 7)
       expect(served.every((r) => r.status === 200 && r.headers.get("x-timestamp-serial") !== null)).toBe(true)
       const serials = served.map((r) => r.headers.get("x-timestamp-serial"))
-      const stored = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM timestamp_tokens t JOIN records r ON r.id = t.record_id WHERE t.serial = ANY($1::bigint[])", [serials])
+      const stored = await query<{ n: string }>(node.databaseUrl,
+        "SELECT count(*) AS n FROM timestamp_tokens t JOIN records r ON r.id = t.record_id WHERE t.serial = ANY($1::bigint[])", [serials])
       expect(Number(stored[0]!.n)).toBe(29)
       const poisoned = await query<{ n: string }>(node.databaseUrl, "SELECT count(*) AS n FROM records WHERE hash = $1", [imprint])
       expect(Number(poisoned[0]!.n)).toBe(0) // its record went with it
@@ -272,8 +278,8 @@ describe("the TSA certificate checks (anchord doctor, start)", () => {
   const made = (name: string, extensions: ReadonlyArray<string>) => {
     const keyFile = file(`${name}.key`)
     const certFile = file(`${name}.pem`)
-    ok(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", `/CN=${name}`, "-days", "30",
-      "-keyout", keyFile, "-out", certFile, ...extensions.flatMap((e) => ["-addext", e])])
+    ok(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", `/CN=${name}`, "-days", "30", "-keyout", keyFile, "-out",
+      certFile, ...extensions.flatMap((e) => ["-addext", e])])
     return { certFile, keyFile, chainFile: undefined }
   }
 

@@ -22,12 +22,20 @@ describe("verify inputs", () => {
     try {
       const file = Path.join(dir, "profile.json")
       Fs.writeFileSync(file, JSON.stringify({
-        peerEndpoint: "127.0.0.1:7051", mspId: "AnchordDevMSP", certPath: "msp/client/cert.pem", keyPath: "/abs/key.pem",
-        channel: "anchord", chaincode: "anchord"
+        peerEndpoint: "127.0.0.1:7051",
+        mspId: "AnchordDevMSP",
+        certPath: "msp/client/cert.pem",
+        keyPath: "/abs/key.pem",
+        channel: "anchord",
+        chaincode: "anchord"
       }))
       expect(readFabricProfile(file)).toEqual({
-        peerEndpoint: "127.0.0.1:7051", mspId: "AnchordDevMSP", certPath: Path.join(dir, "msp/client/cert.pem"),
-        keyPath: "/abs/key.pem", channel: "anchord", chaincode: "anchord"
+        peerEndpoint: "127.0.0.1:7051",
+        mspId: "AnchordDevMSP",
+        certPath: Path.join(dir, "msp/client/cert.pem"),
+        keyPath: "/abs/key.pem",
+        channel: "anchord",
+        chaincode: "anchord"
       })
       Fs.writeFileSync(file, JSON.stringify({ peerEndpoint: 7051 }))
       expect(() => readFabricProfile(file)).toThrow("peerEndpoint: expected a string")

@@ -5,8 +5,7 @@
  */
 type S = Record<string, any>
 
-const typeOf = (v: unknown) =>
-  v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v
+const typeOf = (v: unknown) => v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v
 
 export const validate = (root: S, value: unknown): Array<string> => {
   const errors: Array<string> = []

@@ -22,13 +22,16 @@ const data = [{ a: 1 }, { b: "two" }, { c: [3] }]
 const hashes = data.map(recordHash)
 const tree = buildTree(hashes)
 const bundle = (i: number) => ({
-  version: 1, recordId: "a".repeat(24), hash: hashes[i], hashAlgorithm: "sha256", canonicalization: "RFC8785-JCS",
+  version: 1,
+  recordId: "a".repeat(24),
+  hash: hashes[i],
+  hashAlgorithm: "sha256",
+  canonicalization: "RFC8785-JCS",
   leafEncoding: "openzeppelin-standard-merkle-tree:bytes32",
   anchors: [{ chainType: "evm", networkId: "x", chainId: 1, contractAddress: "0x" + "11".repeat(20), batchId: 1, merkleRoot: tree.root,
     merkleProof: tree.proofs[i], txHash: "0x" + "22".repeat(32), blockNumber: 5, blockHash: "0x" + "33".repeat(32), anchoredAt: null }]
 })
-const offline = (doc: unknown, extra: object = {}) =>
-  Effect.runPromise(verifyInput(readInput(doc), { rpcFor: () => undefined, offline: true, ...extra }))
+const offline = (doc: unknown, extra: object = {}) => Effect.runPromise(verifyInput(readInput(doc), { rpcFor: () => undefined, offline: true, ...extra }))
 
 describe("verifier, offline", () => {
   it("encodes verify/getAnchor calldata exactly as viem does; the Anchored topic is right", () => {

@@ -47,7 +47,8 @@ describe("verifying a bundle with public tools only", () => {
     const bundle = record.bundle
     const a = bundle.anchors[0]
     const rpc = async (method: string, params: unknown[]) => {
-      const r = await fetch(env.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+      const r = await fetch(env.rpcUrl, { method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
       return ((await r.json()) as { result: any }).result
     }
 
@@ -87,6 +88,8 @@ describe("verifying a bundle with public tools only", () => {
 
     // Changed data: the contract says no.
     const other = createHash("sha256").update(jcs({ ...record.data, order: 41 })).digest("hex")
-    expect(await client.readContract({ address: a.contractAddress, abi, functionName: "verify", args: [`0x${other}`, a.merkleProof, a.merkleRoot] })).toBe(false)
+    expect(await client.readContract({ address: a.contractAddress, abi, functionName: "verify", args: [`0x${other}`, a.merkleProof, a.merkleRoot] })).toBe(
+      false
+    )
   }, 30_000)
 })

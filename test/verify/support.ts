@@ -35,13 +35,25 @@ export const startVerifyEnv = async (chain: { rpcUrl: string; privateKey: Hex },
   const d = await deploy(chain.rpcUrl, chain.privateKey)
   const node = await startEvmNode({
     networks: [network({
-      networkId: `verify-${name}`, rpcUrl: chain.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-      environment: "test", batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 100
+      networkId: `verify-${name}`,
+      rpcUrl: chain.rpcUrl,
+      chainId: d.chainId,
+      contractAddress: d.address,
+      confirmations: 1,
+      environment: "test",
+      batchMaxSize: 50,
+      batchWindowMs: 200,
+      pollIntervalMs: 100
     }, chain.privateKey)]
   })
   const key = await node.createKey(await node.createAccount())
   return {
-    node, key, rpcUrl: chain.rpcUrl, contract: d.address, chainId: d.chainId, privateKey: chain.privateKey,
+    node,
+    key,
+    rpcUrl: chain.rpcUrl,
+    contract: d.address,
+    chainId: d.chainId,
+    privateKey: chain.privateKey,
     anchor: async (bodies) => {
       const ids: Array<string> = []
       for (const body of bodies) {

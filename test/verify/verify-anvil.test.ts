@@ -20,8 +20,7 @@ let anvil: Anvil
 let env: VerifyEnv
 let records: Array<Anchored>
 
-const verify = (doc: unknown, rpcUrl = env.rpcUrl) =>
-  Effect.runPromise(verifyInput(readInput(doc), { rpcFor: () => rpcClient(rpcUrl, 5_000) }))
+const verify = (doc: unknown, rpcUrl = env.rpcUrl) => Effect.runPromise(verifyInput(readInput(doc), { rpcFor: () => rpcClient(rpcUrl, 5_000) }))
 const failed = (r: Report) => r.checks.filter((c) => c.status === "fail").map((c) => c.id).sort()
 const hex32 = () => "0x" + randomBytes(32).toString("hex")
 
@@ -59,7 +58,9 @@ describe("anchord verify on anvil", () => {
     expect(report.outcome).toBe("verified")
     expect(report.input).toBe("in-place")
     expect(report.hashSource).toBe("data")
-    for (const id of ["hash", "merkle-proof", "evm.chain-id", "evm.contract-code", "evm.contract-verify", "evm.contract-anchor", "evm.transaction", "evm.block", "evm.confirmations"]) {
+    for (const id of ["hash", "merkle-proof", "evm.chain-id", "evm.contract-code", "evm.contract-verify", "evm.contract-anchor", "evm.transaction", "evm.block",
+      "evm.confirmations"])
+    {
       expect(report.checks.find((c) => c.id === id)?.status, id).toBe("pass")
     }
 
@@ -70,7 +71,8 @@ describe("anchord verify on anvil", () => {
     const broken = clone(plain!.bundle)
     broken.anchors[0].merkleProof = ["0x12"]
     delete broken.anchors[0].contractAddress
-    expect(validate(schema, broken)).toEqual(["$.anchors[0].merkleProof[0]: \"0x12\" does not match ^0x[0-9a-f]{64}$", "$.anchors[0].contractAddress: required"])
+    expect(validate(schema, broken)).toEqual(["$.anchors[0].merkleProof[0]: \"0x12\" does not match ^0x[0-9a-f]{64}$",
+      "$.anchors[0].contractAddress: required"])
 
     // A record lookup response (MANAGED: data hashed, anchors without a block hash).
     const lookup = await verify(plain!.lookup)

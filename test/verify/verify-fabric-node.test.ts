@@ -31,13 +31,21 @@ beforeAll(async () => {
   node = await startFabricNode({
     fabric: [fabricNetwork(peer)],
     evm: [network({
-      networkId: "anvil-verify", rpcUrl: anvil.rpcUrl, publicRpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1,
-      batchWindowMs: 200, pollIntervalMs: 100
+      networkId: "anvil-verify",
+      rpcUrl: anvil.rpcUrl,
+      publicRpcUrl: anvil.rpcUrl,
+      chainId: d.chainId,
+      contractAddress: d.address,
+      confirmations: 1,
+      batchWindowMs: 200,
+      pollIntervalMs: 100
     }, pk)]
   })
   key = await node.createKey()
   auditor = createDevIdentity(peer.mspId, { dir: join(peer.dir, "auditor"), commonName: "auditor" })
-  for (const body of [{ data: { fab: 1 }, chain: "fabric" }, { data: { fab: 2 }, chain: "fabric", packageMode: "IN_PLACE" }, { data: { hybrid: 1 }, chain: "hybrid" }]) {
+  for (const body of [{ data: { fab: 1 }, chain: "fabric" }, { data: { fab: 2 }, chain: "fabric", packageMode: "IN_PLACE" }, { data: { hybrid: 1 },
+    chain: "hybrid" }])
+  {
     ids.push((await call(node.baseUrl, "POST", "/v1/anchor", { key, body })).json.data.recordId)
   }
   await waitFor("records ANCHORED", allAnchored(node.databaseUrl, ids), 20_000)
@@ -48,7 +56,8 @@ afterAll(async () => {
   await anvil?.stop()
 })
 
-const fabricFlags = () => ["--fabric-endpoint", peer.address, "--fabric-msp-id", peer.mspId, "--fabric-cert", auditor.certPath!, "--fabric-key", auditor.keyPath!]
+const fabricFlags =
+  () => ["--fabric-endpoint", peer.address, "--fabric-msp-id", peer.mspId, "--fabric-cert", auditor.certPath!, "--fabric-key", auditor.keyPath!]
 
 describe("Fabric anchors of the node, verified", () => {
   it("anchord verify: the bundle with its data and the IN_PLACE document verify (exit 0); changed data is exit 1", async () => {
@@ -122,11 +131,15 @@ describe("Fabric anchors of the node, verified", () => {
     const noBundle = await call(node.baseUrl, "POST", "/v1/verify", { body: { hash: bundle.hash } })
     expect([noBundle.status, noBundle.json.errorCode]).toEqual([401, "MISSING_API_KEY"])
     await new Promise((resolve) => setTimeout(resolve, 1_100))
-    const evmOnly = await call(node.baseUrl, "POST", "/v1/verify", { body: { hash: bundle.hash, bundle: { ...bundle, anchors: bundle.anchors.filter((a: any) => a.chainType === "evm") } } })
+    const evmOnly = await call(node.baseUrl, "POST", "/v1/verify", {
+      body: { hash: bundle.hash, bundle: { ...bundle, anchors: bundle.anchors.filter((a: any) => a.chainType === "evm") } }
+    })
     expect([evmOnly.status, evmOnly.json.errorCode]).toEqual([400, "VALIDATION_ERROR"])
     expect(evmOnly.json.error).toMatch(/^bundle: without an API key only Fabric anchors are checked here/)
     // A burst from one address: 429 with Retry-After past the anonymous verification limit.
-    const burst = await Promise.all(Array.from({ length: 6 }, () => call(node.baseUrl, "POST", "/v1/verify", { body: { hash: bundle.hash, bundle: fabricOnly } })))
+    const burst = await Promise.all(
+      Array.from({ length: 6 }, () => call(node.baseUrl, "POST", "/v1/verify", { body: { hash: bundle.hash, bundle: fabricOnly } }))
+    )
     const limited = burst.filter((b) => b.status === 429)
     expect(limited.length).toBeGreaterThan(0)
     expect(limited[0]!.json.errorCode).toBe("RATE_LIMIT_EXCEEDED")

@@ -36,12 +36,25 @@ const anchorBatch = async (hs: ReadonlyArray<string>, batchId: string) => {
   const header = block!.getHeader()!
   const stored = JSON.parse(Buffer.from(await contract.evaluateTransaction("lookup", tree.root)).toString())
   return (i: number) => ({
-    version: 1, recordId: `fab${i}`.padEnd(24, "0"), hash: hs[i], hashAlgorithm: "sha256", canonicalization: "RFC8785-JCS",
+    version: 1,
+    recordId: `fab${i}`.padEnd(24, "0"),
+    hash: hs[i],
+    hashAlgorithm: "sha256",
+    canonicalization: "RFC8785-JCS",
     leafEncoding: "openzeppelin-standard-merkle-tree:bytes32",
     anchors: [{
-      chainType: "fabric", networkId: "fabric-dev", channel: devPeer.channel, chaincode: devPeer.chaincode, mspId: devPeer.mspId,
-      batchId, merkleRoot: tree.root, merkleProof: tree.proofs[i], leafIndex: i, leafCount: hs.length,
-      txHash: submitted.getTransactionId(), blockNumber: Number(status.blockNumber),
+      chainType: "fabric",
+      networkId: "fabric-dev",
+      channel: devPeer.channel,
+      chaincode: devPeer.chaincode,
+      mspId: devPeer.mspId,
+      batchId,
+      merkleRoot: tree.root,
+      merkleProof: tree.proofs[i],
+      leafIndex: i,
+      leafCount: hs.length,
+      txHash: submitted.getTransactionId(),
+      blockNumber: Number(status.blockNumber),
       blockHash: fabricBlockHash(BigInt(header.getNumber()), header.getPreviousHash_asU8(), header.getDataHash_asU8()),
       anchoredAt: stored.timestamp
     }]
@@ -49,9 +62,9 @@ const anchorBatch = async (hs: ReadonlyArray<string>, batchId: string) => {
 }
 
 let bundleOf: (i: number) => any
-const fabric = (): FabricOptions => ({ endpoint: devPeer.address, mspId: devPeer.mspId, certPath: auditor.certPath, keyPath: auditor.keyPath, timeoutMs: 3_000 })
-const verify = (doc: unknown, options: FabricOptions = fabric()) =>
-  Effect.runPromise(verifyInput(readInput(doc), { rpcFor: () => undefined, fabric: options }))
+const fabric = (): FabricOptions => ({ endpoint: devPeer.address, mspId: devPeer.mspId, certPath: auditor.certPath, keyPath: auditor.keyPath,
+  timeoutMs: 3_000 })
+const verify = (doc: unknown, options: FabricOptions = fabric()) => Effect.runPromise(verifyInput(readInput(doc), { rpcFor: () => undefined, fabric: options }))
 const failed = (r: Report) => r.checks.filter((c) => c.status === "fail").map((c) => c.id).sort()
 
 beforeAll(async () => {
@@ -71,8 +84,8 @@ afterAll(async () => {
 describe("anchord verify, Fabric anchors on the dev peer", () => {
   it("verifies through the gateway with the auditor's identity (CLI process, exit 0)", async () => {
     const bundle = bundleOf(1)
-    const r = await runCli([jsonFile(bundle), "--json", "--fabric-endpoint", devPeer.address, "--fabric-msp-id", devPeer.mspId,
-      "--fabric-cert", auditor.certPath!, "--fabric-key", auditor.keyPath!])
+    const r = await runCli([jsonFile(bundle), "--json", "--fabric-endpoint", devPeer.address, "--fabric-msp-id", devPeer.mspId, "--fabric-cert",
+      auditor.certPath!, "--fabric-key", auditor.keyPath!])
     const report = JSON.parse(r.stdout) as Report
     expect(report.checks.filter((c) => c.status !== "pass" && c.id !== "hash")).toEqual([])
     expect(r.code).toBe(0)
@@ -122,9 +135,19 @@ describe("anchord verify, Fabric anchors on the dev peer", () => {
     expect([s1.successful, s2.successful].sort()).toEqual([false, true])
     const status = s1.successful ? s2 : s1
     const bundle = {
-      version: 1, hash: hs[0], anchors: [{
-        chainType: "fabric", networkId: "fabric-dev", channel: devPeer.channel, chaincode: devPeer.chaincode, batchId: batch === "c1" ? "c2" : "c1",
-        merkleRoot: tree.root, merkleProof: tree.proofs[0], leafCount: 2, txHash: invalid.getTransactionId(), blockNumber: Number(status.blockNumber)
+      version: 1,
+      hash: hs[0],
+      anchors: [{
+        chainType: "fabric",
+        networkId: "fabric-dev",
+        channel: devPeer.channel,
+        chaincode: devPeer.chaincode,
+        batchId: batch === "c1" ? "c2" : "c1",
+        merkleRoot: tree.root,
+        merkleProof: tree.proofs[0],
+        leafCount: 2,
+        txHash: invalid.getTransactionId(),
+        blockNumber: Number(status.blockNumber)
       }]
     }
     const r = await verify(bundle)
@@ -134,8 +157,8 @@ describe("anchord verify, Fabric anchors on the dev peer", () => {
   }, 30_000)
 
   it("an unreachable gateway or no identity is exit 2 (could not check)", async () => {
-    const down = await runCli([jsonFile(bundleOf(0)), "--fabric-endpoint", "127.0.0.1:1", "--fabric-msp-id", devPeer.mspId,
-      "--fabric-cert", auditor.certPath!, "--fabric-key", auditor.keyPath!, "--timeout-ms", "1500"])
+    const down = await runCli([jsonFile(bundleOf(0)), "--fabric-endpoint", "127.0.0.1:1", "--fabric-msp-id", devPeer.mspId, "--fabric-cert", auditor.certPath!,
+      "--fabric-key", auditor.keyPath!, "--timeout-ms", "1500"])
     expect(down.stdout).toMatch(/ERROR\s+fabric\.chaincode-lookup\s+gateway 127\.0\.0\.1:1 unreachable/)
     expect(down.code).toBe(2)
     const none = await runCli([jsonFile(bundleOf(0))])

@@ -72,7 +72,9 @@ describe("anchord verify --tsr", () => {
     const run = await verifyTsr(tokens.sha256!.tsr, [jsonFile(tokens.sha256!.view)])
     expect(run.stdout).toContain(`time-stamp token serial ${tokens.sha256!.view.data.serial}`)
     expect(run.stdout).toContain("policy 2.25.254261995566862221233085334779423650513,")
-    for (const id of ["tsa.format", "tsa.signature", "tsa.chain", "tsa.ess", "tsa.eku", "tsa.imprint", "tsa.record-hash", "merkle-proof", "evm.contract-verify"]) {
+    for (const id of ["tsa.format", "tsa.signature", "tsa.chain", "tsa.ess", "tsa.eku", "tsa.imprint", "tsa.record-hash", "merkle-proof",
+      "evm.contract-verify"])
+    {
       expect(run.stdout).toMatch(new RegExp(`PASS +${id.replace(".", "\\.")} `))
     }
     expect(run.stdout).toContain("VERIFIED (exit 0)")

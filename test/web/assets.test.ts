@@ -24,7 +24,9 @@ describe("verify page assets", () => {
     }
     expect(committed.startsWith(BANNER)).toBe(true)
     // The page runs the project's own verification core, with the Node-only parts replaced.
-    for (const f of ["src/verify/verify.ts", "src/verify/evm.ts", "src/verify/input.ts", "src/anchoring/merkle.ts", "src/canonical/jcs.ts", "web/verify/src/fabric.ts"]) {
+    for (const f of ["src/verify/verify.ts", "src/verify/evm.ts", "src/verify/input.ts", "src/anchoring/merkle.ts", "src/canonical/jcs.ts",
+      "web/verify/src/fabric.ts"])
+    {
       expect(inputs, f).toContain(f)
     }
     for (const f of ["src/verify/fabric.ts", "src/anchoring/keccak-wasm.ts"]) expect(inputs, f).not.toContain(f)
@@ -76,7 +78,8 @@ describe("verify page assets", () => {
 
   it("the browser stand-ins behave like Node's Buffer, node:crypto and the WebAssembly keccak", () => {
     // Buffer#write(hex): merkle.ts counts the bytes written to reject malformed hashes.
-    const samples = ["00".repeat(32), "aB".repeat(32), "f".repeat(63), "0g" + "00".repeat(31), "00".repeat(20) + "zz" + "00".repeat(11), "", "abc", " 0".repeat(32)]
+    const samples = ["00".repeat(32), "aB".repeat(32), "f".repeat(63), "0g" + "00".repeat(31), "00".repeat(20) + "zz" + "00".repeat(11), "", "abc",
+      " 0".repeat(32)]
     for (const s of samples) {
       const node = Buffer.alloc(40)
       const browser = BrowserBuffer.from(new ArrayBuffer(40), 0, 40)

@@ -52,8 +52,8 @@ describe("CORS in a browser", () => {
         try {
           const r = await fetch(`${base}${path}`, init)
           const headers: Record<string, string | null> = {}
-          for (const h of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-limit", "x-quota-remaining",
-            "x-quota-reset", "retry-after", "idempotent-replayed", "content-type"]) headers[h] = r.headers.get(h)
+          for (const h of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-quota-limit", "x-quota-remaining", "x-quota-reset",
+            "retry-after", "idempotent-replayed", "content-type"]) headers[h] = r.headers.get(h)
           return { status: r.status, body: await r.json(), headers }
         } catch (e) {
           return { failed: String(e) }

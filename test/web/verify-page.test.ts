@@ -155,7 +155,9 @@ describe("the public verify page", () => {
       return dt
     }, JSON.stringify(changed))
     await dropPage.dispatchEvent("#drop-zone", "drop", { dataTransfer })
-    await expect.poll(() => dropPage.getByLabel("Proof bundle, IN_PLACE document or record lookup (JSON)").inputValue(), { timeout: WAIT_MS }).toContain("21.00")
+    await expect.poll(() => dropPage.getByLabel("Proof bundle, IN_PLACE document or record lookup (JSON)").inputValue(), { timeout: WAIT_MS }).toContain(
+      "21.00"
+    )
     await dropPage.getByRole("button", { name: "Verify" }).click()
     const bad = await result(dropPage)
     expect(bad.outcome).toBe("not-verified")
@@ -202,7 +204,9 @@ describe("the public verify page", () => {
     const refusedUrl = closedUrl.replace("127.0.0.1", "localhost")
     const refused = await verifyPasted(await open(), plain!.bundle, { rpc: refusedUrl })
     expect(refused.outcome).toBe("could-not-check")
-    expect(refused.checks.find((c) => c.id === "evm.chain-id")!.message).toContain(`Content-Security-Policy does not allow connecting to ${new URL(refusedUrl).origin}`)
+    expect(refused.checks.find((c) => c.id === "evm.chain-id")!.message).toContain(
+      `Content-Security-Policy does not allow connecting to ${new URL(refusedUrl).origin}`
+    )
 
     // A chain the node lists no endpoint for, and no URL entered.
     const otherChain = clone(plain!.bundle)
@@ -248,10 +252,20 @@ describe("the public verify page", () => {
     // A hybrid record's bundle: the Fabric anchor's Merkle members hold; its chain part is the node's.
     const hybrid = clone(plain!.bundle)
     hybrid.anchors.push({
-      chainType: "fabric", networkId: "fabric-dev", channel: "anchord", chaincode: "anchord", mspId: "AnchordDevMSP",
-      batchId: "b7f1c0de-0000-4000-8000-000000000001", merkleRoot: evm.merkleRoot, merkleProof: evm.merkleProof,
-      leafIndex: evm.leafIndex, leafCount: evm.leafCount, txHash: randomBytes(32).toString("hex"), blockNumber: 12,
-      blockHash: randomBytes(32).toString("hex"), anchoredAt: evm.anchoredAt
+      chainType: "fabric",
+      networkId: "fabric-dev",
+      channel: "anchord",
+      chaincode: "anchord",
+      mspId: "AnchordDevMSP",
+      batchId: "b7f1c0de-0000-4000-8000-000000000001",
+      merkleRoot: evm.merkleRoot,
+      merkleProof: evm.merkleProof,
+      leafIndex: evm.leafIndex,
+      leafCount: evm.leafCount,
+      txHash: randomBytes(32).toString("hex"),
+      blockNumber: 12,
+      blockHash: randomBytes(32).toString("hex"),
+      anchoredAt: evm.anchoredAt
     })
     const page = await open()
     const r = await verifyPasted(page, hybrid)

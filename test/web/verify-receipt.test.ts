@@ -18,7 +18,9 @@ import { serveVerifyPage, type StaticServer } from "./support.ts"
 
 // The node's receipt key, as an operator would configure it.
 const keyDir = mkdtempSync(join(tmpdir(), "anchord-web-receipt-"))
-writeFileSync(join(keyDir, "receipt.key"), generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 })
+writeFileSync(join(keyDir, "receipt.key"), generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }), {
+  mode: 0o600
+})
 process.env.RECEIPT_KEY_FILE = join(keyDir, "receipt.key")
 
 const browser = useBrowser()
@@ -30,12 +32,17 @@ let pem: string
 const receipts = new Map<string, Buffer>()
 
 const RECEIPT_CHECKS = [
-  "receipt.format:pass", "receipt.inclusion:pass", "receipt.signature:pass", "evm.chain-id:pass", "evm.log-root:pass",
-  "evm.block:pass", "evm.confirmations:pass", "evm.contract-log-inclusion:pass"
+  "receipt.format:pass",
+  "receipt.inclusion:pass",
+  "receipt.signature:pass",
+  "evm.chain-id:pass",
+  "evm.log-root:pass",
+  "evm.block:pass",
+  "evm.confirmations:pass",
+  "evm.contract-log-inclusion:pass"
 ]
 
-const get = (path: string, key?: string) =>
-  fetch(`${env.node.baseUrl}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } })
+const get = (path: string, key?: string) => fetch(`${env.node.baseUrl}${path}`, { headers: key === undefined ? {} : { authorization: `Bearer ${key}` } })
 
 beforeAll(async () => {
   anvil = await startAnvil()
@@ -77,7 +84,8 @@ const verifyReceipt = async (page: Page, receipt: Buffer, o: { data?: unknown; h
   await page.getByRole("button", { name: "Verify" }).click()
   await page.locator("#result[aria-busy=\"false\"] #verdict").waitFor({ timeout: WAIT_MS })
   const checks: Array<{ id: string; status: string; message: string }> = await page.locator("li.check").evaluateAll((items: Array<any>) =>
-    items.map((li) => ({ id: li.dataset.check, status: li.dataset.status, message: li.querySelector(".msg").textContent })))
+    items.map((li) => ({ id: li.dataset.check, status: li.dataset.status, message: li.querySelector(".msg").textContent }))
+  )
   return {
     outcome: await page.locator("#verdict").getAttribute("data-outcome"),
     checks,
@@ -127,7 +135,8 @@ describe("the verify page checks COSE receipts", () => {
 
     // Another key.
     page = await open()
-    r = await verifyReceipt(page, bytes, { data: a!.data, key: generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString() })
+    r = await verifyReceipt(page, bytes, { data: a!.data,
+      key: generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ type: "spki", format: "pem" }).toString() })
     expect(r.outcome).toBe("not-verified")
     expect(r.checks.find((c) => c.id === "receipt.signature")).toMatchObject({ status: "fail" })
     await page.context().close()

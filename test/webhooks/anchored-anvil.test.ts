@@ -25,8 +25,15 @@ describe("anchor.confirmed from the EVM pipeline (anvil)", () => {
     const d = await deploy(anvil.rpcUrl, privateKey)
     node = await startEvmNode({
       networks: [network({
-        networkId, rpcUrl: anvil.rpcUrl, chainId: d.chainId, contractAddress: d.address, confirmations: 1, environment: "test",
-        batchMaxSize: 50, batchWindowMs: 200, pollIntervalMs: 200
+        networkId,
+        rpcUrl: anvil.rpcUrl,
+        chainId: d.chainId,
+        contractAddress: d.address,
+        confirmations: 1,
+        environment: "test",
+        batchMaxSize: 50,
+        batchWindowMs: 200,
+        pollIntervalMs: 200
       }, privateKey)]
     })
     account = await node.createAccount()
@@ -42,7 +49,8 @@ describe("anchor.confirmed from the EVM pipeline (anvil)", () => {
     const ids: Array<string> = []
     for (let i = 0; i < 3; i++) {
       const r = await call(node.baseUrl, "POST", "/v1/anchor", {
-        key, body: { data: { i }, webhookUrl: `${receiver.url}/anchored`, metadata: { i }, packageMode: "SEPARATED" }
+        key,
+        body: { data: { i }, webhookUrl: `${receiver.url}/anchored`, metadata: { i }, packageMode: "SEPARATED" }
       })
       expect(r.status).toBe(202)
       ids.push(r.json.data.recordId)
@@ -50,8 +58,8 @@ describe("anchor.confirmed from the EVM pipeline (anvil)", () => {
     await waitFor("records ANCHORED", allAnchored(node.databaseUrl, ids), 30_000)
     const got = await receiver.waitFor(3, 10_000, (r) => r.path === "/anchored")
     const secret = (await query<{ webhook_secret: string }>(node.databaseUrl, // the secret of the records' environment (settings are per environment, migration 0013)
-        "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1 AND environment = (SELECT environment FROM records WHERE account_id = $1 LIMIT 1)",
-        [account]))[0].webhook_secret
+      "SELECT secret AS webhook_secret FROM webhook_settings WHERE account_id = $1 AND environment = (SELECT environment FROM records WHERE account_id = $1 LIMIT 1)",
+      [account]))[0].webhook_secret
     for (const r of got) {
       const body = JSON.parse(r.body)
       const view = (await call(node.baseUrl, "GET", `/v1/records/${body.recordId}`, { key })).json.data
@@ -59,12 +67,20 @@ describe("anchor.confirmed from the EVM pipeline (anvil)", () => {
       expectDeliveryHeaders(r, { event: "ANCHORED", hash: view.hash, packageMode: "SEPARATED", chain: "evm", network: networkId, attempt: 0 })
       expect(verifySignature(secret, r.body, r.headers["x-webhook-signature"])).toBe(true)
       expect(body).toEqual({
-        type: "ANCHORED", hash: view.hash, recordId: view.recordId, chainType: "evm", networkId,
-        blockNumber: anchor.blockNumber, transactionHash: anchor.txHash, batchId: anchor.batchId, anchoredAt: view.anchoredAt,
-        merkleProof: anchor.merkleProof, metadata: view.metadata
+        type: "ANCHORED",
+        hash: view.hash,
+        recordId: view.recordId,
+        chainType: "evm",
+        networkId,
+        blockNumber: anchor.blockNumber,
+        transactionHash: anchor.txHash,
+        batchId: anchor.batchId,
+        anchoredAt: view.anchoredAt,
+        merkleProof: anchor.merkleProof,
+        metadata: view.metadata
       })
-      expect(Object.keys(body)).toEqual(["type", "hash", "recordId", "chainType", "networkId", "blockNumber", "transactionHash",
-        "batchId", "anchoredAt", "merkleProof", "metadata"])
+      expect(Object.keys(body)).toEqual(["type", "hash", "recordId", "chainType", "networkId", "blockNumber", "transactionHash", "batchId", "anchoredAt",
+        "merkleProof", "metadata"])
       expect(body.transactionHash).toMatch(/^0x[0-9a-f]{64}$/)
       expect(Number.isInteger(body.batchId)).toBe(true)
     }

@@ -42,7 +42,9 @@ describe("chunk rows in the delivery log", () => {
   }
 
   it("one delivery per record: list, filters, paging, get, redelivery, hard delete, retention", async () => {
-    expect((await api("PUT", "/v1/webhooks", { url: `${receiver.url}/global`, events: ["anchor.confirmed", "record.updated"], enabled: true })).status).toBe(200)
+    expect((await api("PUT", "/v1/webhooks", { url: `${receiver.url}/global`, events: ["anchor.confirmed", "record.updated"], enabled: true })).status).toBe(
+      200
+    )
     const post = async (webhookUrl?: string) =>
       (await api("POST", "/v1/anchor", { data: { n: Math.random() }, ...(webhookUrl === undefined ? {} : { webhookUrl }) })).json.data.recordId as string
     const global: Array<string> = []
@@ -56,8 +58,8 @@ describe("chunk rows in the delivery log", () => {
     const { eventIds } = await confirmBatch(node.databaseUrl, ids)
     await receiver.waitFor(ids.length + 1, 15_000)
     await deliveriesSettled(node.databaseUrl, accountId)
-    await waitFor("the failures on the ladder", async () =>
-      (await query(node.databaseUrl, "SELECT 1 FROM webhook_deliveries WHERE record_id = ANY($1) AND attempts = 1", [failing])).length === 2)
+    await waitFor("the failures on the ladder",
+      async () => (await query(node.databaseUrl, "SELECT 1 FROM webhook_deliveries WHERE record_id = ANY($1) AND attempts = 1", [failing])).length === 2)
 
     // Storage: one chunk row per receiver with successes, a delivery row per failure, none per success.
     const chunks = await query<{ url: string; n: number; target: string }>(node.databaseUrl,
@@ -66,8 +68,8 @@ describe("chunk rows in the delivery log", () => {
       { url: `${receiver.url}/global`, n: 5, target: "account" },
       { url: `${receiver.url}/ok`, n: 3, target: "record" }
     ])
-    expect((await query(node.databaseUrl, "SELECT 1 FROM webhook_deliveries WHERE record_id = ANY($1) AND batch_event_id IS NOT NULL",
-      [[...global, ...ok]]))).toEqual([])
+    expect(await query(node.databaseUrl, "SELECT 1 FROM webhook_deliveries WHERE record_id = ANY($1) AND batch_event_id IS NOT NULL", [[...global, ...ok]]))
+      .toEqual([])
 
     // The list: one delivery per record, newest first, as before.
     const all = await listAll("")
@@ -78,13 +80,20 @@ describe("chunk rows in the delivery log", () => {
     expect(all[all.length - 1]).toMatchObject({ event: "record.updated", recordId: global[0] })
     for (const d of confirmed.filter((x) => !failing.includes(x.recordId))) {
       expect(d).toMatchObject({
-        id: expect.stringMatching(/^dlv_[0-9a-f]{32}$/), eventId: eventIds.get(d.recordId), status: "SUCCEEDED", round: 0,
-        nextAttempt: null, nextAttemptAt: null, lastStatusCode: 200, lastError: null,
+        id: expect.stringMatching(/^dlv_[0-9a-f]{32}$/),
+        eventId: eventIds.get(d.recordId),
+        status: "SUCCEEDED",
+        round: 0,
+        nextAttempt: null,
+        nextAttemptAt: null,
+        lastStatusCode: 200,
+        lastError: null,
         target: global.includes(d.recordId) ? "account" : "record",
         url: global.includes(d.recordId) ? `${receiver.url}/global` : `${receiver.url}/ok`
       })
       expect(Date.parse(d.deliveredAt)).toBeGreaterThanOrEqual(Date.parse(d.createdAt) - 1_000)
-      expect(d.attempts).toEqual([{ attempt: 0, round: 0, startedAt: expect.any(String), statusCode: 200, latencyMs: expect.any(Number), error: null, retryInMs: null }])
+      expect(d.attempts).toEqual([{ attempt: 0, round: 0, startedAt: expect.any(String), statusCode: 200, latencyMs: expect.any(Number), error: null,
+        retryInMs: null }])
     }
     for (const d of confirmed.filter((x) => failing.includes(x.recordId))) {
       expect(d).toMatchObject({ status: "PENDING", nextAttempt: 1, lastStatusCode: 500 })
@@ -98,7 +107,7 @@ describe("chunk rows in the delivery log", () => {
     expect((await listAll(`&recordId=${ok[1]}`)).map((d) => d.id)).toEqual([entry.id])
     expect((await listAll(`&eventId=${entry.eventId}`)).map((d) => d.id)).toEqual([entry.id])
     expect((await listAll(`&recordId=${global[0]}`)).map((d) => d.event)).toEqual(["anchor.confirmed", "record.updated"])
-    expect((await listAll(`&recordId=${global[0]}&eventId=${entry.eventId}`))).toEqual([])
+    expect(await listAll(`&recordId=${global[0]}&eventId=${entry.eventId}`)).toEqual([])
     expect((await listAll("&status=SUCCEEDED")).map((d) => d.id)).toEqual(all.filter((d) => d.status === "SUCCEEDED").map((d) => d.id))
     expect((await listAll("&status=PENDING")).map((d) => d.recordId).sort()).toEqual([...failing].sort())
     expect((await listAll("&status=SUCCEEDED", 2)).map((d) => d.id)).toEqual(all.filter((d) => d.status === "SUCCEEDED").map((d) => d.id))
@@ -123,8 +132,11 @@ describe("chunk rows in the delivery log", () => {
     expect(after).toMatchObject({ id: entry.id, eventId: entry.eventId, status: "SUCCEEDED", round: 1, lastStatusCode: 200 })
     expect(after.attempts.map((a: any) => [a.round, a.attempt, a.statusCode])).toEqual([[0, 0, 200], [1, 0, 200]])
     expect(after.attempts[0].startedAt).toBe(entry.attempts[0].startedAt)
-    expect((await query<{ n: number }>(node.databaseUrl,
-      "SELECT cardinality(ids) AS n FROM webhook_chunk_deliveries WHERE account_id = $1 AND target = 'record'", [accountId]))[0].n).toBe(2)
+    expect(
+      (await query<{ n: number }>(node.databaseUrl, "SELECT cardinality(ids) AS n FROM webhook_chunk_deliveries WHERE account_id = $1 AND target = 'record'", [
+        accountId
+      ]))[0].n
+    ).toBe(2)
     expect((await listAll("")).map((d) => d.id)).toEqual(all.map((d) => d.id))
 
     // A hard delete: the record's entry leaves its chunk row and is erased as any delivery (URL cut, no redelivery).
@@ -133,14 +145,17 @@ describe("chunk rows in the delivery log", () => {
     const gone = (await api("GET", `/v1/webhooks/deliveries/${erased.id}`)).json.data
     expect(gone).toMatchObject({ id: erased.id, status: "SUCCEEDED", url: receiver.url, attempts: erased.attempts })
     expectError(await api("POST", `/v1/webhooks/deliveries/${erased.id}/redeliver`, {}), 404, "NOT_FOUND")
-    expect((await query(node.databaseUrl, "SELECT 1 FROM webhook_chunk_deliveries WHERE $1 = ANY (record_ids)", [ok[2]]))).toEqual([])
+    expect(await query(node.databaseUrl, "SELECT 1 FROM webhook_chunk_deliveries WHERE $1 = ANY (record_ids)", [ok[2]])).toEqual([])
 
     // Retention: a chunk row past it goes whole, its entries with it.
     const globalIds = confirmed.filter((d) => global.includes(d.recordId)).map((d) => d.id)
-    await query(node.databaseUrl, "UPDATE webhook_chunk_deliveries SET delivered_at = now() - interval '2 days' WHERE account_id = $1 AND target = 'account'",
-      [accountId])
-    await waitFor("the old chunk row purged", async () =>
-      (await query(node.databaseUrl, "SELECT 1 FROM webhook_chunk_deliveries WHERE account_id = $1 AND target = 'account'", [accountId])).length === 0, 10_000)
+    await query(node.databaseUrl, "UPDATE webhook_chunk_deliveries SET delivered_at = now() - interval '2 days' WHERE account_id = $1 AND target = 'account'", [
+      accountId
+    ])
+    await waitFor("the old chunk row purged",
+      async () =>
+        (await query(node.databaseUrl, "SELECT 1 FROM webhook_chunk_deliveries WHERE account_id = $1 AND target = 'account'", [accountId])).length === 0,
+      10_000)
     const left = await listAll("")
     expect(left.filter((d) => globalIds.includes(d.id))).toEqual([])
     // (the hard delete's own record.deleted added one)

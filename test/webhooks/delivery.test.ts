@@ -7,10 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { query } from "../support/db.ts"
 import { expectError } from "../support/expect.ts"
 import { call } from "../support/node.ts"
-import {
-  confirmAnchor, deliveryRow, expectDeliveryHeaders, type Receiver, startReceiver, startWebhookNode, verifyInnerSignature,
-  verifySignature, waitFor, type WebhookNode
-} from "./support.ts"
+import { confirmAnchor, deliveryRow, expectDeliveryHeaders, type Receiver, startReceiver, startWebhookNode, verifyInnerSignature, verifySignature, waitFor,
+  type WebhookNode } from "./support.ts"
 
 // Fabric and hybrid records are refused on a node no Fabric network serves (CHAIN_NOT_CONFIGURED);
 // naming one here, served by no node of this test, keeps them accepted and QUEUED, as this file needs.
@@ -52,7 +50,12 @@ describe("webhook delivery", () => {
     const [updated] = await receiver.waitFor(1, 10_000, (r) => r.path === "/per-record?x=1")
     const events = await eventsOf(rec.recordId)
     expectDeliveryHeaders(updated, {
-      event: "UPDATED", hash: rec.hash, packageMode: "IN_PLACE", chain: "evm", network: "hardhat-local", attempt: 0,
+      event: "UPDATED",
+      hash: rec.hash,
+      packageMode: "IN_PLACE",
+      chain: "evm",
+      network: "hardhat-local",
+      attempt: 0,
       eventId: events[0].event_id
     })
     expect(verifySignature(secret, updated.body, updated.headers["x-webhook-signature"])).toBe(true)
@@ -64,10 +67,14 @@ describe("webhook delivery", () => {
     expect(body.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     // the client's own metadata keys arrive untouched (no name transform)
     expect(body.data).toEqual({
-      recordId: rec.recordId, hash: rec.hash, txHash: null, blockNumber: null, status: "QUEUED",
+      recordId: rec.recordId,
+      hash: rec.hash,
+      txHash: null,
+      blockNumber: null,
+      status: "QUEUED",
       changes: { metadata: { my_key: "v", z: { yy: 1, b: 2 } } }
     })
-    expect(updated.body).toContain('"changes":{"metadata":{"my_key":"v","z":{"yy":1,"b":2}}}')
+    expect(updated.body).toContain("\"changes\":{\"metadata\":{\"my_key\":\"v\",\"z\":{\"yy\":1,\"b\":2}}}")
     expect(verifyInnerSignature(secret, updated.body)).toBe(true)
 
     expect((await api("DELETE", `/v1/records/${rec.recordId}?mode=hard`)).status).toBe(200)
@@ -85,8 +92,12 @@ describe("webhook delivery", () => {
     const got = await api("GET", "/v1/webhooks")
     expect(got.status).toBe(200)
     expect(got.json.data).toEqual({
-      url: null, events: ["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"], payloadFormat: "multichain",
-      enabled: false, secret, rotation: null
+      url: null,
+      events: ["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"],
+      payloadFormat: "multichain",
+      enabled: false,
+      secret,
+      rotation: null
     })
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/)
     expectError(await api("PUT", "/v1/webhooks", { enabled: true }), 400, "VALIDATION_ERROR", /url/)
@@ -96,7 +107,8 @@ describe("webhook delivery", () => {
     expectError(await api("PUT", "/v1/webhooks", { colour: "red" }), 400, "VALIDATION_ERROR")
     const put = await api("PUT", "/v1/webhooks", { url: `${receiver.url}/global`, enabled: true, events: ["anchor.confirmed", "record.deleted"] })
     expect(put.status).toBe(200)
-    expect(put.json.data).toMatchObject({ url: `${receiver.url}/global`, enabled: true, events: ["anchor.confirmed", "record.deleted"], payloadFormat: "multichain" })
+    expect(put.json.data).toMatchObject({ url: `${receiver.url}/global`, enabled: true, events: ["anchor.confirmed", "record.deleted"],
+      payloadFormat: "multichain" })
 
     // not subscribed to record.updated: no delivery; record.deleted: delivered to the global url
     const rec = (await api("POST", "/v1/anchor", { data: { g: 1 } })).json.data
@@ -121,8 +133,16 @@ describe("webhook delivery", () => {
     expectDeliveryHeaders(confirmed, { event: "ANCHORED", hash: rec.hash, packageMode: "MANAGED", chain: "evm", network: "hardhat-local", attempt: 0, eventId })
     expect(verifySignature(secret, confirmed.body, confirmed.headers["x-webhook-signature"])).toBe(true)
     expect(confirmed.body).toBe(JSON.stringify({
-      type: "ANCHORED", hash: rec.hash, recordId: rec.recordId, chainType: "evm", networkId: "hardhat-local", blockNumber: 1234,
-      transactionHash: `0x${"12".repeat(32)}`, batchId: 9, anchoredAt, merkleProof: [`0x${"ef".repeat(32)}`],
+      type: "ANCHORED",
+      hash: rec.hash,
+      recordId: rec.recordId,
+      chainType: "evm",
+      networkId: "hardhat-local",
+      blockNumber: 1234,
+      transactionHash: `0x${"12".repeat(32)}`,
+      batchId: 9,
+      anchoredAt,
+      merkleProof: [`0x${"ef".repeat(32)}`],
       metadata: { ref: "A-1", snake_case: true }
     }))
 
@@ -134,13 +154,22 @@ describe("webhook delivery", () => {
     const [h] = (await receiver.waitFor(n1 + 1)).slice(n1)
     const hb = JSON.parse(h.body)
     expect(hb.dualAnchor).toEqual({
-      chainType: "fabric", networkId: "fabric-byo", batchId: "b-17", blockNumber: null, transactionHash: "f".repeat(64), merkleProof: [], anchoredAt
+      chainType: "fabric",
+      networkId: "fabric-byo",
+      batchId: "b-17",
+      blockNumber: null,
+      transactionHash: "f".repeat(64),
+      merkleProof: [],
+      anchoredAt
     })
     expect(h.headers["x-service-chain"]).toBe("evm")
     expect(verifySignature(secret, h.body, h.headers["x-webhook-signature"])).toBe(true)
 
     // envelope: form A for anchor.confirmed too; anchor.failed carries reason and errorCode
-    expect((await api("PUT", "/v1/webhooks", { payloadFormat: "envelope", events: ["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"] })).status).toBe(200)
+    expect(
+      (await api("PUT", "/v1/webhooks", { payloadFormat: "envelope", events: ["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"] }))
+        .status
+    ).toBe(200)
     const second = (await api("POST", "/v1/anchor", { data: { anchor: 2 } })).json.data
     const n2 = receiver.received.length
     await confirmAnchor(node.databaseUrl, second.recordId, { txHash: `0x${"34".repeat(32)}`, blockNumber: 77 })
@@ -162,8 +191,13 @@ describe("webhook delivery", () => {
     const [fail] = (await receiver.waitFor(n3 + 1)).slice(n3)
     expectDeliveryHeaders(fail, { event: "FAILED", hash: failing.hash, packageMode: "MANAGED", chain: "evm", network: "hardhat-local", attempt: 0 })
     expect(JSON.parse(fail.body).data).toEqual({
-      recordId: failing.recordId, hash: failing.hash, txHash: null, blockNumber: null, status: "FAILED",
-      reason: "nonce too low, retries exhausted", errorCode: "ANCHOR_FAILED"
+      recordId: failing.recordId,
+      hash: failing.hash,
+      txHash: null,
+      blockNumber: null,
+      status: "FAILED",
+      reason: "nonce too low, retries exhausted",
+      errorCode: "ANCHOR_FAILED"
     })
 
     // record.updated after anchoring: form A data carries the anchor's txHash and blockNumber
@@ -208,7 +242,8 @@ describe("webhook delivery", () => {
     expect(d0).toMatchObject({ status: "SUCCEEDED", round: 0, nextAttempt: null, nextAttemptAt: null, lastStatusCode: 200, lastError: null })
     expect(d0.id).toMatch(/^dlv_[0-9a-f]{32}$/)
     expect(d0.eventId).toMatch(/^evt_/)
-    expect(d0.attempts).toEqual([{ attempt: 0, round: 0, startedAt: expect.any(String), statusCode: 200, latencyMs: expect.any(Number), error: null, retryInMs: null }])
+    expect(d0.attempts).toEqual([{ attempt: 0, round: 0, startedAt: expect.any(String), statusCode: 200, latencyMs: expect.any(Number), error: null,
+      retryInMs: null }])
     const all: Array<any> = [...page1.json.data.deliveries]
     let cursor = page1.json.data.nextCursor
     while (cursor) {
@@ -248,7 +283,8 @@ describe("webhook delivery", () => {
   it("the webhooks endpoints are in /v1/openapi.json; their POSTs take a JSON body like every POST ({})", async () => {
     const spec = (await call(node.baseUrl, "GET", "/v1/openapi.json")).json
     for (const path of ["/v1/webhooks", "/v1/webhooks/secret/rotate", "/v1/webhooks/secret/confirm", "/v1/webhooks/deliveries",
-      "/v1/webhooks/deliveries/{deliveryId}", "/v1/webhooks/deliveries/{deliveryId}/redeliver"]) {
+      "/v1/webhooks/deliveries/{deliveryId}", "/v1/webhooks/deliveries/{deliveryId}/redeliver"])
+    {
       expect(Object.keys(spec.paths)).toContain(path)
     }
     expect(Object.keys(spec.paths["/v1/webhooks"]).sort()).toEqual(["get", "put"])

@@ -6,9 +6,8 @@
  */
 import { describe, expect, it } from "vitest"
 import { ConfigProvider, Effect, Exit, Layer } from "effect"
-import {
-  AllowPrivateDefault, checkWebhookUrl, classifyAddress, describeAllowlist, parseAllowlist, type Resolve, WebhookEgress
-} from "../../src/webhooks/urlPolicy.ts"
+import { AllowPrivateDefault, checkWebhookUrl, classifyAddress, describeAllowlist, parseAllowlist, type Resolve,
+  WebhookEgress } from "../../src/webhooks/urlPolicy.ts"
 
 const allowlist = (raw: string) => {
   const parsed = parseAllowlist(raw)
@@ -33,18 +32,48 @@ const resolve: Resolve = async (hostname) => {
 describe("classifyAddress", () => {
   it("public unicast only; every special range by its ipaddr.js name", () => {
     const cases: Record<string, string> = {
-      "93.184.216.34": "public", "8.8.8.8": "public", "2606:4700::1111": "public", "2a00:1450:4001:80b::200e": "public",
-      "127.0.0.1": "loopback", "127.255.255.254": "loopback", "::1": "loopback",
-      "10.1.2.3": "private", "172.16.0.1": "private", "192.168.1.1": "private", "fd00::2": "uniqueLocal",
-      "169.254.169.254": "linkLocal", "fe80::1": "linkLocal", "100.64.0.1": "carrierGradeNat",
-      "0.0.0.0": "unspecified", "::": "unspecified", "255.255.255.255": "broadcast", "224.0.0.1": "multicast", "ff02::1": "multicast",
-      "192.0.2.1": "reserved", "198.51.100.1": "reserved", "203.0.113.1": "reserved", "192.88.99.1": "reserved", "240.0.0.1": "reserved",
-      "2001:db8::1": "reserved", "198.18.0.1": "reserved", "2001:2::1": "benchmarking",
-      "::ffff:127.0.0.1": "ipv4Mapped", "::ffff:8.8.8.8": "ipv4Mapped", "::ffff:0:7f00:1": "rfc6145",
-      "64:ff9b::7f00:1": "rfc6052", "64:ff9b:1::7f00:1": "rfc6052", "2002:7f00:1::1": "6to4", "2001::1": "teredo",
+      "93.184.216.34": "public",
+      "8.8.8.8": "public",
+      "2606:4700::1111": "public",
+      "2a00:1450:4001:80b::200e": "public",
+      "127.0.0.1": "loopback",
+      "127.255.255.254": "loopback",
+      "::1": "loopback",
+      "10.1.2.3": "private",
+      "172.16.0.1": "private",
+      "192.168.1.1": "private",
+      "fd00::2": "uniqueLocal",
+      "169.254.169.254": "linkLocal",
+      "fe80::1": "linkLocal",
+      "100.64.0.1": "carrierGradeNat",
+      "0.0.0.0": "unspecified",
+      "::": "unspecified",
+      "255.255.255.255": "broadcast",
+      "224.0.0.1": "multicast",
+      "ff02::1": "multicast",
+      "192.0.2.1": "reserved",
+      "198.51.100.1": "reserved",
+      "203.0.113.1": "reserved",
+      "192.88.99.1": "reserved",
+      "240.0.0.1": "reserved",
+      "2001:db8::1": "reserved",
+      "198.18.0.1": "reserved",
+      "2001:2::1": "benchmarking",
+      "::ffff:127.0.0.1": "ipv4Mapped",
+      "::ffff:8.8.8.8": "ipv4Mapped",
+      "::ffff:0:7f00:1": "rfc6145",
+      "64:ff9b::7f00:1": "rfc6052",
+      "64:ff9b:1::7f00:1": "rfc6052",
+      "2002:7f00:1::1": "6to4",
+      "2001::1": "teredo",
       // IPv4-compatible (::a.b.c.d) and the rest of ::/8: "unicast" to ipaddr.js, outside 2000::/3.
-      "::127.0.0.1": "non-global", "::7f00:1": "non-global", "::8.8.8.8": "non-global", "1::1": "non-global",
-      "not-an-address": "invalid", "0x7f.1": "invalid", "2130706433": "invalid"
+      "::127.0.0.1": "non-global",
+      "::7f00:1": "non-global",
+      "::8.8.8.8": "non-global",
+      "1::1": "non-global",
+      "not-an-address": "invalid",
+      "0x7f.1": "invalid",
+      "2130706433": "invalid"
     }
     const got = Object.fromEntries(Object.keys(cases).map((a) => [a, classifyAddress(a)]))
     expect(got).toEqual(cases)
@@ -54,7 +83,8 @@ describe("classifyAddress", () => {
     for (const spelling of ["2130706433", "0x7f.1", "0x7f000001", "0177.0.0.1", "127.1", "%31%32%37.0.0.1"]) {
       expect(new URL(`http://${spelling}:8080/h`).hostname).toBe("127.0.0.1")
       expect(await checkWebhookUrl(`http://${spelling}:8080/h`, "test", { resolve })).toEqual({
-        ok: false, reason: "webhookUrl host 127.0.0.1 is not a public address (loopback)"
+        ok: false,
+        reason: "webhookUrl host 127.0.0.1 is not a public address (loopback)"
       })
     }
   })
@@ -87,12 +117,14 @@ describe("WEBHOOK_ALLOW_PRIVATE", () => {
     for (const env of ["test", "live"] as const) {
       const scheme = env === "live" ? "https" : "http"
       for (const url of [`${scheme}://10.1.2.3/h`, `${scheme}://127.0.0.1:9/h`, `${scheme}://2130706433:9/h`, `${scheme}://[::ffff:127.0.0.1]:9/h`,
-        `${scheme}://[::ffff:10.9.9.9]/h`, `${scheme}://hooks.corp.example/h`, `${scheme}://a.svc.cluster.local/h`, `${scheme}://public.example/h`]) {
+        `${scheme}://[::ffff:10.9.9.9]/h`, `${scheme}://hooks.corp.example/h`, `${scheme}://a.svc.cluster.local/h`, `${scheme}://public.example/h`])
+      {
         expect(await check(url, env), url).toEqual({ ok: true })
       }
       for (const url of [`${scheme}://127.0.0.2/h`, `${scheme}://192.168.1.1/h`, `${scheme}://169.254.169.254/h`, `${scheme}://localhost/h`,
         `${scheme}://0.0.0.0/h`, `${scheme}://mixed.example/h`, `${scheme}://zero.example/h`, `${scheme}://[::127.0.0.1]/h`, `${scheme}://nowhere.example/h`,
-        `${scheme}://metadata.google.internal/h`]) {
+        `${scheme}://metadata.google.internal/h`])
+      {
         expect((await check(url, env)).ok, url).toBe(false)
       }
     }
@@ -103,7 +135,9 @@ describe("WEBHOOK_ALLOW_PRIVATE", () => {
     // 0.0.0.0, broadcast and multicast are never opened, not even by a network that holds them.
     const all = allowlist("0.0.0.0/0,::/0")
     expect((await checkWebhookUrl("http://10.1.2.3/h", "test", { allowlist: all })).ok).toBe(true)
-    for (const url of ["http://0.0.0.0/h", "http://255.255.255.255/h", "http://224.0.0.1/h", "http://[::]/h", "http://[ff02::1]/h", "http://[::ffff:0.0.0.0]/h"]) {
+    for (const url of ["http://0.0.0.0/h", "http://255.255.255.255/h", "http://224.0.0.1/h", "http://[::]/h", "http://[ff02::1]/h",
+      "http://[::ffff:0.0.0.0]/h"])
+    {
       expect((await checkWebhookUrl(url, "test", { allowlist: all })).ok, url).toBe(false)
     }
   })
@@ -112,7 +146,8 @@ describe("WEBHOOK_ALLOW_PRIVATE", () => {
     const never: Resolve = () => new Promise(() => {})
     const started = performance.now()
     expect(await checkWebhookUrl("http://hangs.test/h", "test", { resolve: never, resolveTimeoutMillis: 200 })).toEqual({
-      ok: false, reason: "webhookUrl host hangs.test did not resolve in time"
+      ok: false,
+      reason: "webhookUrl host hangs.test did not resolve in time"
     })
     expect(performance.now() - started).toBeLessThan(5_000)
   }, 10_000)

@@ -23,7 +23,6 @@ beforeAll(async () => {
   url = await freshDatabase()
 })
 
-
 const id = (n: number) => n.toString(16).padStart(24, "0")
 const OLD = "whsec_oldoldoldoldoldoldoldoldoldoldoldoldold"
 const NEW = "whsec_newnewnewnewnewnewnewnewnewnewnewnewnew"
@@ -56,8 +55,12 @@ describe("migration 0013 over settings and deliveries written the old way", () =
       }
       // The old trigger makes a pending delivery of each to the one global webhook.
       yield* sql`INSERT INTO events (event_id, account_id, record_id, kind, payload) VALUES
-        ('evt_up1', 'acc_up', ${id(1)}, 'record.updated', ${JSON.stringify({ recordId: id(1), hash: "ab".repeat(32), status: "QUEUED", changes: { metadata: {} } })}::jsonb),
-        ('evt_up2', 'acc_up', ${id(2)}, 'record.updated', ${JSON.stringify({ recordId: id(2), hash: "ab".repeat(32), status: "QUEUED", changes: { metadata: {} } })}::jsonb)`
+        ('evt_up1', 'acc_up', ${id(1)}, 'record.updated', ${
+        JSON.stringify({ recordId: id(1), hash: "ab".repeat(32), status: "QUEUED", changes: { metadata: {} } })
+      }::jsonb),
+        ('evt_up2', 'acc_up', ${id(2)}, 'record.updated', ${
+        JSON.stringify({ recordId: id(2), hash: "ab".repeat(32), status: "QUEUED", changes: { metadata: {} } })
+      }::jsonb)`
       const pending = yield* sql<{ seq: string; environment: string }>`
         SELECT seq::text AS seq, environment FROM webhook_deliveries WHERE state = 'PENDING' ORDER BY seq`
       assert.deepStrictEqual(pending.map((d) => d.environment), ["test", "live"])
@@ -69,15 +72,15 @@ describe("migration 0013 over settings and deliveries written the old way", () =
       assert.deepStrictEqual(rows.map((r) => r.environment), ["live", "test"])
       const [liveRow, testRow] = rows
       assert.deepStrictEqual({ ...testRow, environment: "live" }, liveRow)
-      assert.deepStrictEqual([liveRow!.url, liveRow!.enabled, liveRow!.payloadFormat, liveRow!.secret, liveRow!.previousSecret],
-        ["http://127.0.0.1:9/hook", true, "envelope", NEW, OLD])
+      assert.deepStrictEqual([liveRow!.url, liveRow!.enabled, liveRow!.payloadFormat, liveRow!.secret, liveRow!.previousSecret], ["http://127.0.0.1:9/hook",
+        true, "envelope", NEW, OLD])
 
       // The pending deliveries claim and render as before (on the real clock: the overlap is an hour old):
       // the old secret signs, the new one signs -next.
       const claims = yield* DeliveryClaims
       const claimed = yield* claims.claim(10, 60_000, "node-up", "token-up", 100)
-      assert.deepStrictEqual([...claimed].sort((a, b) => Number(a.seq) - Number(b.seq)).map((c) => [c.environment, c.secret, c.secretPrevious]),
-        [["test", NEW, OLD], ["live", NEW, OLD]])
+      assert.deepStrictEqual([...claimed].sort((a, b) => Number(a.seq) - Number(b.seq)).map((c) => [c.environment, c.secret, c.secretPrevious]), [["test", NEW,
+        OLD], ["live", NEW, OLD]])
       const signed = (yield* claims.renderInputs(pending.map((d) => d.seq))).map((input) => ({ input, out: render(input) }))
       for (const { input, out } of signed) {
         assert.deepStrictEqual([input.signingSecret, input.nextSecret], [OLD, NEW])

@@ -52,7 +52,9 @@ describe("webhook settings per environment", () => {
   /** The delivery of this record's event, once its first attempt is recorded (body and signature stored before it). */
   const attempted = (recordId: string, eventId?: string) =>
     waitFor(`the delivery of ${recordId} attempted`, async () => {
-      const rows = await query<{ url: string; target: string; environment: string; body: string; signature: string; attempts: number; last_error: string | null }>(
+      const rows = await query<
+        { url: string; target: string; environment: string; body: string; signature: string; attempts: number; last_error: string | null }
+      >(
         node.databaseUrl,
         "SELECT url, target, environment, body, signature, attempts, last_error FROM webhook_deliveries WHERE record_id = $1 AND ($2::text IS NULL OR event_id = $2)",
         [recordId, eventId ?? null]
@@ -121,7 +123,8 @@ describe("webhook settings per environment", () => {
     const liveSecret = await node.secretOf(account, "live")
     const testSecret = await node.secretOf(account, "test")
     expect(liveSecret).not.toBe(testSecret)
-    const testRec = (await call(node.baseUrl, "POST", "/v1/anchor", { key: test, body: { data: { own: "test" }, webhookUrl: `${receiver.url}/own-test` } })).json.data
+    const testRec =
+      (await call(node.baseUrl, "POST", "/v1/anchor", { key: test, body: { data: { own: "test" }, webhookUrl: `${receiver.url}/own-test` } })).json.data
     const liveRec = (await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: { own: "live" } } })).json.data
     // A URL stored as a live key would set it (no connection: it resolves to loopback, refused at delivery).
     await query(node.databaseUrl, "UPDATE records SET webhook_url = 'https://live-hooks.test/own-live' WHERE id = $1", [liveRec.recordId])
@@ -146,7 +149,9 @@ describe("webhook settings per environment", () => {
     const first = await attempted(liveRec.recordId)
     expect(verifySignature(liveSecret, first.body, first.signature)).toBe(true)
     expect(verifySignature(newTest, first.body, first.signature)).toBe(false)
-    const nextOfFirst = await query<{ signature_next: string | null }>(node.databaseUrl, "SELECT signature_next FROM webhook_deliveries WHERE record_id = $1", [liveRec.recordId])
+    const nextOfFirst = await query<{ signature_next: string | null }>(node.databaseUrl, "SELECT signature_next FROM webhook_deliveries WHERE record_id = $1", [
+      liveRec.recordId
+    ])
     expect(nextOfFirst[0].signature_next).toBeNull()
 
     // The live key's own rotation: the overlap of the live secret, seen by the live key only.

@@ -23,7 +23,8 @@ describe("webhook dispatch across nodes", () => {
       const key = await nodes[0].createKey(await nodes[0].createAccount())
       for (let b = 0; b < 4; b++) {
         const r = await call(nodes[b % 2].baseUrl, "POST", "/v1/anchor/batch", {
-          key, body: { records: Array.from({ length: 100 }, (_, i) => ({ data: { b, i }, webhookUrl: `${receiver.url}/shared` })) }
+          key,
+          body: { records: Array.from({ length: 100 }, (_, i) => ({ data: { b, i }, webhookUrl: `${receiver.url}/shared` })) }
         })
         expect(r.status).toBe(202)
       }
@@ -35,14 +36,18 @@ describe("webhook dispatch across nodes", () => {
       await receiver.waitFor(400, 30_000)
       // every outcome recorded (none claimed or due): nothing is left that could be sent again
       await waitFor("all 400 outcomes recorded", async () =>
-        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state <> 'SUCCEEDED' OR locked_until IS NOT NULL"))[0].n === 0)
-      const ids = receiver.received.map((r) => r.headers["x-service-event-id"])
+        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_deliveries WHERE state <> 'SUCCEEDED' OR locked_until IS NOT NULL"))[0]
+          .n === 0)
+      const ids = receiver.received.map((r) =>
+        r.headers["x-service-event-id"]
+      )
       expect(new Set(ids).size).toBe(400)
       expect(ids).toHaveLength(400)
-      const byNode = await query<{ node_id: string; n: string }>(databaseUrl,
-        "SELECT node_id, count(*) AS n FROM webhook_attempt_log GROUP BY node_id")
+      const byNode = await query<{ node_id: string; n: string }>(databaseUrl, "SELECT node_id, count(*) AS n FROM webhook_attempt_log GROUP BY node_id")
       expect(byNode).toHaveLength(2)
-      for (const row of byNode) expect(Number(row.n)).toBeGreaterThan(40)
+      for (const row of byNode) {
+        expect(Number(row.n)).toBeGreaterThan(40)
+      }
     } finally {
       await receiver.close()
     }

@@ -48,8 +48,16 @@ describe("outcome statement", () => {
       const [done, delta] = yield* sql.withTransaction(Effect.gen(function*() {
         const before = (yield* fetched)[0]?.n ?? 0
         const done = yield* claims.complete([{
-          seq: mine.seq, token: "mine", round: 0, attempt: 0, startedAt: new Date(), statusCode: 200, latencyMs: 3,
-          error: null, ok: true, retryInMillis: null
+          seq: mine.seq,
+          token: "mine",
+          round: 0,
+          attempt: 0,
+          startedAt: new Date(),
+          statusCode: 200,
+          latencyMs: 3,
+          error: null,
+          ok: true,
+          retryInMillis: null
         }], "node-a")
         return [done, ((yield* fetched)[0]?.n ?? 0) - before] as const
       }))

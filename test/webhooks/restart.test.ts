@@ -14,7 +14,11 @@ import { confirmBatch, startReceiver, startWebhookNode, verifySignature, waitFor
 const processNode = async (webhook: Record<string, string>) => {
   const databaseUrl = await freshDatabase()
   const env = {
-    DATABASE_URL: databaseUrl, PORT: String(await freePort()), ANON_RATE_LIMIT_PER_SECOND: "1000", WEBHOOK_POLL_MS: "500", ...webhook
+    DATABASE_URL: databaseUrl,
+    PORT: String(await freePort()),
+    ANON_RATE_LIMIT_PER_SECOND: "1000",
+    WEBHOOK_POLL_MS: "500",
+    ...webhook
   }
   const account = cli(["accounts", "create", "hooks", "--plan", "ENTERPRISE", "--rate-per-second", "100000", "--activate", "--json"], env)
   const key: string = cli(["keys", "create", account.id, "--json"], env).key
@@ -31,7 +35,8 @@ describe("webhook durability", () => {
       const records = Array.from({ length: 100 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/hook` }))
       for (let i = 0; i < 2; i++) {
         const r = await fetch(`${base}/v1/anchor/batch`, {
-          method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
           body: JSON.stringify({ records: records.map((r) => ({ ...r, data: { ...r.data, batch: i } })) })
         })
         expect(r.status).toBe(202)
@@ -68,12 +73,18 @@ describe("webhook durability", () => {
       for (const e of events) {
         const got = byEvent.get(e.event_id)
         expect(got, `event ${e.event_id} delivered`).toBeDefined()
-        expect(new Set(got!.map((g) => g.body)).size).toBe(1)
+        expect(new Set(got!.map((g) =>
+          g.body
+        )).size).toBe(1)
         expect(new Set(got!.map((g) => g.signature)).size).toBe(1)
         expect(JSON.parse(got![0].body).data.recordId).toBeDefined()
       }
       const duplicates = [...byEvent.values()].filter((l) => l.length > 1).length
-      console.log(`[restart] delivered before kill: ${atKill}, claimed at kill: ${claimed[0].n}, events sent twice: ${duplicates}, total requests: ${receiver.received.length}`)
+      console.log(
+        `[restart] delivered before kill: ${atKill}, claimed at kill: ${
+          claimed[0].n
+        }, events sent twice: ${duplicates}, total requests: ${receiver.received.length}`
+      )
     } finally {
       await killAndWait(child, "SIGTERM")
       await receiver.close()
@@ -90,7 +101,8 @@ describe("webhook durability", () => {
     try {
       const base = `http://127.0.0.1:${env.PORT}`
       const r = await fetch(`${base}/v1/anchor/batch`, {
-        method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         body: JSON.stringify({ records: Array.from({ length: 40 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/hook` })) })
       })
       expect(r.status).toBe(202)
@@ -107,8 +119,11 @@ describe("webhook durability", () => {
         [...eventIds.values()].every((id) => receiver.received.slice(atKill).some((x) => x.headers["x-service-event-id"] === id)), 30_000)
       await waitFor("every delivery logged", async () =>
         (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_delivery_log WHERE state = 'SUCCEEDED'"))[0].n === ids.length, 15_000)
-      const rows = await query<{ record_id: string; n: number }>(databaseUrl, "SELECT record_id, count(*)::int AS n FROM webhook_delivery_log GROUP BY record_id")
-      expect(rows.every((x) => x.n === 1)).toBe(true)
+      const rows = await query<{ record_id: string; n: number }>(databaseUrl,
+        "SELECT record_id, count(*)::int AS n FROM webhook_delivery_log GROUP BY record_id")
+      expect(rows.every((x) =>
+        x.n === 1
+      )).toBe(true)
       expect(new Set(rows.map((x) => x.record_id))).toEqual(new Set(ids))
       expect((await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_fanouts"))[0].n).toBe(0)
       console.log(`[restart] chunk: requests before kill ${atKill}, delivery rows at kill ${rowsAtKill}, total requests ${receiver.received.length}`)
@@ -126,7 +141,8 @@ describe("webhook durability", () => {
     try {
       const key = await node.createKey(await node.createAccount())
       const r = await call(node.baseUrl, "POST", "/v1/anchor/batch", {
-        key, body: { records: Array.from({ length: 40 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/t` })) }
+        key,
+        body: { records: Array.from({ length: 40 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/t` })) }
       })
       expect(r.status).toBe(202)
       await query(node.databaseUrl, `

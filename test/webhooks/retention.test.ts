@@ -29,8 +29,7 @@ describe("webhook delivery retention", () => {
   const deliveryOf = async (recordId: string) =>
     (await query<{ seq: string; id: string; state: string }>(node.databaseUrl,
       "SELECT seq::text AS seq, id, state FROM webhook_deliveries WHERE record_id = $1", [recordId]))[0]
-  const attemptsOf = async (seq: string) =>
-    (await query(node.databaseUrl, "SELECT 1 FROM webhook_attempt_log WHERE delivery_seq = $1", [seq])).length
+  const attemptsOf = async (seq: string) => (await query(node.databaseUrl, "SELECT 1 FROM webhook_attempt_log WHERE delivery_seq = $1", [seq])).length
 
   it("deletes finished deliveries past the retention with their attempts; keeps recent and pending ones, and every event", async () => {
     const ids: Record<"old" | "recent" | "pending", string> = { old: "", recent: "", pending: "" }
@@ -50,8 +49,8 @@ describe("webhook delivery retention", () => {
     expect(eventsBefore).toHaveLength(3)
 
     // Two days ago: past the one-day retention (the pending one too, which must stay).
-    await query(node.databaseUrl, "UPDATE webhook_deliveries SET updated_at = now() - interval '2 days' WHERE seq = ANY($1::bigint[])",
-      [[old.seq, pending.seq]])
+    await query(node.databaseUrl, "UPDATE webhook_deliveries SET updated_at = now() - interval '2 days' WHERE seq = ANY($1::bigint[])", [[old.seq,
+      pending.seq]])
     await waitFor("old delivery purged", async () => (await deliveryOf(ids.old)) === undefined, 10_000)
 
     expect(await attemptsOf(old.seq)).toBe(0)

@@ -72,7 +72,8 @@ describe("webhook retries", () => {
     expect(receiver.received.filter((r) => r.path === "/redirected")).toEqual([])
 
     // the last answer (200) is recorded just after the receiver has the request
-    await waitFor("the recovering delivery's outcome recorded", async () => (await deliveryRow(node.databaseUrl, { recordId: recovering.recordId }))?.state !== "PENDING")
+    await waitFor("the recovering delivery's outcome recorded",
+      async () => (await deliveryRow(node.databaseUrl, { recordId: recovering.recordId }))?.state !== "PENDING")
     const log = (await api("GET", `/v1/webhooks/deliveries?recordId=${recovering.recordId}`)).json.data.deliveries
     expect(log).toHaveLength(1)
     expect(log[0].status).toBe("SUCCEEDED")
@@ -110,7 +111,8 @@ describe("webhook retries", () => {
     // the receiver that never recovers: six attempts, then FAILED and kept
     const downGot = await receiver.waitFor(6, 15_000, (r) => r.path === "/down")
     expect(downGot.map((r) => r.headers["x-service-retry-attempt"])).toEqual(["0", "1", "2", "3", "4", "5"])
-    await waitFor("the down delivery's last outcome recorded", async () => (await deliveryRow(node.databaseUrl, { recordId: down.recordId }))?.state !== "PENDING")
+    await waitFor("the down delivery's last outcome recorded",
+      async () => (await deliveryRow(node.databaseUrl, { recordId: down.recordId }))?.state !== "PENDING")
     const failed = (await api("GET", `/v1/webhooks/deliveries?recordId=${down.recordId}&status=FAILED`)).json.data.deliveries
     expect(failed).toHaveLength(1)
     expect(failed[0]).toMatchObject({ status: "FAILED", nextAttempt: null, nextAttemptAt: null, lastStatusCode: 500 })
@@ -140,8 +142,9 @@ describe("webhook retries", () => {
     expect(row[0]).toEqual({ state: "SUCCEEDED", round: 1 })
     // The log keeps every round: the six failures and the redelivery's success (a success is kept on its
     // delivery row, not in webhook_attempts) ...
-    const roundsOf = async () => (await api("GET", `/v1/webhooks/deliveries?recordId=${down.recordId}`)).json.data.deliveries[0]
-      .attempts.map((a: any) => [a.round, a.attempt, a.statusCode, a.error])
+    const roundsOf = async () =>
+      (await api("GET", `/v1/webhooks/deliveries?recordId=${down.recordId}`)).json.data.deliveries[0]
+        .attempts.map((a: any) => [a.round, a.attempt, a.statusCode, a.error])
     const failures = [0, 1, 2, 3, 4, 5].map((n) => [0, n, 500, "HTTP 500"])
     expect(await roundsOf()).toEqual([...failures, [1, 0, 200, null]])
     // ... and a second redelivery moves that success into the attempt log before its own round starts.

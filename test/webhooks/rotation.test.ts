@@ -61,7 +61,8 @@ describe("webhook secret rotation", () => {
     expect(newSecret).not.toBe(oldSecret)
     const expires = Date.parse(rotated.json.data.previousSecretExpiresAt)
     expect(Math.abs(expires - (Date.now() + 24 * 3600_000))).toBeLessThan(60_000)
-    expect((await api("GET", "/v1/webhooks")).json.data).toMatchObject({ secret: newSecret, rotation: { previousSecretExpiresAt: rotated.json.data.previousSecretExpiresAt } })
+    expect((await api("GET", "/v1/webhooks")).json.data).toMatchObject({ secret: newSecret,
+      rotation: { previousSecretExpiresAt: rotated.json.data.previousSecretExpiresAt } })
 
     const during = await fire(["/old", "/new"])
     for (const r of during) {

@@ -29,19 +29,45 @@ const standIn = (lookups: Array<string>): Resolve => async (hostname) => {
 
 /** Host (and path) spellings of internal targets: every one refused, with a test key and with a live key. */
 const INTERNAL = [
-  "169.254.169.254/latest/meta-data/", "10.1.2.3:8080/h", "192.168.1.1/h", "[fd00::2]/h", "metadata.google.internal/computeMetadata/v1/",
-  "2130706433:8080/h", "[::ffff:127.0.0.1]/h", "0.0.0.0/h", "0x7f.1/h", "localhost/h", "LOCALHOST./h", "app.localhost/h", "intranet.test/h",
-  "[::127.0.0.1]/h", "[2002:7f00:1::1]/h", "[::ffff:0:7f00:1]/h", "[64:ff9b::7f00:1]/h", "[64:ff9b:1::7f00:1]/h", "[2001::1]/h",
-  "192.0.2.1/h", "198.51.100.1/h", "203.0.113.1/h", "192.88.99.1/h", "[2001:db8::1]/h",
-  "100.64.0.1/h", "172.16.0.1/h", "127.0.0.1/h", "[::1]/h", "[fe80::1]/h", "224.0.0.1/h", "255.255.255.255/h", "198.18.0.1/h"
+  "169.254.169.254/latest/meta-data/",
+  "10.1.2.3:8080/h",
+  "192.168.1.1/h",
+  "[fd00::2]/h",
+  "metadata.google.internal/computeMetadata/v1/",
+  "2130706433:8080/h",
+  "[::ffff:127.0.0.1]/h",
+  "0.0.0.0/h",
+  "0x7f.1/h",
+  "localhost/h",
+  "LOCALHOST./h",
+  "app.localhost/h",
+  "intranet.test/h",
+  "[::127.0.0.1]/h",
+  "[2002:7f00:1::1]/h",
+  "[::ffff:0:7f00:1]/h",
+  "[64:ff9b::7f00:1]/h",
+  "[64:ff9b:1::7f00:1]/h",
+  "[2001::1]/h",
+  "192.0.2.1/h",
+  "198.51.100.1/h",
+  "203.0.113.1/h",
+  "192.88.99.1/h",
+  "[2001:db8::1]/h",
+  "100.64.0.1/h",
+  "172.16.0.1/h",
+  "127.0.0.1/h",
+  "[::1]/h",
+  "[fe80::1]/h",
+  "224.0.0.1/h",
+  "255.255.255.255/h",
+  "198.18.0.1/h"
 ]
 
 /** Signs a console admin of `accountId` in; the fetch options of their state changes. */
 const consoleAdmin = async (node: WebhookNode, accountId: string) => {
   const email = `admin-${accountId}@example.com`
   const passwordHash = await hashPassword("a fine passphrase")
-  await node.runtime.runPromise(Effect.flatMap(ConsoleUsers, (users) =>
-    users.create({ email, passwordHash, operator: false, accountId, role: "admin" })))
+  await node.runtime.runPromise(Effect.flatMap(ConsoleUsers, (users) => users.create({ email, passwordHash, operator: false, accountId, role: "admin" })))
   const signIn = await call(node.baseUrl, "POST", "/console/api/session", { body: { email, password: "a fine passphrase" }, headers: { origin: node.baseUrl } })
   expect(signIn.status).toBe(200)
   const cookie = signIn.headers.getSetCookie().map((c) => c.split(";")[0]!).find((c) => c.startsWith("anchord_session="))!
@@ -111,8 +137,9 @@ describe("webhook egress policy at set time (test and live keys alike)", () => {
       expectError(await call(node.baseUrl, "POST", "/v1/anchor", { key: keys.live, body: { data: {}, webhookUrl: url } }), 400, "INVALID_WEBHOOK_URL")
     }
     // Never connected to: this node runs no dispatcher, and these records are never anchored or changed.
-    for (const [key, url] of [[keys.live, "https://public.test/h"], [keys.live, "https://93.184.216.34/h"], [keys.live, "https://[2606:4700::1]/h"],
-      [keys.test, "http://public.test/h"], [keys.test, "http://93.184.216.34:8080/h"]]) {
+    for (const [key, url] of [[keys.live, "https://public.test/h"], [keys.live, "https://93.184.216.34/h"], [keys.live, "https://[2606:4700::1]/h"], [keys.test,
+      "http://public.test/h"], [keys.test, "http://93.184.216.34:8080/h"]])
+    {
       expect((await call(node.baseUrl, "POST", "/v1/anchor", { key, body: { data: { url }, webhookUrl: url } })).status, url).toBe(202)
     }
   })
@@ -226,13 +253,18 @@ describe("webhook egress policy at connect time", () => {
     await waitFor("a delivery to each loopback spelling", async () => expected.every((p) => receiver.received.some((r) => r.path === p)), 15_000, 20)
     expect(new Set(receiver.received.map((r) => r.path))).toEqual(new Set(expected))
     const unspecified = targets.get("unspecified")!
-    await waitFor("the 0.0.0.0 delivery's new attempt", async () => ((await deliveryRow(node.databaseUrl, { recordId: unspecified }))?.round ?? 0) >= 1 &&
+    await waitFor("the 0.0.0.0 delivery's new attempt", async () =>
+      ((await deliveryRow(node.databaseUrl, { recordId: unspecified }))?.round ?? 0) >= 1 &&
       ((await deliveryRow(node.databaseUrl, { recordId: unspecified }))?.attempts ?? 0) >= 1)
     const rows = await query<{ last_error: string }>(node.databaseUrl, "SELECT last_error FROM webhook_deliveries WHERE record_id = $1", [unspecified])
     expect(rows[0].last_error).toBe("refused: url host 0.0.0.0 is not a public address (unspecified)")
     // And the set-time check opens the same: loopback with a test key (http) or a live key (https).
-    expect((await call(node.baseUrl, "POST", "/v1/anchor", { key: test, body: { data: {}, webhookUrl: `http://127.0.0.1:${receiver.port}/x` } })).status).toBe(202)
-    expect((await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: {}, webhookUrl: `https://localhost:${receiver.port}/x` } })).status).toBe(202)
+    expect((await call(node.baseUrl, "POST", "/v1/anchor", { key: test, body: { data: {}, webhookUrl: `http://127.0.0.1:${receiver.port}/x` } })).status).toBe(
+      202
+    )
+    expect((await call(node.baseUrl, "POST", "/v1/anchor", { key: live, body: { data: {}, webhookUrl: `https://localhost:${receiver.port}/x` } })).status).toBe(
+      202
+    )
     expectError(await call(node.baseUrl, "POST", "/v1/anchor", { key: test, body: { data: {}, webhookUrl: "http://10.1.2.3/x" } }), 400, "INVALID_WEBHOOK_URL")
   })
 

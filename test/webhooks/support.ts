@@ -140,8 +140,9 @@ export const expectDeliveryHeaders = (r: Received, expected: {
   expect(h["user-agent"]).toMatch(/^anchord\/\d+\.\d+\.\d+/)
   expect(Number(h["content-length"])).toBe(Buffer.byteLength(r.body))
   // The seed's spellings, as sent on the wire.
-  for (const name of ["X-Service-Event", "X-Service-Hash", "X-Service-Package", "X-Service-Chain", "X-Service-Network",
-    "X-Service-Retry-Attempt", "x-webhook-signature", "X-Service-Event-Id", "X-Service-Timestamp"]) {
+  for (const name of ["X-Service-Event", "X-Service-Hash", "X-Service-Package", "X-Service-Chain", "X-Service-Network", "X-Service-Retry-Attempt",
+    "x-webhook-signature", "X-Service-Event-Id", "X-Service-Timestamp"])
+  {
     expect(r.rawHeaderNames).toContain(name)
   }
   // compact JSON.stringify serialization
@@ -211,10 +212,17 @@ const confirmedBatch = async (databaseUrl: string, recordIds: Array<string>, fac
       SELECT x.r, $1, $2, b.id, x.ord - 1, $10::text[] FROM b, unnest($11::text[]) WITH ORDINALITY AS x(r, ord)
     )
     SELECT id::text AS id FROM b`, [
-    facts.networkId ?? "hardhat-local", chainType, `0x${Crypto.randomBytes(32).toString("hex")}`, recordIds.length,
-    chainType === "evm" ? batchId : null, chainType === "evm" ? null : String(batchId), facts.txHash ?? `0x${"ab".repeat(32)}`,
-    facts.blockNumber === undefined ? 42 : facts.blockNumber, facts.anchoredAt ?? anchoredAt,
-    facts.merkleProof ?? [`0x${"ef".repeat(32)}`], recordIds
+    facts.networkId ?? "hardhat-local",
+    chainType,
+    `0x${Crypto.randomBytes(32).toString("hex")}`,
+    recordIds.length,
+    chainType === "evm" ? batchId : null,
+    chainType === "evm" ? null : String(batchId),
+    facts.txHash ?? `0x${"ab".repeat(32)}`,
+    facts.blockNumber === undefined ? 42 : facts.blockNumber,
+    facts.anchoredAt ?? anchoredAt,
+    facts.merkleProof ?? [`0x${"ef".repeat(32)}`],
+    recordIds
   ])
   return rows[0]!.id
 }
@@ -235,8 +243,7 @@ export const confirmBatch = async (databaseUrl: string, recordIds: Array<string>
   await query(databaseUrl, `
     INSERT INTO batch_events (batch_id, account_id, record_ids)
     SELECT $1::bigint, r.account_id, array_agg(r.id ORDER BY array_position($2::text[], r.id)) FROM records r
-    WHERE r.id = ANY($2::text[]) GROUP BY r.account_id`,
-    [batchId, recordIds])
+    WHERE r.id = ANY($2::text[]) GROUP BY r.account_id`, [batchId, recordIds])
   const events = await query<{ record_id: string; event_id: string }>(databaseUrl,
     "SELECT record_id, event_id FROM anchor_confirmed_events WHERE id IN (SELECT id FROM batch_events WHERE batch_id = $1)", [batchId])
   return { eventIds: new Map(events.map((e) => [e.record_id, e.event_id])), anchoredAt }

@@ -38,7 +38,8 @@ describe("webhook events that do not decode", () => {
     const log = (await call(node.baseUrl, "GET", `/v1/webhooks/deliveries?recordId=${bad.recordId}`, { key })).json.data.deliveries[0]
     expect(log.attempts.map((a: { attempt: number }) => a.attempt)).toEqual([0, 1, 2, 3, 4, 5])
     for (const a of log.attempts) {
-      expect(a).toMatchObject({ statusCode: null, error: expect.stringMatching(/^internal error: event evt_undecodable0000000001 \(record\.updated\) does not match the outbox schema/) })
+      expect(a).toMatchObject({ statusCode: null,
+        error: expect.stringMatching(/^internal error: event evt_undecodable0000000001 \(record\.updated\) does not match the outbox schema/) })
     }
     expect(receiver.received.filter((r) => r.path === "/bad")).toEqual([])
   }, 40_000)

@@ -7,10 +7,10 @@
  *
  * SPDX-License-Identifier: Apache-2.0
  */
-'use strict';
+"use strict"
 
 // Types are JSDoc, checked by `tsc -p contracts/fabric` (npm run lint): the file stays plain JavaScript.
-const { Contract } = require('fabric-contract-api');
+const { Contract } = require("fabric-contract-api")
 
 /** @typedef {import('fabric-contract-api').Context} Context */
 /** @typedef {{ toNumber(): number }} LongLike */
@@ -21,9 +21,9 @@ const { Contract } = require('fabric-contract-api');
  *   | { seconds?: undefined, nanos?: undefined, getSeconds(): LongLike | number, getNanos?: () => number }} TxTimestamp
  */
 
-const ROOT_PATTERN = /^0x[0-9a-fA-F]{64}$/;
-const KEY_PREFIX = 'anchor:';
-const EVENT_NAME = 'Anchored';
+const ROOT_PATTERN = /^0x[0-9a-fA-F]{64}$/
+const KEY_PREFIX = "anchor:"
+const EVENT_NAME = "Anchored"
 
 /**
  * Transaction time from the proposal's channel header (never the local clock: every endorser must
@@ -32,13 +32,13 @@ const EVENT_NAME = 'Anchored';
  * @returns {Date}
  */
 function txDate(stub) {
-    const ts = stub.getTxTimestamp();
-    const rawSeconds = ts.seconds !== undefined ? ts.seconds : ts.getSeconds();
-    const seconds = typeof rawSeconds === 'object' && rawSeconds !== null && typeof rawSeconds.toNumber === 'function'
-        ? rawSeconds.toNumber()
-        : Number(rawSeconds);
-    const rawNanos = ts.nanos !== undefined ? ts.nanos : (typeof ts.getNanos === 'function' ? ts.getNanos() : 0);
-    return new Date(seconds * 1000 + Math.floor(Number(rawNanos) / 1e6));
+  const ts = stub.getTxTimestamp()
+  const rawSeconds = ts.seconds !== undefined ? ts.seconds : ts.getSeconds()
+  const seconds = typeof rawSeconds === "object" && rawSeconds !== null && typeof rawSeconds.toNumber === "function"
+    ? rawSeconds.toNumber()
+    : Number(rawSeconds)
+  const rawNanos = ts.nanos !== undefined ? ts.nanos : (typeof ts.getNanos === "function" ? ts.getNanos() : 0)
+  return new Date(seconds * 1000 + Math.floor(Number(rawNanos) / 1e6))
 }
 
 /**
@@ -46,10 +46,10 @@ function txDate(stub) {
  * @returns {string}
  */
 function normaliseRoot(root) {
-    if (typeof root !== 'string' || !ROOT_PATTERN.test(root)) {
-        throw new Error(`invalid root ${JSON.stringify(root)}: expected 0x-prefixed 32-byte hex`);
-    }
-    return root.toLowerCase();
+  if (typeof root !== "string" || !ROOT_PATTERN.test(root)) {
+    throw new Error(`invalid root ${JSON.stringify(root)}: expected 0x-prefixed 32-byte hex`)
+  }
+  return root.toLowerCase()
 }
 
 /**
@@ -57,11 +57,11 @@ function normaliseRoot(root) {
  * @returns {number}
  */
 function parseLeafCount(leafCount) {
-    const text = String(leafCount);
-    if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text))) {
-        throw new Error(`invalid leafCount ${JSON.stringify(leafCount)}: expected a positive integer`);
-    }
-    return Number(text);
+  const text = String(leafCount)
+  if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text))) {
+    throw new Error(`invalid leafCount ${JSON.stringify(leafCount)}: expected a positive integer`)
+  }
+  return Number(text)
 }
 
 /**
@@ -69,80 +69,80 @@ function parseLeafCount(leafCount) {
  * @returns {string}
  */
 function parseBatchId(batchId) {
-    if (typeof batchId !== 'string' || batchId.length === 0 || batchId.length > 128) {
-        throw new Error(`invalid batchId ${JSON.stringify(batchId)}: expected a non-empty string of at most 128 characters`);
-    }
-    return batchId;
+  if (typeof batchId !== "string" || batchId.length === 0 || batchId.length > 128) {
+    throw new Error(`invalid batchId ${JSON.stringify(batchId)}: expected a non-empty string of at most 128 characters`)
+  }
+  return batchId
 }
 
 class AnchorContract extends Contract {
-    constructor() {
-        super('AnchorContract');
+  constructor() {
+    super("AnchorContract")
+  }
+
+  /**
+   * Anchors a batch Merkle root once. Fails if the root is already anchored.
+   * Returns the stored record as JSON.
+   * @param {Context} ctx
+   * @param {string} root
+   * @param {string} leafCount
+   * @param {string} batchId
+   * @returns {Promise<string>}
+   */
+  async anchor(ctx, root, leafCount, batchId) {
+    return this._anchor(ctx, root, leafCount, batchId, undefined)
+  }
+
+  /**
+   * `anchor`, and the batch's RFC 9162 tree root (COSE Receipts, RFC 9942) stored in the same record
+   * and event as `logRoot`: committed in the same transaction. A function of its own, not a fourth
+   * argument of `anchor`: fabric-shim checks the argument count, so `anchor` stays callable as before.
+   */
+  async anchorWithLogRoot(ctx, root, leafCount, batchId, logRoot) {
+    return this._anchor(ctx, root, leafCount, batchId, normaliseRoot(logRoot))
+  }
+
+  async _anchor(ctx, root, leafCount, batchId, logRoot) {
+    const normalisedRoot = normaliseRoot(root)
+    const count = parseLeafCount(leafCount)
+    const id = parseBatchId(batchId)
+    const key = KEY_PREFIX + normalisedRoot
+
+    const existing = await ctx.stub.getState(key)
+    if (existing && existing.length > 0) {
+      const previous = JSON.parse(Buffer.from(existing).toString("utf8"))
+      throw new Error(`root ${normalisedRoot} is already anchored (batch ${previous.batchId}, tx ${previous.txId})`)
     }
 
-    /**
-     * Anchors a batch Merkle root once. Fails if the root is already anchored.
-     * Returns the stored record as JSON.
-     * @param {Context} ctx
-     * @param {string} root
-     * @param {string} leafCount
-     * @param {string} batchId
-     * @returns {Promise<string>}
-     */
-    async anchor(ctx, root, leafCount, batchId) {
-        return this._anchor(ctx, root, leafCount, batchId, undefined);
+    const record = {
+      root: normalisedRoot,
+      leafCount: count,
+      batchId: id,
+      txId: ctx.stub.getTxID(),
+      timestamp: txDate(ctx.stub).toISOString(),
+      submitter: ctx.clientIdentity.getMSPID()
     }
+    if (logRoot !== undefined) record.logRoot = logRoot
+    const json = JSON.stringify(record)
+    await ctx.stub.putState(key, Buffer.from(json, "utf8"))
+    ctx.stub.setEvent(EVENT_NAME, Buffer.from(json, "utf8"))
+    return json
+  }
 
-    /**
-     * `anchor`, and the batch's RFC 9162 tree root (COSE Receipts, RFC 9942) stored in the same record
-     * and event as `logRoot`: committed in the same transaction. A function of its own, not a fourth
-     * argument of `anchor`: fabric-shim checks the argument count, so `anchor` stays callable as before.
-     */
-    async anchorWithLogRoot(ctx, root, leafCount, batchId, logRoot) {
-        return this._anchor(ctx, root, leafCount, batchId, normaliseRoot(logRoot));
+  /**
+   * Returns the stored anchor record (JSON) for a root, or fails if it was never anchored.
+   * @param {Context} ctx
+   * @param {string} root
+   * @returns {Promise<string>}
+   */
+  async lookup(ctx, root) {
+    const normalisedRoot = normaliseRoot(root)
+    const value = await ctx.stub.getState(KEY_PREFIX + normalisedRoot)
+    if (!value || value.length === 0) {
+      throw new Error(`root ${normalisedRoot} is not anchored`)
     }
-
-    async _anchor(ctx, root, leafCount, batchId, logRoot) {
-        const normalisedRoot = normaliseRoot(root);
-        const count = parseLeafCount(leafCount);
-        const id = parseBatchId(batchId);
-        const key = KEY_PREFIX + normalisedRoot;
-
-        const existing = await ctx.stub.getState(key);
-        if (existing && existing.length > 0) {
-            const previous = JSON.parse(Buffer.from(existing).toString('utf8'));
-            throw new Error(`root ${normalisedRoot} is already anchored (batch ${previous.batchId}, tx ${previous.txId})`);
-        }
-
-        const record = {
-            root: normalisedRoot,
-            leafCount: count,
-            batchId: id,
-            txId: ctx.stub.getTxID(),
-            timestamp: txDate(ctx.stub).toISOString(),
-            submitter: ctx.clientIdentity.getMSPID()
-        };
-        if (logRoot !== undefined) record.logRoot = logRoot;
-        const json = JSON.stringify(record);
-        await ctx.stub.putState(key, Buffer.from(json, 'utf8'));
-        ctx.stub.setEvent(EVENT_NAME, Buffer.from(json, 'utf8'));
-        return json;
-    }
-
-    /**
-     * Returns the stored anchor record (JSON) for a root, or fails if it was never anchored.
-     * @param {Context} ctx
-     * @param {string} root
-     * @returns {Promise<string>}
-     */
-    async lookup(ctx, root) {
-        const normalisedRoot = normaliseRoot(root);
-        const value = await ctx.stub.getState(KEY_PREFIX + normalisedRoot);
-        if (!value || value.length === 0) {
-            throw new Error(`root ${normalisedRoot} is not anchored`);
-        }
-        return Buffer.from(value).toString('utf8');
-    }
+    return Buffer.from(value).toString("utf8")
+  }
 }
 
-module.exports = { AnchorContract, EVENT_NAME };
+module.exports = { AnchorContract, EVENT_NAME }

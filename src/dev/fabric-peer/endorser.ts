@@ -39,7 +39,8 @@ export function unpackProposal(signed: peer.SignedProposal | undefined): Proposa
 }
 
 export type EndorserOutcome =
-  | { readonly kind: "ok"; readonly proposal: Proposal; readonly result: SimulationResult; readonly responsePayload: Uint8Array; readonly endorsement: peer.Endorsement }
+  | { readonly kind: "ok"; readonly proposal: Proposal; readonly result: SimulationResult; readonly responsePayload: Uint8Array;
+    readonly endorsement: peer.Endorsement }
   /** Error from the endorser's checks (Fabric: ProcessProposal returns an error: FailedPrecondition, no retry). */
   | { readonly kind: "rejected"; readonly message: string }
   /** Chaincode error response (status >= 400, with payload): Fabric's gateway reports it as UNKNOWN. */
@@ -101,8 +102,8 @@ export async function processProposal(ctx: PeerContext, signed: peer.SignedPropo
   const reason = !creator
     ? "malformed creator"
     : creator.mspId !== ctx.mspId
-      ? `unknown MSP ${creator.mspId}`
-      : verifySignature(creator, signed.getProposalBytes_asU8(), signed.getSignature_asU8())
+    ? `unknown MSP ${creator.mspId}`
+    : verifySignature(creator, signed.getProposalBytes_asU8(), signed.getSignature_asU8())
   if (reason !== null || !creator) {
     ctx.log(`proposal ${channelHeader.getTxId()} rejected: ${reason}`)
     return { kind: "rejected", message: `error validating proposal: access denied: channel [${channel}] creator org [${creator?.mspId ?? ""}]` }

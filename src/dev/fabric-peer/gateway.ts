@@ -171,7 +171,8 @@ function checkAcl(ctx: PeerContext, channel: string, identity: Uint8Array, data:
   }
   if (reason !== null) {
     ctx.log(`request on channel ${channel} denied: ${reason}`)
-    fail(grpc.status.PERMISSION_DENIED, `failed evaluating policy on signed data during check policy on channel [${channel}] with policy [/Channel/Application/Writers]: [access denied]`)
+    fail(grpc.status.PERMISSION_DENIED,
+      `failed evaluating policy on signed data during check policy on channel [${channel}] with policy [/Channel/Application/Writers]: [access denied]`)
   }
   if (channel !== ctx.channel) fail(grpc.status.NOT_FOUND, `channel ${channel} not found`)
 }

@@ -38,7 +38,7 @@ export interface DevPeerOptions {
   /** ...or as soon as this many transactions are pending; default 100. */
   readonly maxTxPerBlock?: number
   /** Contract classes to run instead of anchord's anchoring chaincode (tests). */
-  readonly contracts?: ReadonlyArray<new () => Contract>
+  readonly contracts?: ReadonlyArray<new() => Contract>
   /** Serve TLS with this server certificate and key (PEM) instead of plaintext. */
   readonly tls?: { readonly certPem: string; readonly keyPem: string }
   readonly log?: (message: string) => void
@@ -112,17 +112,16 @@ export async function startDevPeer(options: DevPeerOptions = {}): Promise<DevPee
     peerIdentity,
     blockHeight: () => ledger.height(),
     cutBlock: () => ledger.cut(),
-    close: () =>
-      (closing ??= new Promise<void>((resolve) => {
-        ledger.close()
-        // Let in-flight unary replies (e.g. CommitStatus of the last block) go out, then drop streams.
-        const force = setTimeout(() => server.forceShutdown(), 250)
-        server.tryShutdown(() => {
-          clearTimeout(force)
-          resolve()
-        })
-        force.unref()
-        setTimeout(resolve, 300).unref()
-      }))
+    close: () => (closing ??= new Promise<void>((resolve) => {
+      ledger.close()
+      // Let in-flight unary replies (e.g. CommitStatus of the last block) go out, then drop streams.
+      const force = setTimeout(() => server.forceShutdown(), 250)
+      server.tryShutdown(() => {
+        clearTimeout(force)
+        resolve()
+      })
+      force.unref()
+      setTimeout(resolve, 300).unref()
+    }))
   }
 }

@@ -7,20 +7,8 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, truncateSync } from "node:fs"
 import { dirname } from "node:path"
 import { common } from "@hyperledger/fabric-protos"
-import {
-  blockHeaderHash,
-  buildBlock,
-  Code,
-  genesisEnvelope,
-  HeaderTypes,
-  parseEnvelope,
-  sha256,
-  type BlockSigner,
-  type ParsedTx,
-  type StoredBlock,
-  type TxValidationCode,
-  type VersionRef
-} from "./blocks.ts"
+import { blockHeaderHash, buildBlock, Code, genesisEnvelope, HeaderTypes, parseEnvelope, sha256, type BlockSigner, type ParsedTx, type StoredBlock,
+  type TxValidationCode, type VersionRef } from "./blocks.ts"
 import { computeTxId, parseCreator, verifySignature } from "./signature.ts"
 import type { StateReader } from "./stub.ts"
 
@@ -48,8 +36,7 @@ interface StateEntry {
 }
 
 const stateKey = (namespace: string, key: string) => `${namespace}\u0000${key}`
-const sameVersion = (a: VersionRef | null, b: VersionRef | null) =>
-  a === null || b === null ? a === b : a.blockNum === b.blockNum && a.txNum === b.txNum
+const sameVersion = (a: VersionRef | null, b: VersionRef | null) => a === null || b === null ? a === b : a.blockNum === b.blockNum && a.txNum === b.txNum
 
 export class Ledger implements StateReader {
   readonly #options: LedgerOptions
@@ -287,4 +274,3 @@ export class Ledger implements StateReader {
     this.#options.log?.(`replayed ${this.#blocks.length} blocks from ${file}`)
   }
 }
-

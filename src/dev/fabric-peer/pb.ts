@@ -12,7 +12,7 @@ export interface TimestampMessage {
   serializeBinary(): Uint8Array
 }
 interface TimestampClass {
-  new (): TimestampMessage
+  new(): TimestampMessage
   fromDate(date: Date): TimestampMessage
 }
 export interface AnyMessage {
@@ -20,7 +20,7 @@ export interface AnyMessage {
   setValue(value: Uint8Array): void
 }
 interface AnyClass {
-  new (): AnyMessage
+  new(): AnyMessage
 }
 
 export const Timestamp = (timestampModule as { Timestamp: TimestampClass }).Timestamp

@@ -106,5 +106,4 @@ export function verifySignature(creator: Creator, message: Uint8Array, signature
 }
 
 /** Fabric transaction id: hex(sha256(nonce ‖ serialized creator)). */
-export const computeTxId = (nonce: Uint8Array, creator: Uint8Array): string =>
-  createHash("sha256").update(nonce).update(creator).digest("hex")
+export const computeTxId = (nonce: Uint8Array, creator: Uint8Array): string => createHash("sha256").update(nonce).update(creator).digest("hex")

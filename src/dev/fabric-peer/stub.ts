@@ -212,7 +212,7 @@ export class DevClientIdentity {
   }
 }
 
-type ContractClass = new () => Contract
+type ContractClass = new() => Contract
 type ContractInstance = Contract & Record<string, unknown>
 interface ContractContext {
   setChaincodeStub(stub: unknown): void
@@ -251,7 +251,8 @@ export class ContractRouter {
         info: { title: "", version: "" }
       }
     }
-    return { $schema: "https://hyperledger.github.io/fabric-chaincode-node/release-2.1/api/contract-schema.json", contracts, info: { title: "", version: "" }, components: { schemas: {} } }
+    return { $schema: "https://hyperledger.github.io/fabric-chaincode-node/release-2.1/api/contract-schema.json", contracts, info: { title: "", version: "" },
+      components: { schemas: {} } }
   }
 
   async invoke(invocation: Invocation, state: StateReader): Promise<SimulationResult> {

@@ -3,11 +3,8 @@
  * sent by the browser, the session's CSRF token on every change. A 401 means the session is gone
  * (signed out, expired): the console goes back to the sign-in page with the node's message.
  */
-import type {
-  AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreatedKey, CreatedLink, InvitationList, InvitationView, KeyList, KeyView, LinkView,
-  MemberList,
-  NetworkList, OverviewView, RevealedSecret, SessionView, SignOutResult
-} from "../../../src/api/consoleSchemas.ts"
+import type { AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreatedKey, CreatedLink, InvitationList, InvitationView, KeyList, KeyView,
+  LinkView, MemberList, NetworkList, OverviewView, RevealedSecret, SessionView, SignOutResult } from "../../../src/api/consoleSchemas.ts"
 import type { ProofBundle } from "../../../src/api/proofBundle.ts"
 import type { RecordList, RecordView } from "../../../src/api/recordSchemas.ts"
 import type { DeliveryList, DeliveryView, RotationResult } from "../../../src/api/webhookSchemas.ts"
@@ -101,7 +98,8 @@ export const api = {
   account: (id: string) => call<Account>("GET", acct(id)),
   overview: (id: string, environment: Environment) => call<Overview>("GET", `${acct(id)}/overview${q({ environment })}`),
   keys: (id: string) => call<typeof KeyList.Type>("GET", `${acct(id)}/keys`),
-  createKey: (id: string, body: { name: string; environment: Environment; expiresInDays?: number }) => call<typeof CreatedKey.Type>("POST", `${acct(id)}/keys`, body),
+  createKey: (id: string, body: { name: string; environment: Environment; expiresInDays?: number }) =>
+    call<typeof CreatedKey.Type>("POST", `${acct(id)}/keys`, body),
   revokeKey: (id: string, keyId: string) => call<Key>("POST", `${acct(id)}/keys/${encodeURIComponent(keyId)}/revoke`, {}),
 
   // The webhook, its secret and rotation are per environment (docs/webhooks.md, "Test and live").
@@ -122,8 +120,10 @@ export const api = {
     call<Delivery>("POST", `${acct(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver${q({ environment })}`, {}),
 
   records: (id: string, params: Record<string, string | undefined>) => call<typeof RecordList.Type>("GET", `${acct(id)}/records${q(params)}`),
-  record: (id: string, environment: Environment, recordId: string) => call<Record_>("GET", `${acct(id)}/records/${encodeURIComponent(recordId)}${q({ environment })}`),
-  proof: (id: string, environment: Environment, recordId: string) => call<Bundle>("GET", `${acct(id)}/records/${encodeURIComponent(recordId)}/proof${q({ environment })}`),
+  record: (id: string, environment: Environment, recordId: string) =>
+    call<Record_>("GET", `${acct(id)}/records/${encodeURIComponent(recordId)}${q({ environment })}`),
+  proof: (id: string, environment: Environment, recordId: string) =>
+    call<Bundle>("GET", `${acct(id)}/records/${encodeURIComponent(recordId)}/proof${q({ environment })}`),
   certificateUrl: (id: string, environment: Environment, recordId: string) =>
     `${BASE}${acct(id)}/records/${encodeURIComponent(recordId)}/certificate${q({ environment })}`,
 

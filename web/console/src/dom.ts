@@ -7,7 +7,9 @@ type Child = Node | string | number | null | undefined | false
 type Attrs = Record<string, string | number | boolean | undefined | null | ((e: Event) => void)>
 
 /** An element: `on<event>` attributes take listeners; `true` sets a boolean attribute; strings are text. */
-export const h = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Array<Child | ReadonlyArray<Child>>): HTMLElementTagNameMap[K] => {
+export const h = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {},
+  ...children: Array<Child | ReadonlyArray<Child>>): HTMLElementTagNameMap[K] =>
+{
   const e = document.createElement(tag)
   for (const [k, v] of Object.entries(attrs)) {
     if (v === undefined || v === null || v === false) continue
@@ -71,10 +73,10 @@ export const formatEth = (wei: string) => {
 /** A table whose rows turn into labelled cards on narrow screens (CSS reads data-label). */
 export const table = (caption: string, headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<Child>>, options: { captionHidden?: boolean } = {}) =>
   h("div", { class: "table-wrap" },
-    h("table", { class: "cards" },
-      h("caption", { class: options.captionHidden ? "visually-hidden" : undefined }, caption),
-      h("thead", {}, h("tr", {}, ...headers.map((x) => h("th", { scope: "col" }, x)))),
-      h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c, i) => h("td", { "data-label": headers[i] }, c)))))))
+    h("table", { class: "cards" }, h("caption", { class: options.captionHidden ? "visually-hidden" : undefined }, caption),
+      h("thead", {}, h("tr", {}, ...headers.map((x) => h("th", { scope: "col" }, x)))), h("tbody", {}, ...rows.map((r) =>
+        h("tr", {}, ...r.map((c, i) => h("td", { "data-label": headers[i] }, c)))
+      ))))
 
 /** A status shown as a word with a colour class (never colour alone). */
 export const badge = (text: string, kind = text.toLowerCase()) => h("span", { class: `badge b-${kind.replace(/[^a-z0-9-]/g, "-")}` }, text)
@@ -102,11 +104,8 @@ export const confirmDialog = (title: string, text: string, confirmLabel: string)
   new Promise((resolve) => {
     const titleId = uid("dlg")
     const dialog = h("dialog", { "aria-labelledby": titleId, class: "confirm" },
-      h("form", { method: "dialog" },
-        h("h2", { id: titleId }, title),
-        h("p", {}, text),
-        h("div", { class: "actions" },
-          h("button", { value: "cancel", class: "secondary", type: "submit" }, "Cancel"),
+      h("form", { method: "dialog" }, h("h2", { id: titleId }, title), h("p", {}, text),
+        h("div", { class: "actions" }, h("button", { value: "cancel", class: "secondary", type: "submit" }, "Cancel"),
           h("button", { value: "confirm", class: "danger", type: "submit" }, confirmLabel))))
     dialog.addEventListener("close", () => {
       resolve(dialog.returnValue === "confirm")
@@ -117,5 +116,4 @@ export const confirmDialog = (title: string, text: string, confirmLabel: string)
   })
 
 /** A message region: `role=alert` for errors, `role=status` otherwise. */
-export const message = (kind: "error" | "ok" | "info", text: string) =>
-  h("p", { class: `msg msg-${kind}`, role: kind === "error" ? "alert" : "status" }, text)
+export const message = (kind: "error" | "ok" | "info", text: string) => h("p", { class: `msg msg-${kind}`, role: kind === "error" ? "alert" : "status" }, text)

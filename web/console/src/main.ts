@@ -83,8 +83,7 @@ const showPage = (title: string, content: Node) => {
 const showHeader = (current: { accountId?: string; page?: string }) => {
   const s = session!
   const nav = h("ul", { class: "nav" })
-  const item = (href: string, label: string, active: boolean) =>
-    nav.append(h("li", {}, h("a", { href, "aria-current": active ? "page" : undefined }, label)))
+  const item = (href: string, label: string, active: boolean) => nav.append(h("li", {}, h("a", { href, "aria-current": active ? "page" : undefined }, label)))
   if (current.accountId !== undefined) {
     for (const [page, { title }] of Object.entries(ACCOUNT_PAGES)) item(accountHash(current.accountId, page), title, current.page === page)
   }
@@ -120,11 +119,8 @@ const showHeader = (current: { accountId?: string; page?: string }) => {
     h("a", { class: "brand", href: "#/" }, "anchord console"),
     h("nav", { "aria-label": "Sections" }, nav),
     h("div", { class: "who" },
-      current.accountId !== undefined ? h("span", { class: "field inline" }, h("label", { for: "environment" }, "Environment"), env) : null,
-      // Cut with an ellipsis on wide screens (one header line): the whole text is its title.
-      h("span", { class: "user", title: `${s.user.email} (${who})` }, `${s.user.email} (${who})`),
-      signOut,
-      everywhere)
+      current.accountId !== undefined ? h("span", { class: "field inline" }, h("label", { for: "environment" }, "Environment"), env) : null, // Cut with an ellipsis on wide screens (one header line): the whole text is its title.
+      h("span", { class: "user", title: `${s.user.email} (${who})` }, `${s.user.email} (${who})`), signOut, everywhere)
   )
 }
 
@@ -207,7 +203,8 @@ const render = async () => {
       const canChange = !readOnly && (s.user.operator || (s.user.accountId === accountId && s.user.role === "admin"))
       const content = await entry.page({ ...base, accountId, rest: more, canChange })
       return show(entry.title, readOnly
-        ? h("div", {}, message("info", "This account is suspended: the console shows everything and changes nothing until an operator activates it again."), content)
+        ? h("div", {}, message("info", "This account is suspended: the console shows everything and changes nothing until an operator activates it again."),
+          content)
         : content)
     }
     return show("Not found", h("section", {}, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the console"))))

@@ -197,9 +197,12 @@ const receiptKey = async (): Promise<Uint8Array> => {
   try {
     response = await fetch(RECEIPT_KEY_URL, { cache: "no-store", credentials: "omit" })
   } catch (e) {
-    throw new FieldError("receipt-key", `no receipt key given, and ${RECEIPT_KEY_URL} could not be loaded (${e instanceof Error ? e.message : String(e)}): paste the key`)
+    throw new FieldError("receipt-key",
+      `no receipt key given, and ${RECEIPT_KEY_URL} could not be loaded (${e instanceof Error ? e.message : String(e)}): paste the key`)
   }
-  if (!response.ok) throw new FieldError("receipt-key", `no receipt key given, and this server has none at ${RECEIPT_KEY_URL} (HTTP ${response.status}): paste the key`)
+  if (!response.ok) {
+    throw new FieldError("receipt-key", `no receipt key given, and this server has none at ${RECEIPT_KEY_URL} (HTTP ${response.status}): paste the key`)
+  }
   return pemToSpki(await response.text())
 }
 
@@ -288,7 +291,8 @@ const VERDICT: Record<Outcome, { title: string; text: string }> = {
   },
   "could-not-check": {
     title: "Could not check",
-    text: "Nothing failed, but not every check could be made (marked COULD NOT CHECK below). This is no verdict either way: try again, or another JSON-RPC endpoint."
+    text:
+      "Nothing failed, but not every check could be made (marked COULD NOT CHECK below). This is no verdict either way: try again, or another JSON-RPC endpoint."
   }
 }
 
@@ -341,7 +345,9 @@ const renderRun = ({ report, inputLabel, anchors, receipt, rpcUsed, config }: Ru
     h("dt", {}, "Hash source"),
     h("dd", {}, report.hashSource === "data"
       ? "recomputed here from the data (RFC 8785 JCS + SHA-256)"
-      : receipt !== undefined || report.input === "cose-receipt" ? "as given (no data given)" : "as stated in the proof (no data given)")
+      : receipt !== undefined || report.input === "cose-receipt"
+      ? "as given (no data given)"
+      : "as stated in the proof (no data given)")
   )
   summary.append(h("dt", {}, "Input"), h("dd", {}, inputLabel))
 

@@ -22,9 +22,7 @@ const lastAttempt = (d: Delivery) => {
 
 const details = (ctx: PageContext, d: Delivery, status: HTMLElement) =>
   h("div", { class: "delivery-detail-body" },
-    h("dl", { class: "facts" },
-      h("dt", {}, "Delivery"), h("dd", {}, h("code", {}, d.id)),
-      h("dt", {}, "Event id"), h("dd", {}, h("code", {}, d.eventId)),
+    h("dl", { class: "facts" }, h("dt", {}, "Delivery"), h("dd", {}, h("code", {}, d.id)), h("dt", {}, "Event id"), h("dd", {}, h("code", {}, d.eventId)),
       h("dt", {}, "URL"), h("dd", {}, h("code", {}, d.url), d.target === "record" ? " (the record's webhookUrl)" : " (the account's webhook)"),
       d.status === "PENDING" && d.nextAttemptAt !== null ? [h("dt", {}, "Next attempt"), h("dd", {}, formatDate(d.nextAttemptAt))] : null),
     d.attempts.length === 0
@@ -36,23 +34,22 @@ const details = (ctx: PageContext, d: Delivery, status: HTMLElement) =>
         a.statusCode === null ? "—" : `HTTP ${a.statusCode}`,
         `${a.latencyMs} ms`,
         a.error ?? ""
-      ]), { captionHidden: true }),
-    ctx.canChange
-      ? h("div", { class: "actions" }, h("button", {
-        type: "button",
-        class: "secondary small",
-        "aria-label": `Redeliver ${d.id}`,
-        onclick: async () => {
-          try {
-            await api.redeliver(ctx.accountId, ctx.environment, d.id)
-            status.replaceChildren(message("ok", `${d.id} queued again: a new round of attempts starts now.`))
-            setTimeout(() => ctx.refresh(), 1_500)
-          } catch (e) {
-            status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
-          }
+      ]), { captionHidden: true }), ctx.canChange
+    ? h("div", { class: "actions" }, h("button", {
+      type: "button",
+      class: "secondary small",
+      "aria-label": `Redeliver ${d.id}`,
+      onclick: async () => {
+        try {
+          await api.redeliver(ctx.accountId, ctx.environment, d.id)
+          status.replaceChildren(message("ok", `${d.id} queued again: a new round of attempts starts now.`))
+          setTimeout(() => ctx.refresh(), 1_500)
+        } catch (e) {
+          status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
         }
-      }, "Redeliver"))
-      : null)
+      }
+    }, "Redeliver"))
+    : null)
 
 /** A delivery's row and, below it, its detail row (hidden until the row's button opens it). */
 const deliveryRows = (ctx: PageContext, d: Delivery, status: HTMLElement) => {
@@ -91,10 +88,10 @@ const deliveryRows = (ctx: PageContext, d: Delivery, status: HTMLElement) => {
 
 const deliveriesTable = (ctx: PageContext, deliveries: ReadonlyArray<Delivery>, status: HTMLElement) =>
   h("div", { class: "table-wrap" },
-    h("table", { class: "cards dense" },
-      h("caption", { class: "visually-hidden" }, `Deliveries (${ctx.environment})`),
-      h("thead", {}, h("tr", {}, ...COLUMNS.map((x) => h("th", { scope: "col" }, x)))),
-      h("tbody", {}, ...deliveries.flatMap((d) => deliveryRows(ctx, d, status)))))
+    h("table", { class: "cards dense" }, h("caption", { class: "visually-hidden" }, `Deliveries (${ctx.environment})`),
+      h("thead", {}, h("tr", {}, ...COLUMNS.map((x) => h("th", { scope: "col" }, x)))), h("tbody", {}, ...deliveries.flatMap((d) =>
+        deliveryRows(ctx, d, status)
+      ))))
 
 export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
   const params = Object.fromEntries(FILTERS.map((k) => [k, ctx.query.get(k) ?? undefined]))
@@ -103,8 +100,7 @@ export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
   const event = h("input", { type: "text", name: "eventId", value: params.eventId ?? "", spellcheck: "false", autocomplete: "off" })
   const form = h("form", { class: "card filters", role: "search", "aria-label": "Filter deliveries" },
     h("div", { class: "row" }, field("Status", state), field("Record id", record), field("Event id", event)),
-    h("div", { class: "actions" },
-      h("button", { type: "submit" }, "Apply"),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Apply"),
       h("a", { href: accountHash(ctx.accountId, "deliveries"), class: "button secondary" }, "Clear"),
       h("button", { type: "button", class: "secondary", onclick: () => ctx.refresh() }, "Refresh")))
   form.addEventListener("submit", (e) => {
@@ -117,18 +113,14 @@ export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
     const page = await api.deliveries(ctx.accountId, { environment: ctx.environment, ...params, cursor: ctx.query.get("cursor") ?? undefined })
     list = page.deliveries.length === 0
       ? h("p", {}, "No delivery matches.")
-      : h("div", {},
-        deliveriesTable(ctx, page.deliveries, status),
-        page.nextCursor === null ? null : h("p", {}, h("a", {
-          href: accountHash(ctx.accountId, "deliveries", { ...params, cursor: page.nextCursor }),
-          class: "button secondary"
-        }, "Older deliveries")))
+      : h("div", {}, deliveriesTable(ctx, page.deliveries, status), page.nextCursor === null ? null : h("p", {}, h("a", {
+        href: accountHash(ctx.accountId, "deliveries", { ...params, cursor: page.nextCursor }),
+        class: "button secondary"
+      }, "Older deliveries")))
   } catch (e) {
     list = message("error", e instanceof Error ? e.message : String(e))
   }
-  return h("section", {},
-    h("h1", {}, "Deliveries"),
+  return h("section", {}, h("h1", {}, "Deliveries"),
     h("p", {}, `Webhook deliveries of the ${ctx.environment} environment, newest first; each row opens to every attempt. ` +
-      "Failed ones stay here for redelivery."),
-    form, status, list)
+      "Failed ones stay here for redelivery."), form, status, list)
 }

@@ -41,35 +41,32 @@ export const membersPage = async (ctx: PageContext): Promise<Node> => {
   let invite: Node = message("info", "Only admins of this account can invite members.")
   if (ctx.canChange) {
     const email = h("input", { type: "email", name: "email", required: true, autocomplete: "off", spellcheck: "false" })
-    const role = select("role", [["viewer", "Viewer: sees the account, changes nothing, no secrets"], ["admin", "Admin: manages keys, webhooks, members"]], "viewer")
+    const role = select("role", [["viewer", "Viewer: sees the account, changes nothing, no secrets"], ["admin", "Admin: manages keys, webhooks, members"]],
+      "viewer")
     const result = h("div", {})
-    const form = h("form", { class: "card", novalidate: true, "aria-labelledby": "invite-h" },
-      h("h2", { id: "invite-h" }, "Invite a member"),
+    const form = h("form", { class: "card", novalidate: true, "aria-labelledby": "invite-h" }, h("h2", { id: "invite-h" }, "Invite a member"),
       h("div", { class: "row" }, field("Email", email), field("Role", role)),
-      h("div", { class: "actions" }, h("button", { type: "submit" }, "Create invitation link")),
-      result)
+      h("div", { class: "actions" }, h("button", { type: "submit" }, "Create invitation link")), result)
     form.addEventListener("submit", async (e) => {
       e.preventDefault()
       try {
         const link = await api.invite(ctx.accountId, email.value.trim(), role.value)
-        result.replaceChildren(h("div", { class: "once", role: "status" },
-          h("p", {}, h("strong", {}, "Invitation link, shown once: "), `send it to ${email.value.trim()} yourself. It works once, until ${formatDate(link.expiresAt)}.`),
-          h("p", {}, h("code", { class: "secret", id: "invitation-link" }, link.url), " ", copyButton(() => link.url))))
+        result.replaceChildren(
+          h("div", { class: "once", role: "status" },
+            h("p", {}, h("strong", {}, "Invitation link, shown once: "),
+              `send it to ${email.value.trim()} yourself. It works once, until ${formatDate(link.expiresAt)}.`),
+            h("p", {}, h("code", { class: "secret", id: "invitation-link" }, link.url), " ", copyButton(() => link.url)))
+        )
       } catch (error) {
         result.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
       }
     })
     invite = form
   }
-  return h("section", {},
-    h("h1", {}, "Members"),
-    invite,
-    status,
-    pending,
-    members.length === 0
-      // Only an operator sees an account without members (a member sees themselves).
-      ? h("p", { id: "no-members" }, "No member yet: nobody signs in to this account. Invite its first admin above.")
-      : table("Members", ["Email", "Role", "Since", ""], members.map((m) => [
+  return h("section", {}, h("h1", {}, "Members"), invite, status, pending, members.length === 0
+    // Only an operator sees an account without members (a member sees themselves).
+    ? h("p", { id: "no-members" }, "No member yet: nobody signs in to this account. Invite its first admin above.")
+    : table("Members", ["Email", "Role", "Since", ""], members.map((m) => [
       m.email,
       m.role ?? "",
       formatDate(m.createdAt),

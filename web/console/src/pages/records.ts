@@ -8,7 +8,8 @@ import { api, type Record_ } from "../api.ts"
 import { accountHash, type PageContext } from "../context.ts"
 import { badge, field, formatDate, h, message, select, table } from "../dom.ts"
 
-const STATUSES = [["", "Any status"], ["QUEUED", "QUEUED"], ["BATCHING", "BATCHING"], ["ANCHORED", "ANCHORED"], ["FAILED", "FAILED"], ["DELETED", "DELETED"]] as const
+const STATUSES = [["", "Any status"], ["QUEUED", "QUEUED"], ["BATCHING", "BATCHING"], ["ANCHORED", "ANCHORED"], ["FAILED", "FAILED"], ["DELETED",
+  "DELETED"]] as const
 const CHAINS = [["", "Any chain"], ["evm", "EVM"], ["fabric", "Fabric"], ["hybrid", "Hybrid (both)"]] as const
 const FILTERS = ["status", "chain", "collection", "from", "to", "q"] as const
 
@@ -22,21 +23,20 @@ export const recordsPage = async (ctx: PageContext): Promise<Node> => {
   const to = h("input", { type: "date", name: "to", value: params.to ?? "" })
   const search = h("input", { type: "search", name: "q", value: params.q ?? "", spellcheck: "false", autocomplete: "off" })
   const form = h("form", { class: "card filters", role: "search", "aria-label": "Filter records" },
-    h("div", { class: "row" },
-      field("Search by record id or hash", search),
-      field("Status", status),
-      field("Chain", chain),
+    h("div", { class: "row" }, field("Search by record id or hash", search), field("Status", status), field("Chain", chain),
       field("Collection", collection, collectionSupported ? undefined : "Not available: this node's records have no collection yet."),
-      field("Created from", from),
-      field("Created to", to)),
-    h("div", { class: "actions" },
-      h("button", { type: "submit" }, "Apply"),
+      field("Created from", from), field("Created to", to)),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Apply"),
       h("a", { href: accountHash(ctx.accountId, "records"), class: "button secondary" }, "Clear")))
   form.addEventListener("submit", (e) => {
     e.preventDefault()
     ctx.navigate(accountHash(ctx.accountId, "records", {
-      status: status.value, chain: chain.value, collection: collectionSupported ? collection.value.trim() : undefined,
-      from: from.value, to: to.value, q: search.value.trim()
+      status: status.value,
+      chain: chain.value,
+      collection: collectionSupported ? collection.value.trim() : undefined,
+      from: from.value,
+      to: to.value,
+      q: search.value.trim()
     }))
   })
 
@@ -54,8 +54,7 @@ export const recordsPage = async (ctx: PageContext): Promise<Node> => {
           r.collection ?? "—",
           formatDate(r.createdAt),
           formatDate(r.anchoredAt)
-        ])),
-        page.nextCursor === null ? null : h("p", {}, h("a", {
+        ])), page.nextCursor === null ? null : h("p", {}, h("a", {
           href: accountHash(ctx.accountId, "records", { ...params, cursor: page.nextCursor }),
           class: "button secondary"
         }, "Older records")))
@@ -111,7 +110,8 @@ export const recordPage = async (ctx: PageContext): Promise<Node> => {
           }
         }
       }, "Download proof bundle"),
-      h("a", { class: "button secondary", href: api.certificateUrl(ctx.accountId, ctx.environment, r.recordId), target: "_blank", rel: "noopener" }, "Certificate (PDF)"),
+      h("a", { class: "button secondary", href: api.certificateUrl(ctx.accountId, ctx.environment, r.recordId), target: "_blank", rel: "noopener" },
+        "Certificate (PDF)"),
       h("button", {
         type: "button",
         class: "secondary",
@@ -124,7 +124,8 @@ export const recordPage = async (ctx: PageContext): Promise<Node> => {
             status.replaceChildren(message("error", e instanceof Error ? e.message : String(e)))
           }
         }
-      }, "Verify in the public verify page"))
+      }, "Verify in the public verify page")
+    )
   } else {
     actions.append(h("p", { class: "hint" }, `The proof bundle and certificate exist once the record is ANCHORED (it is ${r.status}).`))
   }
@@ -141,15 +142,8 @@ export const recordPage = async (ctx: PageContext): Promise<Node> => {
     ["Webhook URL", r.webhookUrl ?? "—"],
     ["Encrypted", r.encrypted ? "yes (stored as ciphertext)" : "no"]
   ]
-  return h("section", {},
-    h("p", {}, h("a", { href: accountHash(ctx.accountId, "records") }, "‹ Records")),
-    h("h1", {}, "Record ", h("code", {}, r.recordId)),
-    h("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
-    actions,
-    status,
-    h("h2", {}, "Anchors"),
-    anchorsTable(ctx, r),
-    h("h2", {}, "Metadata"),
-    h("pre", { class: "json" }, JSON.stringify(r.metadata, null, 2)),
+  return h("section", {}, h("p", {}, h("a", { href: accountHash(ctx.accountId, "records") }, "‹ Records")), h("h1", {}, "Record ", h("code", {}, r.recordId)),
+    h("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])), actions, status, h("h2", {}, "Anchors"), anchorsTable(ctx, r),
+    h("h2", {}, "Metadata"), h("pre", { class: "json" }, JSON.stringify(r.metadata, null, 2)),
     r.data === null ? null : h("details", {}, h("summary", {}, "Data"), h("pre", { class: "json" }, JSON.stringify(r.data, null, 2))))
 }

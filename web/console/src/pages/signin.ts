@@ -9,10 +9,7 @@ export const signInPage = (notice: string | undefined, onSignedIn: (s: Session) 
   const password = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true })
   const status = h("div", { class: "form-status" })
   const button = h("button", { type: "submit" }, "Sign in")
-  const form = h("form", { class: "card narrow", novalidate: true },
-    field("Email", email),
-    field("Password", password),
-    status,
+  const form = h("form", { class: "card narrow", novalidate: true }, field("Email", email), field("Password", password), status,
     h("div", { class: "actions" }, button))
   form.addEventListener("submit", async (e) => {
     e.preventDefault()
@@ -36,10 +33,7 @@ export const signInPage = (notice: string | undefined, onSignedIn: (s: Session) 
       button.disabled = false
     }
   })
-  return h("section", { class: "signin" },
-    h("h1", {}, "Sign in to the console"),
-    notice !== undefined ? message("info", notice) : null,
-    form,
+  return h("section", { class: "signin" }, h("h1", {}, "Sign in to the console"), notice !== undefined ? message("info", notice) : null, form,
     h("p", { class: "hint" }, "Members are invited by an admin of their account; operators by the node's operator (anchord users invite). " +
       "API keys do not sign in here."))
 }
@@ -67,12 +61,9 @@ export const acceptInvitationPage = async (token: string, onSignedIn: (s: Sessio
   const password = h("input", { type: "password", name: "new-password", autocomplete: "new-password", required: true, minlength: 10 })
   const again = h("input", { type: "password", name: "new-password-again", autocomplete: "new-password", required: true })
   const status = h("div", { class: "form-status" })
-  const form = h("form", { class: "card narrow", novalidate: true },
-    h("p", {}, "Email: ", h("strong", {}, link.email)),
+  const form = h("form", { class: "card narrow", novalidate: true }, h("p", {}, "Email: ", h("strong", {}, link.email)),
     field("Choose a password", password, "At least 10 characters. A passphrase of a few words is easy to type and hard to guess."),
-    field("Password again", again),
-    status,
-    h("div", { class: "actions" }, h("button", { type: "submit" }, "Create my user and sign in")))
+    field("Password again", again), status, h("div", { class: "actions" }, h("button", { type: "submit" }, "Create my user and sign in")))
   form.addEventListener("submit", async (e) => {
     e.preventDefault()
     if (password.value !== again.value) {
@@ -90,8 +81,6 @@ export const acceptInvitationPage = async (token: string, onSignedIn: (s: Sessio
     }
   })
   const what = link.operator ? "an operator of this node" : `${link.role === "admin" ? "an admin" : "a viewer"} of ${link.accountName ?? link.accountId}`
-  return h("section", { class: "signin" },
-    h("h1", {}, "Accept the invitation"),
-    h("p", {}, `You are invited as ${what}. The invitation expires ${new Date(link.expiresAt).toUTCString()}.`),
-    form)
+  return h("section", { class: "signin" }, h("h1", {}, "Accept the invitation"),
+    h("p", {}, `You are invited as ${what}. The invitation expires ${new Date(link.expiresAt).toUTCString()}.`), form)
 }

@@ -29,8 +29,7 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
   const w = await api.webhook(ctx.accountId, ctx.environment)
   const status = h("div", { class: "form-status" })
   const other = ctx.environment === "live" ? "test" : "live"
-  const which = h("p", { class: "msg msg-info", id: "webhook-environment" },
-    h("strong", {}, `${ctx.environment === "live" ? "Live" : "Test"} environment. `),
+  const which = h("p", { class: "msg msg-info", id: "webhook-environment" }, h("strong", {}, `${ctx.environment === "live" ? "Live" : "Test"} environment. `),
     `The webhook and secret below serve ${ctx.environment} records and ${ctx.environment} keys only; ${other} has its own. `,
     h("button", { type: "button", class: "link", onclick: () => ctx.setEnvironment(other) }, `Show the ${other} webhook`))
 
@@ -45,12 +44,10 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
     h("option", { value: "envelope", selected: w.payloadFormat === "envelope" }, "envelope (every kind in form A)"))
   const enabled = h("input", { type: "checkbox", name: "enabled", id: uid("enabled"), checked: w.enabled, disabled: !ctx.canChange })
   const settings = h("form", { class: "card", novalidate: true, "aria-labelledby": "wh-settings-h" },
-    h("h2", { id: "wh-settings-h" }, `Global webhook (${ctx.environment})`),
-    field("URL", url, ctx.environment === "test"
+    h("h2", { id: "wh-settings-h" }, `Global webhook (${ctx.environment})`), field("URL", url, ctx.environment === "test"
       ? "http:// or https://, to a public address (private ones only where the node's operator allows them)."
       : "https:// only, to a public address (private ones only where the node's operator allows them)."),
-    h("fieldset", {}, h("legend", {}, "Events"), ...kinds.map((k) => k.node)),
-    field("Payload format", format),
+    h("fieldset", {}, h("legend", {}, "Events"), ...kinds.map((k) => k.node)), field("Payload format", format),
     h("div", { class: "check" }, enabled, h("label", { for: enabled.id }, "Enabled: send events here")),
     ctx.canChange ? h("div", { class: "actions" }, h("button", { type: "submit" }, "Save")) : null)
   settings.addEventListener("submit", async (e) => {
@@ -98,51 +95,46 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
       }
     }
   }, "Reveal secret")
-  const secretCard = h("section", { class: "card", "aria-labelledby": "wh-secret-h" },
-    h("h2", { id: "wh-secret-h" }, `Signing secret (${ctx.environment})`),
-    secretLine,
-    rotation === null ? null : h("p", { class: "msg msg-info", id: "rotation" },
+  const secretCard = h("section", { class: "card", "aria-labelledby": "wh-secret-h" }, h("h2", { id: "wh-secret-h" }, `Signing secret (${ctx.environment})`),
+    secretLine, rotation === null ?
+    null :
+    h("p", { class: "msg msg-info", id: "rotation" },
       `A rotation is in progress: the previous secret still signs x-webhook-signature until ${formatDate(rotation.previousSecretExpiresAt)}, ` +
-        "and the new one signs x-webhook-signature-next. Confirm the switch once your receiver checks the new secret."),
-    ctx.canChange
-      ? h("div", { class: "actions" },
-        revealButton,
-        h("button", {
-          type: "button",
-          class: "secondary",
-          onclick: async () => {
-            const ok = await confirmDialog(`Rotate the ${ctx.environment} signing secret?`,
-              "A new secret is made. For 24 hours, or until you confirm the switch, deliveries stay signed with the current secret " +
-                "(x-webhook-signature) and also with the new one (x-webhook-signature-next).", "Rotate")
-            if (!ok) return
-            try {
-              const r = await api.rotateSecret(ctx.accountId, ctx.environment)
-              ctx.refresh()
-              status.replaceChildren(message("ok", `New secret made; the previous one signs until ${formatDate(r.previousSecretExpiresAt)}.`))
-            } catch (error) {
-              status.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
-            }
-          }
-        }, "Rotate secret"),
-        rotation === null ? null : h("button", {
-          type: "button",
-          onclick: async () => {
-            const ok = await confirmDialog("Switch to the new secret now?",
-              "From the next delivery on, x-webhook-signature is signed with the new secret only. Receivers still checking the previous secret will reject deliveries.",
-              "Confirm the switch")
-            if (!ok) return
-            await api.confirmSecret(ctx.accountId, ctx.environment)
-            ctx.refresh()
-          }
-        }, "Confirm the switch"))
-      : message("info", "Viewers cannot see the secret."),
-    secretArea)
+        "and the new one signs x-webhook-signature-next. Confirm the switch once your receiver checks the new secret."), ctx.canChange
+    ? h("div", { class: "actions" }, revealButton, h("button", {
+      type: "button",
+      class: "secondary",
+      onclick: async () => {
+        const ok = await confirmDialog(`Rotate the ${ctx.environment} signing secret?`,
+          "A new secret is made. For 24 hours, or until you confirm the switch, deliveries stay signed with the current secret " +
+            "(x-webhook-signature) and also with the new one (x-webhook-signature-next).", "Rotate")
+        if (!ok) return
+        try {
+          const r = await api.rotateSecret(ctx.accountId, ctx.environment)
+          ctx.refresh()
+          status.replaceChildren(message("ok", `New secret made; the previous one signs until ${formatDate(r.previousSecretExpiresAt)}.`))
+        } catch (error) {
+          status.replaceChildren(message("error", error instanceof Error ? error.message : String(error)))
+        }
+      }
+    }, "Rotate secret"), rotation === null ? null : h("button", {
+      type: "button",
+      onclick: async () => {
+        const ok = await confirmDialog("Switch to the new secret now?",
+          "From the next delivery on, x-webhook-signature is signed with the new secret only. Receivers still checking the previous secret will reject deliveries.",
+          "Confirm the switch")
+        if (!ok) return
+        await api.confirmSecret(ctx.accountId, ctx.environment)
+        ctx.refresh()
+      }
+    }, "Confirm the switch"))
+    : message("info", "Viewers cannot see the secret."), secretArea)
 
   // ---- test event
   const testResult = h("div", { id: "test-result", "aria-live": "polite" })
-  const testCard = h("section", { class: "card", "aria-labelledby": "wh-test-h" },
-    h("h2", { id: "wh-test-h" }, "Send a test event"),
-    h("p", {}, `A webhook.test event to the URL above (saved), signed like every event, whatever the subscriptions and "enabled". It shows in the ${ctx.environment} deliveries.`),
+  const testCard = h("section", { class: "card", "aria-labelledby": "wh-test-h" }, h("h2", { id: "wh-test-h" }, "Send a test event"),
+    h("p", {},
+      `A webhook.test event to the URL above (saved), signed like every event, whatever the subscriptions and "enabled". It shows in the ${ctx.environment} deliveries.`),
     ctx.canChange
       ? h("div", { class: "actions" }, h("button", {
         type: "button",
@@ -165,16 +157,10 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
           }
         }
       }, "Send test event"))
-      : null,
-    testResult)
+      : null, testResult)
 
-  return h("section", {},
-    h("h1", {}, "Webhooks"),
-    which,
+  return h("section", {}, h("h1", {}, "Webhooks"), which,
     h("p", {}, "Events of records without their own webhookUrl go to this URL when it is enabled and subscribed to their kind. " +
-      "Every delivery is signed (x-webhook-signature and the Standard Webhooks headers), with the secret of its record's environment."),
-    status,
-    settings,
-    secretCard,
-    testCard)
+      "Every delivery is signed (x-webhook-signature and the Standard Webhooks headers), with the secret of its record's environment."), status, settings,
+    secretCard, testCard)
 }
