@@ -182,6 +182,3 @@ export const importReceiptKey = (spki: Uint8Array): Promise<ReceiptPublicKey> =>
 /** True when the signature covers `root` (the detached payload) under `key`. */
 export const signatureValid = (r: ParsedReceipt, root: Uint8Array, key: ReceiptPublicKey): Promise<boolean> =>
   subtle().verify({ name: "ECDSA", hash: "SHA-256" }, key, own(r.signature), own(sigStructure(r.protectedBytes, root)))
-
-/** kid of a receipt key: SHA-256 of its SPKI DER (what /.well-known/scitt-keys lists). */
-export const keyId = async (spki: Uint8Array): Promise<Uint8Array> => new Uint8Array(await subtle().digest("SHA-256", own(spki)))

@@ -97,11 +97,25 @@ class AnchorContract extends Contract {
    * `anchor`, and the batch's RFC 9162 tree root (COSE Receipts, RFC 9942) stored in the same record
    * and event as `logRoot`: committed in the same transaction. A function of its own, not a fourth
    * argument of `anchor`: fabric-shim checks the argument count, so `anchor` stays callable as before.
+   * @param {Context} ctx
+   * @param {string} root
+   * @param {string} leafCount
+   * @param {string} batchId
+   * @param {string} logRoot
+   * @returns {Promise<string>}
    */
   async anchorWithLogRoot(ctx, root, leafCount, batchId, logRoot) {
     return this._anchor(ctx, root, leafCount, batchId, normaliseRoot(logRoot))
   }
 
+  /**
+   * @param {Context} ctx
+   * @param {unknown} root
+   * @param {unknown} leafCount
+   * @param {unknown} batchId
+   * @param {string | undefined} logRoot the normalised RFC 9162 root, or none (`anchor`)
+   * @returns {Promise<string>}
+   */
   async _anchor(ctx, root, leafCount, batchId, logRoot) {
     const normalisedRoot = normaliseRoot(root)
     const count = parseLeafCount(leafCount)
@@ -114,6 +128,7 @@ class AnchorContract extends Contract {
       throw new Error(`root ${normalisedRoot} is already anchored (batch ${previous.batchId}, tx ${previous.txId})`)
     }
 
+    /** @type {{ root: string, leafCount: number, batchId: string, txId: string, timestamp: string, submitter: string, logRoot?: string }} */
     const record = {
       root: normalisedRoot,
       leafCount: count,

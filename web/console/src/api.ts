@@ -17,6 +17,7 @@ export type Webhook = typeof ConsoleWebhookView.Type
 export type Delivery = typeof DeliveryView.Type
 export type Record_ = typeof RecordView.Type
 export type Bundle = typeof ProofBundle.Type
+export type Network = (typeof NetworkList.Type)["networks"][number]
 export type Config = typeof ConsoleConfigView.Type
 export type Link = typeof LinkView.Type
 export type Environment = "test" | "live"
