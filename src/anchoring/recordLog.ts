@@ -6,20 +6,13 @@
  */
 import { Buffer } from "node:buffer"
 import { hash } from "node:crypto"
-import { logLeafOrder } from "./rfc9162.ts"
+import { logLeafOrder, split } from "./rfc9162.ts"
 
 export interface RecordLog {
   /** 0x + 64 hex. */
   readonly root: `0x${string}`
   /** Per input hash: its leaf index and its inclusion proof, the sibling hashes from the leaf up as one hex string. */
   readonly entries: ReadonlyArray<{ readonly index: number; readonly proofHex: string }>
-}
-
-/** The largest power of two strictly smaller than n (n ≥ 2). */
-const split = (n: number): number => {
-  let k = 1
-  while (k * 2 < n) k *= 2
-  return k
 }
 
 /**

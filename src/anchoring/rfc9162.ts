@@ -33,8 +33,8 @@ export const leafHash = (leaf: Uint8Array): Uint8Array => sha256(LEAF_PREFIX, le
 /** SHA-256(0x01 || left || right). */
 export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => sha256(NODE_PREFIX, left, right)
 
-/** The largest power of two strictly smaller than n (n ≥ 2). */
-const split = (n: number): number => {
+/** The largest power of two strictly smaller than n (n ≥ 2): where RFC 9162 splits a tree of n leaves. */
+export const split = (n: number): number => {
   let k = 1
   while (k * 2 < n) k *= 2
   return k

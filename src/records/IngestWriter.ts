@@ -45,15 +45,12 @@ export interface Submission {
 /**
  * Inserts the companions of the submissions committed together (one statement for the group), after
  * their records; the same `writer` object for every companion of a kind (the writer groups by it).
+ * The statement is also a fragment: a group of one kind of companion for accounts without a quota
+ * puts it in the records' own INSERT as a data-modifying CTE (`insertRecords`), one round trip where a
+ * statement of its own takes a transaction of four (BEGIN, records, companions, COMMIT).
  */
 export interface CompanionWriter {
-  readonly insert: (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError.SqlError>
-  /**
-   * The same rows as a data-modifying CTE of the records' own INSERT (`insertRecords`): a group of one
-   * kind of companion for accounts without a quota is then one statement, one round trip, where
-   * `insert` after the records takes a transaction of four (BEGIN, records, companions, COMMIT).
-   */
-  readonly insertWithRecords?: (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => Statement.Fragment
+  readonly insert: (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => Statement.Statement<unknown>
 }
 
 export interface Companion {
@@ -154,7 +151,7 @@ export const insertRecords = (
   sql: SqlClient.SqlClient,
   rows: ReadonlyArray<NewRecord>,
   month: string,
-  /** A companion's rows inserted by the same statement (CompanionWriter.insertWithRecords). */
+  /** A companion's rows inserted by the same statement (CompanionWriter.insert as a fragment). */
   companion?: Statement.Fragment
 ) => {
   const c = columns(rows)
@@ -228,9 +225,9 @@ export class IngestWriter extends Context.Service<IngestWriter, {
        */
       const commitUnlimited = (group: ReadonlyArray<Pending>) => {
         const companions = companionsOf(group.map((p) => p.submission))
-        // One kind of companion that can ride in the records' statement: one statement, no transaction.
+        // One kind of companion rides in the records' statement: one statement, no transaction.
         const [only] = companions.size === 1 ? companions : []
-        const within = only !== undefined && only[0].insertWithRecords !== undefined ? only[0].insertWithRecords(sql, only[1]) : undefined
+        const within = only === undefined ? undefined : only[0].insert(sql, only[1])
         const commit = Effect.gen(function*() {
           const rows = group.flatMap((p) => p.submission.rows)
           const used = new Map(

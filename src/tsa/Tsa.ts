@@ -62,7 +62,7 @@ const insertTokens = (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) =
       AS u(serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)`
 }
 
-const tokenWriter: CompanionWriter = { insert: insertTokens, insertWithRecords: insertTokens }
+const tokenWriter: CompanionWriter = { insert: insertTokens }
 
 /** What `GET /v1/timestamp/{serial}` answers (src/api/timestamp.ts). */
 export interface TokenView {

@@ -30,8 +30,9 @@ export class RpcError extends Data.TaggedError("RpcError")<{
 const HEX32 = /^0x[0-9a-f]{64}$/
 const ADDRESS = /^0x[0-9a-f]{40}$/
 
-const word = (hex: string) => hex.replace(/^0x/, "").toLowerCase().padStart(64, "0")
-const uint = (n: number | bigint) => BigInt(n).toString(16).padStart(64, "0")
+/** ABI words (32 bytes as 64 hex digits): a bytes32 and a uint256. */
+export const word = (hex: string) => hex.replace(/^0x/, "").toLowerCase().padStart(64, "0")
+export const uint = (n: number | bigint) => BigInt(n).toString(16).padStart(64, "0")
 
 /** Calldata of `verify(recordHash, proof, root)`. */
 export const encodeVerify = (hash: string, proof: ReadonlyArray<string>, root: string) =>
@@ -106,7 +107,8 @@ export interface EvmCheckOptions {
   readonly minConfirmations: number
 }
 
-const hexNumber = (v: unknown): number | undefined => typeof v === "string" && /^0x[0-9a-f]+$/i.test(v) ? Number(BigInt(v)) : undefined
+/** A JSON-RPC quantity as a number. */
+export const hexNumber = (v: unknown): number | undefined => typeof v === "string" && /^0x[0-9a-f]+$/i.test(v) ? Number(BigInt(v)) : undefined
 
 /**
  * The EVM checks of one anchor. Every answer is read from the chain; the bundle only says where

@@ -7,9 +7,9 @@
  */
 // Sub-module imports (not the "effect" barrel): `anchord verify` must start fast.
 import * as Effect from "effect/Effect"
-import { toHex } from "../anchoring/rfc9162.ts"
+import { hashBytes, toHex } from "../anchoring/rfc9162.ts"
 import { importReceiptKey, parseReceipt, type ParsedReceipt, receiptRoot, signatureValid } from "../receipts/receipt.ts"
-import type { RpcClient } from "./evm.ts"
+import { hexNumber, type RpcClient, uint, word } from "./evm.ts"
 import { checkFabricAnchor, type FabricOptions } from "./fabric.ts"
 import { type Check, exitCodeOf, outcomeOf, type Report } from "./report.ts"
 
@@ -18,14 +18,9 @@ export const LOG_ROOT_TOPIC = "0xa2eb57a04786f39f13afed401bc6596b440565c0e2db5a7
 /** `verifyLogInclusion(bytes32,uint256,uint256,bytes32[],bytes32)` */
 export const VERIFY_LOG_INCLUSION_SELECTOR = "0x6e80f441"
 
-const word = (hex: string) => hex.replace(/^0x/, "").toLowerCase().padStart(64, "0")
-const uint = (n: number | bigint) => BigInt(n).toString(16).padStart(64, "0")
-
 export const encodeVerifyLogInclusion = (hash: string, index: number, size: number, path: ReadonlyArray<string>, root: string) =>
   VERIFY_LOG_INCLUSION_SELECTOR + word(hash) + uint(index) + uint(size) + uint(0xa0) + word(root) + uint(path.length) +
   path.map(word).join("")
-
-const hexNumber = (v: unknown): number | undefined => typeof v === "string" && /^0x[0-9a-f]+$/i.test(v) ? Number(BigInt(v)) : undefined
 
 export interface ReceiptVerifyOptions {
   readonly receipt: Uint8Array
@@ -71,7 +66,7 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
     add("receipt.inclusion", "fail", "the record hash is not 64 hex characters")
     return done(r)
   }
-  const root = receiptRoot(r, Uint8Array.from(o.hash.match(/../g)!.map((b) => parseInt(b, 16))))
+  const root = receiptRoot(r, hashBytes(o.hash))
   if (root === undefined) {
     add("receipt.inclusion", "fail",
       `the inclusion path (${r.inclusion.path.length} hashes) does not fit leaf ${r.inclusion.leafIndex} of a tree of ${r.inclusion.treeSize}`)
