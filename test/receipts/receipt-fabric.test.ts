@@ -8,11 +8,10 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createDevIdentity, type DevIdentity, type DevPeer } from "../../src/dev/fabric-peer/index.ts"
+import type { DevIdentity, DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import type { Report } from "../../src/verify/report.ts"
-import { startAnvil, type Anvil } from "../evm/anvil.ts"
-import { deploy, network } from "../evm/support.ts"
-import { allAnchored, call, fabricNetwork, startFabricNode, startTestPeer, waitFor, type FabricTestNode } from "../fabric-anchoring/support.ts"
+import type { Anvil } from "../evm/anvil.ts"
+import { type FabricTestNode, startFabricEvmFixture } from "../fabric-anchoring/support.ts"
 import { jsonFile, runCli } from "../verify/support.ts"
 
 const keyDir = mkdtempSync(join(tmpdir(), "anchord-receipt-fabric-"))
@@ -21,42 +20,23 @@ writeFileSync(join(keyDir, "receipt.key"), generateKeyPairSync("ec", { namedCurv
 })
 process.env.RECEIPT_KEY_FILE = join(keyDir, "receipt.key")
 
+let fixture: Awaited<ReturnType<typeof startFabricEvmFixture>> | undefined
 let peer: DevPeer & { readonly dir: string }
 let anvil: Anvil
 let node: FabricTestNode
 let key: string
 let auditor: DevIdentity
-const ids: Array<string> = []
+let ids: ReadonlyArray<string> = []
 
 beforeAll(async () => {
-  peer = await startTestPeer()
-  anvil = await startAnvil()
-  const pk = await anvil.fundedKey()
-  const d = await deploy(anvil.rpcUrl, pk)
-  node = await startFabricNode({
-    fabric: [fabricNetwork(peer)],
-    evm: [network({
-      networkId: "anvil-receipts",
-      rpcUrl: anvil.rpcUrl,
-      chainId: d.chainId,
-      contractAddress: d.address,
-      confirmations: 1,
-      batchWindowMs: 200,
-      pollIntervalMs: 100
-    }, pk)]
+  fixture = await startFabricEvmFixture({
+    evmNetworkId: "anvil-receipts",
+    bodies: [{ data: { fr: 1 }, chain: "fabric" }, { data: { fr: 2 }, chain: "fabric" }, { data: { hr: 1 }, chain: "hybrid" }],
+    anchoredWithinMs: 30_000
   })
-  key = await node.createKey()
-  auditor = createDevIdentity(peer.mspId, { dir: join(peer.dir, "auditor"), commonName: "auditor" })
-  for (const body of [{ data: { fr: 1 }, chain: "fabric" }, { data: { fr: 2 }, chain: "fabric" }, { data: { hr: 1 }, chain: "hybrid" }]) {
-    ids.push((await call(node.baseUrl, "POST", "/v1/anchor", { key, body })).json.data.recordId)
-  }
-  await waitFor("records ANCHORED", allAnchored(node.databaseUrl, ids), 30_000)
+  ;({ peer, anvil, node, key, auditor, ids } = fixture)
 }, 90_000)
-afterAll(async () => {
-  await node?.stop()
-  await peer?.close()
-  await anvil?.stop()
-})
+afterAll(() => fixture?.stop())
 
 const fetchTo = async (path: string, file: string) => {
   const res = await fetch(`${node.baseUrl}${path}`, { headers: { authorization: `Bearer ${key}` } })

@@ -3,58 +3,35 @@
 // identity of its own), the node's way (POST /v1/verify, with the node's configured networks), and
 // the public verify page's way (EVM in the browser, Fabric asked of the node anonymously).
 //   npx vitest run test/verify/verify-fabric-node.test.ts
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createDevIdentity, type DevIdentity, type DevPeer } from "../../src/dev/fabric-peer/index.ts"
+import type { DevIdentity, DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import type { Report } from "../../src/verify/report.ts"
-import { startAnvil, type Anvil } from "../evm/anvil.ts"
-import { deploy, network } from "../evm/support.ts"
-import { allAnchored, call, fabricNetwork, startFabricNode, startTestPeer, waitFor, type FabricTestNode } from "../fabric-anchoring/support.ts"
+import type { Anvil } from "../evm/anvil.ts"
+import { call, type FabricTestNode, startFabricEvmFixture } from "../fabric-anchoring/support.ts"
 import { clone, jsonFile, runCli } from "./support.ts"
 import { bundleLink } from "../../src/certificates/bundleUrl.ts"
 import { useBrowser, WAIT_MS } from "../support/browser.ts"
 
 const browser = useBrowser()
 
+let fixture: Awaited<ReturnType<typeof startFabricEvmFixture>> | undefined
 let peer: DevPeer & { readonly dir: string }
 let anvil: Anvil
 let node: FabricTestNode
 let key: string
 let auditor: DevIdentity
-const ids: Array<string> = []
+let ids: ReadonlyArray<string> = []
 
 beforeAll(async () => {
-  peer = await startTestPeer()
-  anvil = await startAnvil()
-  const pk = await anvil.fundedKey()
-  const d = await deploy(anvil.rpcUrl, pk)
-  node = await startFabricNode({
-    fabric: [fabricNetwork(peer)],
-    evm: [network({
-      networkId: "anvil-verify",
-      rpcUrl: anvil.rpcUrl,
-      publicRpcUrl: anvil.rpcUrl,
-      chainId: d.chainId,
-      contractAddress: d.address,
-      confirmations: 1,
-      batchWindowMs: 200,
-      pollIntervalMs: 100
-    }, pk)]
+  fixture = await startFabricEvmFixture({
+    evmNetworkId: "anvil-verify",
+    publicRpc: true,
+    bodies: [{ data: { fab: 1 }, chain: "fabric" }, { data: { fab: 2 }, chain: "fabric", packageMode: "IN_PLACE" }, { data: { hybrid: 1 }, chain: "hybrid" }],
+    anchoredWithinMs: 20_000
   })
-  key = await node.createKey()
-  auditor = createDevIdentity(peer.mspId, { dir: join(peer.dir, "auditor"), commonName: "auditor" })
-  for (const body of [{ data: { fab: 1 }, chain: "fabric" }, { data: { fab: 2 }, chain: "fabric", packageMode: "IN_PLACE" }, { data: { hybrid: 1 },
-    chain: "hybrid" }])
-  {
-    ids.push((await call(node.baseUrl, "POST", "/v1/anchor", { key, body })).json.data.recordId)
-  }
-  await waitFor("records ANCHORED", allAnchored(node.databaseUrl, ids), 20_000)
+  ;({ peer, anvil, node, key, auditor, ids } = fixture)
 }, 60_000)
-afterAll(async () => {
-  await node?.stop()
-  await peer?.close()
-  await anvil?.stop()
-})
+afterAll(() => fixture?.stop())
 
 const fabricFlags =
   () => ["--fabric-endpoint", peer.address, "--fabric-msp-id", peer.mspId, "--fabric-cert", auditor.certPath!, "--fabric-key", auditor.keyPath!]
