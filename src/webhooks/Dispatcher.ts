@@ -48,8 +48,6 @@ interface Outcome extends Completion {
   readonly eventId: string
   /** For the logs (logHostOf). */
   readonly host: string
-  /** The delivery's `host` column: the key of the in-flight count. */
-  readonly receiver: string
 }
 
 /** A claimed delivery with its body, signatures and headers (rendered now or on an earlier claim). */
@@ -172,8 +170,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
           ...outcome,
           deliveryId: row.id,
           eventId: row.headers.eventId,
-          host: logHostOf(row.url),
-          receiver: row.host
+          host: logHostOf(row.url)
         })
       ),
       Effect.tap(() =>
@@ -296,8 +293,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         retryInMillis: retryDelayMillis(row.attempts, config.retryScale),
         deliveryId: row.id,
         eventId: problem.eventId,
-        host: logHostOf(row.url),
-        receiver: row.host
+        host: logHostOf(row.url)
       })
     }
     return { ready, failed }
