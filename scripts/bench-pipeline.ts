@@ -748,11 +748,17 @@ const main = async () => {
       // POST → ANCHORED: when the batch that completed the record was confirmed (its state is read from its
       // batches, migration 0016: the record row is not updated), against the POST.
       const wallOffset = Date.now() - performance.now()
+      // A build from before 0016 (side by side with an older commit) still stamps its records' rows.
+      const statesView = (await sql((s) => s<{ v: string | null }>`SELECT to_regclass('record_states')::text AS v`))[0]?.v != null
       const anchored = await sql((s) =>
-        s<{ id: string; t: number }>`
+        statesView
+          ? s<{ id: string; t: number }>`
         SELECT st.id, (extract(epoch from (SELECT max(b.confirmed_at) FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
           WHERE a.record_id = st.id)) * 1000)::float8 AS t FROM record_states st
         WHERE st.status = 'ANCHORED' AND st.id = ANY(${`{${ids.join(",")}}`}::text[])`
+          : s<{ id: string; t: number }>`
+        SELECT r.id, (extract(epoch from r.anchored_at) * 1000)::float8 AS t FROM records r
+        WHERE r.status = 'ANCHORED' AND r.id = ANY(${`{${ids.join(",")}}`}::text[])`
       )
       const anchoredMs = anchored.map((r) => r.t - wallOffset - postedAt.get(r.id)!).sort((a, b) => a - b)
       const webhookMs = ids.filter((id) => deliveredAt.has(id)).map((id) => deliveredAt.get(id)! - postedAt.get(id)!).sort((a, b) => a - b)

@@ -24,8 +24,9 @@ export const benchDatabase = async (
     persistent: false,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags,
-    onLog: () => {},
-    onError: () => {}
+    // BENCH_PG_LOG=<file>: the server's log there (e.g. with BENCH_PG_FLAGS loading auto_explain).
+    onLog: process.env.BENCH_PG_LOG ? (m) => Fs.appendFileSync(process.env.BENCH_PG_LOG!, `${String(m).trimEnd()}\n`) : () => {},
+    onError: process.env.BENCH_PG_LOG ? (m) => Fs.appendFileSync(process.env.BENCH_PG_LOG!, `${String(m).trimEnd()}\n`) : () => {}
   })
   await pg.initialise()
   await pg.start()
