@@ -22,6 +22,12 @@ export const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => 
   }
 }
 
+/** Record lists (`/v1/records`, the console's): the last record id (24 hex). */
+export const recordCursors = cursorCodec("", /^[0-9a-f]{24}$/)
+
+/** Delivery lists (`/v1/webhooks/deliveries`, the console's): the last delivery's sequence number. */
+export const deliveryCursors = cursorCodec("d:", /^\d{1,19}$/)
+
 /**
  * A page of a list read with one row more than the page holds (`limit + 1`): the page, and the cursor
  * of the next one when that extra row was there.
