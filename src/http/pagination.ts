@@ -9,7 +9,7 @@ export interface CursorCodec {
   readonly parse: (cursor: string | undefined) => { readonly ok: true; readonly key: string | undefined } | { readonly ok: false; readonly message: string }
 }
 
-export const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => {
+const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => {
   const parse = (cursor: string | undefined) => {
     if (cursor === undefined) return { ok: true as const, key: undefined }
     const text = Buffer.from(cursor, "base64url").toString("utf8")
