@@ -17,9 +17,14 @@ export interface NetworkSummary {
   readonly networkId: string
   readonly chainType: AnchorChainType
   readonly environment: Environment
+  /** Where its transactions are shown (`<explorerUrl>/tx/<txHash>`): EVM networks that configure one. */
+  readonly explorerUrl: string | null
 }
 
-/** Every configured network, of either chain (the node's assembly builds it from EVM_NETWORKS and FABRIC_NETWORKS). */
+/**
+ * Every configured network, of either chain, EVM networks first: the one list that ingest's choice
+ * and the console read (the node's assembly builds it from EVM_NETWORKS and FABRIC_NETWORKS).
+ */
 export class ConfiguredNetworks extends Context.Service<ConfiguredNetworks, ReadonlyArray<NetworkSummary>>()(
   "anchord/anchoring/ConfiguredNetworks"
 ) {}

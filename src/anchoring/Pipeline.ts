@@ -15,23 +15,19 @@
  *
  * `superviseNetworks` starts one such pipeline per configured network of a chain, in the layer's scope.
  */
-import { Cause, Duration, Effect, Ref, Schedule, Scope } from "effect"
+import { Cause, type Duration, Effect, Schedule, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AnchorChain } from "./AnchorChain.ts"
 import { batcherPeriodMs, batcherTick } from "./Batcher.ts"
 import type { AnchorChainType } from "./model.ts"
 import { CurrentLeadership, LEADER_LEASE_MS, type LeaderLease, leaderLockKey } from "./Leadership.ts"
 import { NetworkHealth } from "./NetworkHealth.ts"
+import { errorText, supervised } from "../supervision.ts"
 
 const LEADER_RETRY = "2 seconds"
 /** idle_session_timeout (the lease) exists from PostgreSQL 14 on; before, the lock has no lease. */
 const ON_14 = "CASE WHEN current_setting('server_version_num')::int >= 140000"
 const HEARTBEAT = "2 seconds"
-
-export const errorText = (cause: Cause.Cause<unknown>): string => {
-  const e = Cause.squash(cause)
-  return (e instanceof Error ? e.message : String(e)).slice(0, 300)
-}
 
 /** Runs `tick` every `period`, logging failures (and outages once, not per tick), reporting them to NetworkHealth. */
 export const loop = Effect.fnUntraced(function*<E, R>(
@@ -42,25 +38,12 @@ export const loop = Effect.fnUntraced(function*<E, R>(
   isUnavailable: (error: unknown) => boolean
 ) {
   const health = yield* NetworkHealth
-  const failing = yield* Ref.make(false)
-  return yield* tick.pipe(
-    Effect.andThen(Effect.gen(function*() {
-      if (!(yield* Ref.getAndSet(failing, false))) return
-      yield* health.update(networkId, { rpc: "up" })
-      yield* Effect.logInfo(`${name} recovered`)
-    })),
-    Effect.catchCause((cause) =>
-      Effect.gen(function*() {
-        if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause as Cause.Cause<never>)
-        const message = errorText(cause)
-        yield* health.update(networkId, { lastError: message, ...(isUnavailable(Cause.squash(cause)) ? { rpc: "down" as const } : {}) })
-        if (yield* Ref.getAndSet(failing, true)) return
-        yield* Effect.logWarning(`${name} failing (will keep retrying)`, { error: message })
-      })
-    ),
-    Effect.andThen(Effect.sleep(period)),
-    Effect.forever
-  )
+  return yield* supervised(tick, {
+    name,
+    pause: period,
+    onFailure: (cause) => health.update(networkId, { lastError: errorText(cause), ...(isUnavailable(Cause.squash(cause)) ? { rpc: "down" as const } : {}) }),
+    onRecovery: health.update(networkId, { rpc: "up" })
+  })
 })
 
 /** Holds the network's advisory lock and runs `pipeline` while it is held; retries every 2 s otherwise. */

@@ -2,7 +2,8 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { VERSION } from "../version.ts"
 import { CertificatesApi } from "./certificates.ts"
-import { ConsoleApi, ConsoleAuthApi } from "./console.ts"
+import { ConsoleAuthApi, ConsoleSessionApi } from "./console.ts"
+import { ConsoleAccountsApi, ConsoleMembersApi, ConsoleOperatorsApi, ConsoleRecordsApi, ConsoleWebhooksApi } from "./consoleAreas.ts"
 import { ErrorEnvelope } from "./http.ts"
 import { jsonBodiesInOpenApi } from "./jsonBody.ts"
 import { wireInOpenApi } from "./openapiWire.ts"
@@ -20,7 +21,12 @@ export class Api extends HttpApi.make("anchord")
   .add(VerifyApi)
   .add(CertificatesApi)
   .add(ConsoleAuthApi)
-  .add(ConsoleApi)
+  .add(ConsoleSessionApi)
+  .add(ConsoleOperatorsApi)
+  .add(ConsoleAccountsApi)
+  .add(ConsoleWebhooksApi)
+  .add(ConsoleRecordsApi)
+  .add(ConsoleMembersApi)
   .add(TimestampApi)
   .add(TsaShortApi)
   .add(ReceiptsApi)

@@ -10,19 +10,19 @@
  *   secret): checked by the handlers (403 FORBIDDEN).
  * - Not in `/v1/openapi.json` (OpenApi.Exclude): this is the console's private interface, changed with
  *   the page; integrators use `/v1` with API keys.
+ * - Groups: signing in (`consoleAuth`) and the session (`consoleSession`) here; the areas behind a
+ *   session (operators, accounts and keys, webhooks and deliveries, records, members) in
+ *   ./consoleAreas.ts, each with its handlers' file in src/console/.
  */
 import { Context, Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { AddressLimit } from "./auth.ts"
-import { AcceptInvitationBody, AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, CreateAccountBody, CreatedKey, CreatedLink, CreateKeyBody,
-  InvitationList, InvitationView, InviteBody, KeyList, KeyView, LinkView, MemberList, NetworkList, OverviewView, PlanBody, RevealedSecret, SessionView,
-  SignInBody, SignOutResult, TestEventBody, TokenBody } from "./consoleSchemas.ts"
-import { BadRequest, Conflict, Forbidden, Gone, NotFound, ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized, Unprocessable } from "./errors.ts"
+import { AcceptInvitationBody, ConsoleConfigView, LinkView, SessionView, SignInBody, SignOutResult, TokenBody } from "./consoleSchemas.ts"
+import { BadRequest, Conflict, Forbidden, ServiceUnavailableSchema, TooManyRequestsSchema, Unauthorized } from "./errors.ts"
 import { DatabaseBound, JsonBodyFraming, RequestDeadline } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
-import { ProofBundle } from "./proofBundle.ts"
-import { Environment, ok, RecordId, RecordList, RecordStatus, RecordView, ChainType, Collection } from "./recordSchemas.ts"
-import { DeliveryList, DeliveryState, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch } from "./webhookSchemas.ts"
+import { Environment, ok } from "./recordSchemas.ts"
+import { EmptyBody } from "./webhookSchemas.ts"
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "anchord_session"
@@ -66,10 +66,10 @@ export class ConsoleSameOrigin extends HttpApiMiddleware.Service<ConsoleSameOrig
   error: Forbidden
 }) {}
 
-const Limit = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
-const AccountParam = { accountId: Schema.String.check(Schema.isMaxLength(64)) }
-const EnvironmentQuery = { environment: Environment }
-const empty = JsonBody(EmptyBody)
+export const Limit = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))
+export const AccountParam = { accountId: Schema.String.check(Schema.isMaxLength(64)) }
+export const EnvironmentQuery = { environment: Environment }
+export const empty = JsonBody(EmptyBody)
 
 /**
  * Password hashing has its own bound (src/console/ConsoleAuth.ts: a few at a time, a bounded wait, 503
@@ -112,166 +112,25 @@ export class ConsoleAuthApi extends HttpApiGroup.make("consoleAuth")
   .annotate(OpenApi.Exclude, true)
 {}
 
-const accountPath = <P extends "" | `/${string}`>(path: P) => `/accounts/:accountId${path}` as const
+export const accountPath = <P extends "" | `/${string}`>(path: P) => `/accounts/:accountId${path}` as const
 
-/** Everything behind a session. */
-export class ConsoleApi extends HttpApiGroup.make("console")
-  .add(
-    // The session
-    HttpApiEndpoint.get("session", "/session", { success: ok(SessionView) }),
-    HttpApiEndpoint.delete("signOut", "/session", { success: ok(SignOutResult) })
-      .annotate(OpenApi.Description, "Ends this session; clears the cookie."),
-    HttpApiEndpoint.post("signOutEverywhere", "/session/everywhere", { payload: empty, success: ok(SignOutResult), error: [BadRequest] })
-      .middleware(JsonBodyFraming)
-      .annotate(OpenApi.Description, "Ends every session of this user, this one included."),
-    HttpApiEndpoint.get("config", "/config", { success: ok(ConsoleConfigView) }),
-    // Operators
-    HttpApiEndpoint.get("listAccounts", "/accounts", { success: ok(AccountList) }),
-    HttpApiEndpoint.post("createAccount", "/accounts", { payload: JsonBody(CreateAccountBody), success: ok(AccountView), error: [BadRequest] })
-      .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("activateAccount", accountPath("/activate"), { params: AccountParam, payload: empty, success: ok(AccountView),
-      error: [BadRequest, NotFound] })
-      .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("suspendAccount", accountPath("/suspend"), { params: AccountParam, payload: empty, success: ok(AccountView),
-      error: [BadRequest, NotFound] })
-      .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("changePlan", accountPath("/plan"), { params: AccountParam, payload: JsonBody(PlanBody), success: ok(AccountView),
-      error: [BadRequest, NotFound] })
-      .middleware(JsonBodyFraming),
-    HttpApiEndpoint.get("networks", "/networks", { success: ok(NetworkList) }),
-    // One account (its members; operators: any)
-    HttpApiEndpoint.get("account", accountPath(""), { params: AccountParam, success: ok(AccountView), error: [NotFound] }),
-    HttpApiEndpoint.get("overview", accountPath("/overview"), { params: AccountParam, query: EnvironmentQuery, success: ok(OverviewView),
-      error: [BadRequest, NotFound] }),
-    HttpApiEndpoint.get("listKeys", accountPath("/keys"), { params: AccountParam, success: ok(KeyList), error: [NotFound] }),
-    HttpApiEndpoint.post("createKey", accountPath("/keys"), {
-      params: AccountParam,
-      payload: JsonBody(CreateKeyBody),
-      success: ok(CreatedKey),
-      error: [BadRequest, NotFound, Conflict]
-    }).middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("revokeKey", accountPath("/keys/:keyId/revoke"), {
-      params: { ...AccountParam, keyId: Schema.String.check(Schema.isMaxLength(64)) },
-      payload: empty,
-      success: ok(KeyView),
-      error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming),
-    // The webhook, its secret and rotation are per environment (migration 0013): each endpoint names it.
-    HttpApiEndpoint.get("getWebhook", accountPath("/webhook"), { params: AccountParam, query: EnvironmentQuery, success: ok(ConsoleWebhookView),
-      error: [BadRequest, NotFound] }),
-    HttpApiEndpoint.put("putWebhook", accountPath("/webhook"), {
-      params: AccountParam,
-      // The environment's settings; the URL checked by the egress policy (src/webhooks/urlPolicy.ts; live: https only).
-      query: EnvironmentQuery,
-      payload: JsonBody(WebhookSettingsPatch),
-      success: ok(ConsoleWebhookView),
-      error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("revealSecret", accountPath("/webhook/secret/reveal"), { params: AccountParam, query: EnvironmentQuery, payload: empty,
-      success: ok(RevealedSecret), error: [BadRequest, NotFound] })
-      .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("rotateSecret", accountPath("/webhook/secret/rotate"), { params: AccountParam, query: EnvironmentQuery, payload: empty,
-      success: ok(RotationResult), error: [BadRequest, NotFound] })
-      .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("confirmSecret", accountPath("/webhook/secret/confirm"), { params: AccountParam, query: EnvironmentQuery, payload: empty,
-      success: ok(ConsoleWebhookView), error: [BadRequest, NotFound] })
-      .middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("testWebhook", accountPath("/webhook/test"), {
-      params: AccountParam,
-      payload: JsonBody(TestEventBody),
-      success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
-      error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming).annotate(OpenApi.Description,
-      "A webhook.test event to the webhook URL of the body's environment, delivered like every event."),
-    HttpApiEndpoint.get("listDeliveries", accountPath("/deliveries"), {
-      params: AccountParam,
-      query: {
-        ...EnvironmentQuery,
-        limit: Schema.optionalKey(Limit),
-        cursor: Schema.optionalKey(Schema.String),
-        status: Schema.optionalKey(DeliveryState),
-        recordId: Schema.optionalKey(Schema.String),
-        eventId: Schema.optionalKey(Schema.String)
-      },
-      success: ok(DeliveryList),
-      error: [BadRequest, NotFound]
-    }),
-    HttpApiEndpoint.get("getDelivery", accountPath("/deliveries/:deliveryId"), {
-      params: { ...AccountParam, deliveryId: Schema.String.check(Schema.isMaxLength(64)) },
-      query: EnvironmentQuery,
-      success: ok(DeliveryView),
-      error: [BadRequest, NotFound]
-    }),
-    HttpApiEndpoint.post("redeliver", accountPath("/deliveries/:deliveryId/redeliver"), {
-      params: { ...AccountParam, deliveryId: Schema.String.check(Schema.isMaxLength(64)) },
-      query: EnvironmentQuery,
-      payload: empty,
-      success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
-      error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming),
-    HttpApiEndpoint.get("listRecords", accountPath("/records"), {
-      params: AccountParam,
-      query: {
-        ...EnvironmentQuery,
-        limit: Schema.optionalKey(Limit),
-        cursor: Schema.optionalKey(Schema.String),
-        status: Schema.optionalKey(RecordStatus),
-        chain: Schema.optionalKey(ChainType),
-        collection: Schema.optionalKey(Collection),
-        /** Created on or after this day (YYYY-MM-DD, UTC). */
-        from: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^\d{4}-\d{2}-\d{2}$/))),
-        /** Created on or before this day (YYYY-MM-DD, UTC). */
-        to: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^\d{4}-\d{2}-\d{2}$/))),
-        /** A record id (24 hex) or a hash (64 hex). */
-        q: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(100)))
-      },
-      success: ok(RecordList),
-      error: [BadRequest, NotFound]
-    }),
-    HttpApiEndpoint.get("getRecord", accountPath("/records/:recordId"), {
-      params: { ...AccountParam, recordId: RecordId },
-      query: EnvironmentQuery,
-      success: ok(RecordView),
-      error: [BadRequest, NotFound, Gone]
-    }),
-    HttpApiEndpoint.get("recordProof", accountPath("/records/:recordId/proof"), {
-      params: { ...AccountParam, recordId: RecordId },
-      query: EnvironmentQuery,
-      success: ok(ProofBundle),
-      error: [BadRequest, NotFound, Gone, Conflict]
-    }),
-    HttpApiEndpoint.get("recordCertificate", accountPath("/records/:recordId/certificate"), {
-      params: { ...AccountParam, recordId: RecordId },
-      query: EnvironmentQuery,
-      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/pdf" })),
-      error: [BadRequest, NotFound, Gone, Conflict, Unprocessable]
-    }),
-    HttpApiEndpoint.get("listMembers", accountPath("/members"), { params: AccountParam, success: ok(MemberList), error: [NotFound] }),
-    HttpApiEndpoint.post("inviteMember", accountPath("/members/invite"), {
-      params: AccountParam,
-      payload: JsonBody(InviteBody),
-      success: ok(CreatedLink),
-      error: [BadRequest, NotFound, Conflict]
-    }).middleware(JsonBodyFraming),
-    HttpApiEndpoint.get("listInvitations", accountPath("/invitations"), { params: AccountParam, success: ok(InvitationList), error: [NotFound] })
-      .annotate(OpenApi.Description, "The account's invitations that can still be accepted (its admins, operators)."),
-    HttpApiEndpoint.post("revokeInvitation", accountPath("/invitations/:invitationId/revoke"), {
-      params: { ...AccountParam, invitationId: Schema.String.check(Schema.isMaxLength(64)) },
-      payload: empty,
-      success: ok(InvitationView),
-      error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming),
-    HttpApiEndpoint.post("removeMember", accountPath("/members/:userId/remove"), {
-      params: { ...AccountParam, userId: Schema.String.check(Schema.isMaxLength(64)) },
-      payload: empty,
-      success: ok(SignOutResult),
-      error: [BadRequest, NotFound]
-    }).middleware(JsonBodyFraming)
-  )
-  .middleware(ConsoleSession)
-  .middleware(ConsoleSameOrigin)
-  // Outermost: the session's own lookup is bounded too, and refused at once while the database is down.
-  .middleware(DatabaseBound)
-  .prefix("/console/api")
-  .annotate(OpenApi.Exclude, true)
-{}
+/** A console group behind a session: the session, same origin, bounded, under `/console/api`, not in `/v1/openapi.json`. */
+export const behindSession = <Id extends string, Endpoints extends HttpApiEndpoint.Constraint>(group: HttpApiGroup.HttpApiGroup<Id, Endpoints>) =>
+  group
+    .middleware(ConsoleSession)
+    .middleware(ConsoleSameOrigin)
+    // Outermost: the session's own lookup is bounded too, and refused at once while the database is down.
+    .middleware(DatabaseBound)
+    .prefix("/console/api")
+    .annotate(OpenApi.Exclude, true)
+
+/** The session: who is signed in, signing out, and the console's settings. */
+export class ConsoleSessionApi extends behindSession(HttpApiGroup.make("consoleSession").add(
+  HttpApiEndpoint.get("session", "/session", { success: ok(SessionView) }),
+  HttpApiEndpoint.delete("signOut", "/session", { success: ok(SignOutResult) })
+    .annotate(OpenApi.Description, "Ends this session; clears the cookie."),
+  HttpApiEndpoint.post("signOutEverywhere", "/session/everywhere", { payload: empty, success: ok(SignOutResult), error: [BadRequest] })
+    .middleware(JsonBodyFraming)
+    .annotate(OpenApi.Description, "Ends every session of this user, this one included."),
+  HttpApiEndpoint.get("config", "/config", { success: ok(ConsoleConfigView) })
+)) {}

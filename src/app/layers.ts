@@ -35,15 +35,18 @@ export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, Usage
   Layer.provideMerge(DatabaseLive)
 )
 
-/** Where new records go (anchoring/Networks.ts), from the EVM networks and the Fabric networks when there are any. */
-export const NetworksLayer = Networks.layer.pipe(Layer.provide(Layer.effect(ConfiguredNetworks, Effect.gen(function*() {
+/** The configured networks (anchoring/Networks.ts): the EVM networks, and the Fabric networks when there are any. */
+export const ConfiguredNetworksLayer = Layer.effect(ConfiguredNetworks, Effect.gen(function*() {
   const evm = (yield* EvmNetworks).networks
   const fabric = Option.match(yield* Effect.serviceOption(FabricNetworks), { onNone: () => [], onSome: (f) => f.networks })
   return ConfiguredNetworks.of([
-    ...evm.map((n) => ({ networkId: n.networkId, chainType: "evm" as const, environment: n.environment })),
-    ...fabric.map((n) => ({ networkId: n.networkId, chainType: "fabric" as const, environment: n.environment }))
+    ...evm.map((n) => ({ networkId: n.networkId, chainType: "evm" as const, environment: n.environment, explorerUrl: n.explorerUrl ?? null })),
+    ...fabric.map((n) => ({ networkId: n.networkId, chainType: "fabric" as const, environment: n.environment, explorerUrl: null }))
   ])
-}))))
+}))
+
+/** Where new records go (anchoring/Networks.ts), from the configured networks. */
+export const NetworksLayer = Networks.layer.pipe(Layer.provide(ConfiguredNetworksLayer))
 
 /** Record creation and the time-stamp authority, over one ingest (one group-commit writer). */
 const IngestServices = Layer.mergeAll(RecordCreation.layer, Tsa.layer.pipe(Layer.provideMerge(TsaConfig.layer))).pipe(
@@ -86,6 +89,8 @@ export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer
     // The anchoring pipelines report their networks' states; /v1/health reads them.
     Layer.provideMerge(NetworkHealth.layer),
     Layer.provideMerge(ApiServices),
+    // The console lists them; ingest chooses among them (NetworksLayer).
+    Layer.provideMerge(ConfiguredNetworksLayer),
     Layer.provideMerge(Layer.merge(evmNetworks, fabricNetworks)),
     Layer.provideMerge(CoreLayer),
     // This node's metrics registry, under everything that counts.

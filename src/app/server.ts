@@ -10,7 +10,7 @@ import { AddressLimitLayer, ApiKeyAuthLayer, KeyOrAddressLayer } from "../auth/m
 import { DatabaseBoundLayer } from "../db/guard.ts"
 import { BodyBudgetService } from "../http/body.ts"
 import { CertificatesHttpLayer } from "../certificates/http.ts"
-import { ConsoleAuthHttpLayer, ConsoleHttpLayer } from "../console/http.ts"
+import { ConsoleHttpLayer } from "../console/http.ts"
 import { ConsoleSameOriginLayer, ConsoleSessionLayer } from "../console/middleware.ts"
 import { PagesLayer } from "../console/pages.ts"
 import { ErrorEnvelopeLayer, JsonBodyFramingLayer } from "../http/middleware.ts"
@@ -43,7 +43,6 @@ export const HttpAppLayer = Layer.merge(
       WebhooksHttpLayer,
       VerifyHttpLayer,
       CertificatesHttpLayer,
-      ConsoleAuthHttpLayer,
       ConsoleHttpLayer,
       TimestampHttpLayer,
       TsaShortHttpLayer,

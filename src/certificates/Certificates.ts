@@ -4,10 +4,9 @@
  * it, rendered by ./certificate.ts with a QR code to `<public URL>/verify#bundle=…`.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
-import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
+import type { SqlError } from "effect/sql"
 import { HashNotFound, NotAnchored, type RecordDeleted, type RecordNotFound } from "../records/errors.ts"
-import { type Owner, RecordStore, requireFound } from "../records/RecordStore.ts"
+import { type Owner, type ProofBundle, RecordStore } from "../records/RecordStore.ts"
 import { certificateId, certificatePdf } from "./certificate.ts"
 
 /** The proof does not fit a QR code (a record with many anchors and a huge batch). */
@@ -39,13 +38,10 @@ export class Certificates extends Context.Service<Certificates, {
   readonly forHash: (owner: Owner, hash: string, verifyUrl: string) => Issue<HashNotFound>
 }>()("anchord/certificates/Certificates") {
   static readonly layer = Layer.effect(Certificates, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const store = yield* RecordStore
 
-    const render = (row: { readonly id: string; readonly hash: string; readonly status: string; readonly salted: boolean }, verifyUrl: string) =>
+    const render = (bundle: ProofBundle, verifyUrl: string) =>
       Effect.gen(function*() {
-        if (row.status !== "ANCHORED") return yield* new NotAnchored({ recordId: row.id, status: row.status })
-        const bundle = proofBundle(row, (yield* loadAnchors(sql, [row.id])).get(row.id) ?? [])
         const pdf = yield* certificatePdf(bundle, { verifyUrl }).pipe(
           Effect.catchTag("CertificateError", (e) =>
             // A bundle this node built that the renderer refuses, or a verify URL it cannot use, is a bug.
@@ -56,13 +52,14 @@ export class Certificates extends Context.Service<Certificates, {
 
     return Certificates.of({
       forRecord: Effect.fn("Certificates.forRecord")(function*(owner, recordId, verifyUrl) {
-        const row = yield* requireFound(yield* store.get(owner, recordId, false), recordId)
-        return yield* render(row, verifyUrl)
+        return yield* render(yield* store.proof(owner, recordId), verifyUrl)
       }),
       forHash: Effect.fn("Certificates.forHash")(function*(owner, hash, verifyUrl) {
         const rows = yield* store.byHash(owner, hash.toLowerCase())
         if (rows.length === 0) return yield* new HashNotFound({ hash })
-        return yield* render(rows.find((r) => r.status === "ANCHORED") ?? rows[0]!, verifyUrl)
+        const row = rows.find((r) => r.status === "ANCHORED") ?? rows[0]!
+        if (row.status !== "ANCHORED") return yield* new NotAnchored({ recordId: row.id, status: row.status })
+        return yield* render((yield* store.proofsOf([row]))[0]!, verifyUrl)
       })
     })
   }))

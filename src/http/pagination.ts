@@ -9,7 +9,7 @@ export interface CursorCodec {
   readonly parse: (cursor: string | undefined) => { readonly ok: true; readonly key: string | undefined } | { readonly ok: false; readonly message: string }
 }
 
-export const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => {
+const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => {
   const parse = (cursor: string | undefined) => {
     if (cursor === undefined) return { ok: true as const, key: undefined }
     const text = Buffer.from(cursor, "base64url").toString("utf8")
@@ -21,6 +21,12 @@ export const cursorCodec = (prefix: string, keyPattern: RegExp): CursorCodec => 
     parse
   }
 }
+
+/** Record lists (`/v1/records`, the console's): the last record id (24 hex). */
+export const recordCursors = cursorCodec("", /^[0-9a-f]{24}$/)
+
+/** Delivery lists (`/v1/webhooks/deliveries`, the console's): the last delivery's sequence number. */
+export const deliveryCursors = cursorCodec("d:", /^\d{1,19}$/)
 
 /**
  * A page of a list read with one row more than the page holds (`limit + 1`): the page, and the cursor

@@ -2,12 +2,12 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
-import { withAnchors } from "../anchoring/anchorViews.ts"
+import { anchorRows, proofBundle, withAnchors } from "../anchoring/anchorViews.ts"
 import { listedInStatus, recordColumns, type RecordStatus, stateJoin } from "../anchoring/recordState.ts"
 import { canonicalize } from "../canonical/jcs.ts"
 import { append, appendOne } from "../outbox/Outbox.ts"
 import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
-import { RecordDeleted, RecordNotFound } from "./errors.ts"
+import { NotAnchored, RecordDeleted, RecordNotFound } from "./errors.ts"
 import { decodeFirst, decodeRows } from "../db/rows.ts"
 import { RecordRow } from "./model.ts"
 import { eraseFromAnswer } from "./erasure.ts"
@@ -35,6 +35,9 @@ export const requireFound = (lookup: Lookup, recordId: string): Effect.Effect<Re
 
 type Sql<A> = Effect.Effect<A, SqlError.SqlError>
 
+/** SPEC 6: an anchored record's proof bundle (docs/proof-format.md). */
+export type ProofBundle = ReturnType<typeof proofBundle>
+
 export class RecordStore extends Context.Service<RecordStore, {
   readonly get: (owner: Owner, id: string, includeDeleted: boolean) => Sql<Lookup>
   readonly list: (owner: Owner, options: {
@@ -49,6 +52,13 @@ export class RecordStore extends Context.Service<RecordStore, {
     readonly createdBefore?: Date | undefined
   }) => Sql<ReadonlyArray<RecordRow>>
   readonly byHash: (owner: Owner, hash: string) => Sql<ReadonlyArray<RecordRow>>
+  /**
+   * The owner's record's proof bundle: 404 / 410 as `get`, 409 NOT_ANCHORED until it is anchored. The one
+   * lookup behind `/v1/records/{id}/proof`, the console's proof and certificates.
+   */
+  readonly proof: (owner: Owner, id: string) => Effect.Effect<ProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
+  /** The proof bundles of the anchored records among `rows` (as `get` or `byHash` read them), in their order: one query. */
+  readonly proofsOf: (rows: ReadonlyArray<RecordRow>) => Sql<ReadonlyArray<ProofBundle>>
   readonly update: (owner: Owner, id: string, changes: {
     readonly metadata?: Record<string, unknown> | undefined
     readonly webhookUrl?: string | null | undefined
@@ -151,6 +161,11 @@ export class RecordStore extends Context.Service<RecordStore, {
           }
         })
 
+      const proofsOf = (rows: ReadonlyArray<RecordRow>) => {
+        const anchored = rows.filter((r) => r.status === "ANCHORED")
+        return Effect.map(anchorRows(sql, anchored.map((r) => r.id)), (byId) => anchored.map((r) => proofBundle(r, byId.get(r.id) ?? [])))
+      }
+
       return RecordStore.of({
         get: Effect.fn("RecordStore.get")((owner, id, includeDeleted) =>
           fetch(owner, id, false).pipe(
@@ -158,6 +173,13 @@ export class RecordStore extends Context.Service<RecordStore, {
             Effect.map((row) => classify(row, includeDeleted))
           )
         ),
+        // The row without its view's anchors (`get` reads them): the bundle reads its own, with their proofs.
+        proof: Effect.fn("RecordStore.proof")(function*(owner, id) {
+          const row = yield* requireFound(classify(yield* fetch(owner, id, false), false), id)
+          if (row.status !== "ANCHORED") return yield* new NotAnchored({ recordId: row.id, status: row.status })
+          return (yield* proofsOf([row]))[0]!
+        }),
+        proofsOf,
         list: Effect.fn("RecordStore.list")((owner, options) =>
           sql`
             SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}

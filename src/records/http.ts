@@ -6,25 +6,21 @@
 import { Clock, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { embedAnchor } from "../anchoring/inPlace.ts"
-import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { monthStart, nextMonthStart, Plans } from "../auth/plans.ts"
 import { atEdge } from "../db/errors.ts"
-import { cursorCodec, pageOf } from "../http/pagination.ts"
+import { pageOf, recordCursors } from "../http/pagination.ts"
 import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { type Accepted, type CreateEndpoint, RecordCreation } from "./creation.ts"
 import { open } from "./encryption.ts"
-import { HashNotFound, ImmutableField, InvalidEncryptionKey, InvalidRecord, NotAnchored } from "./errors.ts"
+import { HashNotFound, ImmutableField, InvalidEncryptionKey, InvalidRecord } from "./errors.ts"
 import { toView } from "./model.ts"
 import { RecordStore, requireFound } from "./RecordStore.ts"
 
 const MUTABLE_FIELDS = new Set(["metadata", "webhookUrl"])
-
-const cursors = cursorCodec("", /^[0-9a-f]{24}$/)
 
 /** The response of a create: its text as built by RecordCreation (the ingest fast path answers the same). */
 export const acceptedResponse = (a: Accepted) =>
@@ -48,7 +44,6 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
     const creation = yield* RecordCreation
     const store = yield* RecordStore
     const egress = yield* WebhookEgress
-    const sql = yield* SqlClient.SqlClient
 
     const create =
       (endpoint: CreateEndpoint) =>
@@ -76,7 +71,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const limit = query.limit ?? 50
-          const before = cursors.parse(query.cursor)
+          const before = recordCursors.parse(query.cursor)
           if (!before.ok) return yield* new InvalidRecord({ reason: before.message })
           const rows = yield* store.list(principal, {
             limit: limit + 1,
@@ -85,7 +80,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
             collection: query.collection,
             includeDeleted: query.includeDeleted === "true" || query.status === "DELETED"
           })
-          const { page, nextCursor } = pageOf(rows, limit, cursors, (row) => row.id)
+          const { page, nextCursor } = pageOf(rows, limit, recordCursors, (row) => row.id)
           return { success: true as const, data: { records: page.map((row) => toView(row)), nextCursor } }
         }).pipe(atEdge))
       .handle("get", ({ params, headers, query }) =>
@@ -100,12 +95,10 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
           }
           const view = toView(row, { plaintext })
           // SPEC 3.2: IN_PLACE records carry their proof bundle in place, as `_anchor`.
-          const anchors = view.packageMode === "IN_PLACE" && view.status === "ANCHORED"
-            ? (yield* loadAnchors(sql, [row.id])).get(row.id) ?? []
-            : []
+          const [bundle] = view.packageMode === "IN_PLACE" && view.status === "ANCHORED" ? yield* store.proofsOf([row]) : []
           // A decrypted salted record's document carries its salt in `_anchor`, so that it verifies as it is.
           const salt = view.salt === undefined ? {} : { salt: view.salt }
-          return { success: true as const, data: embedAnchor(view, () => ({ ...proofBundle(row, anchors), ...salt })) }
+          return { success: true as const, data: embedAnchor(view, () => ({ ...bundle, ...salt })) }
         }).pipe(atEdge))
       .handle("update", ({ params, payload }) =>
         Effect.gen(function*() {
@@ -134,10 +127,7 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
       .handle("recordProof", ({ params }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const row = yield* requireFound(yield* store.get(principal, params.recordId, false), params.recordId)
-          if (row.status !== "ANCHORED") return yield* new NotAnchored({ recordId: row.id, status: row.status })
-          const anchors = (yield* loadAnchors(sql, [row.id])).get(row.id) ?? []
-          return { success: true as const, data: proofBundle(row, anchors) }
+          return { success: true as const, data: yield* store.proof(principal, params.recordId) }
         }).pipe(atEdge))
       .handle("proofByHash", ({ params }) =>
         Effect.gen(function*() {

@@ -10,14 +10,12 @@
  */
 import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { CurrentCaller } from "../api/auth.ts"
 import { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../config.ts"
 import { clientAddressOf } from "../auth/Admission.ts"
 import { RateLimits } from "../auth/RateLimits.ts"
 import { AnonymousVerifyLimited, InvalidVerifyRequest, KeyRequired } from "./errors.ts"
-import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
 import { EvmNetworks } from "../evm/config.ts"
 import { FabricNetworks } from "../fabric/config.ts"
 import { Api } from "../api/Api.ts"
@@ -37,7 +35,6 @@ export const ANON_VERIFY_PER_SECOND = 2
 export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
   Effect.gen(function*() {
     const store = yield* RecordStore
-    const sql = yield* SqlClient.SqlClient
     const { networks } = yield* EvmNetworks
     // One client per configured network; a bundle naming another network or chain is checked
     // against nothing (an "error" check says so): the node only asks the chains it is configured for.
@@ -102,9 +99,8 @@ export const VerifyHttpLayer = HttpApiBuilder.group(Api, "verify", (handlers) =>
           inputs = [{ ...input, bundle, hasData: false }]
         } else {
           const hash = given ?? recordHash(data!.value)
-          const rows = (yield* store.byHash(principal!, hash)).filter((r) => r.status === "ANCHORED")
-          const facts = yield* loadAnchors(sql, rows.map((r) => r.id))
-          inputs = rows.map((row) => ({ kind: "bundle" as const, bundle: proofBundle(row, facts.get(row.id) ?? []), hasData: false }))
+          const bundles = yield* store.proofsOf(yield* store.byHash(principal!, hash))
+          inputs = bundles.map((bundle) => ({ kind: "bundle" as const, bundle, hasData: false }))
           if (inputs.length === 0) {
             extra = [{ id: "records", status: "fail", message: `no anchored record of this account (${principal!.environment}) has hash ${hash}` }]
           }

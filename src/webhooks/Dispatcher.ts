@@ -32,6 +32,7 @@ import { retryDelayMillis } from "./schedule.ts"
 import { attempt, attemptHeaders, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
+import { supervised } from "../supervision.ts"
 
 /** Deliveries deleted per retention statement (bounded, so a large backlog does not hold one long transaction). */
 const RETENTION_BATCH = 5_000
@@ -423,29 +424,12 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     }
   }))
 
-  /** Supervision: a failing loop (database outage) logs, waits and starts over. */
-  const supervised = <E>(name: string, loop: Effect.Effect<unknown, E>) => {
-    // During an outage a loop restarts every poll period: one line when it starts failing, then at most
-    // one a minute with the count, never one per restart.
-    let quietUntil = 0
-    let restarts = 0
-    return loop.pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          restarts++
-          if (now >= quietUntil) {
-            yield* Effect.logWarning(`webhook ${name} restarting`, { error: Cause.pretty(cause).split("\n")[0], restarts })
-            quietUntil = now + 60_000
-            restarts = 0
-          }
-          yield* Effect.sleep(Math.max(250, config.pollMillis))
-        })
-      ),
-      Effect.forever,
-      Effect.forkScoped
-    )
-  }
+  /**
+   * Supervision: a failing loop (database outage) logs, waits a poll period and starts over: one line when
+   * it starts failing, then at most one a minute with the count, never one per restart.
+   */
+  const supervise = <E>(name: string, loop: Effect.Effect<unknown, E>) =>
+    supervised(loop, { name: `webhook ${name}`, pause: Math.max(250, config.pollMillis), remindEvery: "1 minute" }).pipe(Effect.forkScoped)
 
   /**
    * Retention (WEBHOOK_RETENTION_DAYS): every WEBHOOK_RETENTION_SWEEP_MS, finished deliveries older than
@@ -466,10 +450,10 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     }
   })
 
-  yield* supervised("listener", listenLoop)
-  const retention = config.retentionMillis > 0 ? yield* supervised("retention", retentionLoop) : undefined
-  yield* supervised("writer", writeLoop)
-  const claimer = yield* supervised("claimer", claimLoop)
+  yield* supervise("listener", listenLoop)
+  const retention = config.retentionMillis > 0 ? yield* supervise("retention", retentionLoop) : undefined
+  yield* supervise("writer", writeLoop)
+  const claimer = yield* supervise("claimer", claimLoop)
 
   // Shutdown (runs before the loops are interrupted and the sends' FiberSet is closed): claim nothing
   // more (a claim under way completes first), then wait until every permit is back, i.e. every attempt

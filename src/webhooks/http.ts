@@ -8,15 +8,13 @@ import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { Api } from "../api/Api.ts"
 import { atEdge } from "../db/errors.ts"
-import { cursorCodec, pageOf } from "../http/pagination.ts"
+import { deliveryCursors, pageOf } from "../http/pagination.ts"
 import { DeliveryNotFound, InvalidDeliveryQuery } from "./errors.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 import type { DeliveryRow } from "./rows.ts"
 import { deliveryView, settingsView, updateSettings } from "./views.ts"
-
-const cursors = cursorCodec("d:", /^\d{1,19}$/)
 
 export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
@@ -59,7 +57,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const limit = query.limit ?? 50
-          const before = cursors.parse(query.cursor)
+          const before = deliveryCursors.parse(query.cursor)
           if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
           const rows = yield* deliveryLog.list(principal, {
             limit: limit + 1,
@@ -68,7 +66,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
             recordId: query.recordId,
             eventId: query.eventId
           })
-          const { page, nextCursor } = pageOf(rows, limit, cursors, (row) => row.seq)
+          const { page, nextCursor } = pageOf(rows, limit, deliveryCursors, (row) => row.seq)
           return { success: true as const, data: { deliveries: yield* withAttempts(page), nextCursor } }
         }).pipe(atEdge))
       .handle("getDelivery", ({ params }) =>

@@ -1,6 +1,6 @@
 /**
  * The webhooks capability's views and the settings change, shared by the API's handlers (./http.ts)
- * and the console's (src/console/http.ts): one place decides what a URL may be and how a patch applies.
+ * and the console's (src/console/handlers/webhooks.ts): one place decides what a URL may be and how a patch applies.
  */
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql"
