@@ -122,7 +122,7 @@ const decodeBatch = decodeFirst(BatchRow)
  * Records of the batch that are ANCHORED now that the batch is confirmed (SPEC 4: every required
  * anchor's batch CONFIRMED; their state is read, migration 0016, nothing is written to them), announced
  * by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed` is derived
- * from the record, its anchors and this batch (view `anchor_confirmed_events`), and the row's trigger
+ * from the record, its anchors and this batch (anchorViews.ts `anchorConfirmedPayloads`), and the row's trigger
  * writes the webhook fan-out. One SELECT, one INSERT. `only`: the records that joined an already
  * confirmed batch (the others were announced when it was confirmed). The number of records announced.
  */

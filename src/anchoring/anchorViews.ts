@@ -106,7 +106,6 @@ export const toEventAnchor = (a: AnchorRow): typeof Anchor.Type => a.chainType =
 /**
  * A record's `anchor.confirmed` as the outbox schema's facts (src/outbox/events.ts AnchorConfirmed):
  * every anchor it has as events carry them, and when it became ANCHORED (its completing batch's time).
- * The webhook fan-out derives each record's event from this (migration 0012).
  */
 export const anchorConfirmedFacts = (
   record: { readonly id: string; readonly hash: string; readonly chainType: string; readonly networkId: string },
@@ -121,6 +120,33 @@ export const anchorConfirmedFacts = (
   anchoredAt: anchoredAt.toISOString(),
   anchors: anchors.map(toEventAnchor)
 })
+
+/**
+ * The one assembly of `anchor.confirmed` (issue 28: SQL no longer holds a copy, migration 0024): each derived event's
+ * facts (migration 0012: one per record of a batch event), by the caller's key, from the record, when it became
+ * ANCHORED (its completing batch's `anchored_at`) and its anchors (`anchorRows`, one query for all of them). The
+ * webhook dispatcher renders every body from these (src/webhooks/DeliveryClaims.ts); `Outbox.decode` then
+ * `Outbox.storedPayload` give their stored form. Built here, not in jsonb: that cost ~80 µs per record
+ * (docs/benchmarks.md, issue 16).
+ */
+export const anchorConfirmedPayloads = (
+  sql: SqlClient.SqlClient,
+  rows: ReadonlyArray<
+    { readonly key: string; readonly recordId: string; readonly anchoredAt: Date; readonly hash: string | null; readonly chainType: string | null;
+      readonly networkId: string | null }
+  >
+): Effect.Effect<Map<string, Record<string, unknown>>, SqlError.SqlError> =>
+  Effect.map(anchorRows(sql, [...new Set(rows.map((r) => r.recordId))]), (anchors) => {
+    const out = new Map<string, Record<string, unknown>>()
+    for (const r of rows) {
+      out.set(r.key, anchorConfirmedFacts(
+        { id: r.recordId, hash: r.hash ?? "", chainType: r.chainType ?? "", networkId: r.networkId ?? "" },
+        r.anchoredAt,
+        anchors.get(r.recordId) ?? []
+      ))
+    }
+    return out
+  })
 
 /** Anchors of the given records, by record id (one query), for the read paths (SqlError typed: 503 at the edge). */
 export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => anchorRows(sql, ids)

@@ -13,11 +13,23 @@ export const newEventId = () => `evt_${Crypto.randomBytes(12).toString("hex")}`
 const encode = Schema.encodeSync(OutboxEvent)
 const decodeEvent = Schema.decodeUnknownSync(OutboxEvent)
 
-/** The row of one event: `kind` in its column, the rest as the payload. */
-const toRow = (accountId: string, event: OutboxEvent) => {
-  const { kind, ...payload } = encode(event) as { readonly kind: string } & Record<string, unknown>
-  return { event_id: newEventId(), account_id: accountId, record_id: event.recordId, kind, payload }
+/**
+ * An event's payload as stored (the event without `kind`, which has its own column): what an `events` row holds, and
+ * what a derived `anchor.confirmed` (migration 0012) would hold had it been stored.
+ */
+export const storedPayload = (event: OutboxEvent): Record<string, unknown> => {
+  const { kind: _, ...payload } = encode(event) as { readonly kind: string } & Record<string, unknown>
+  return payload
 }
+
+/** The row of one event: `kind` in its column, the rest as the payload. */
+const toRow = (accountId: string, event: OutboxEvent) => ({
+  event_id: newEventId(),
+  account_id: accountId,
+  record_id: event.recordId,
+  kind: event.kind,
+  payload: storedPayload(event)
+})
 
 /**
  * Appends events in one statement (in the caller's transaction: the state change and its events

@@ -22,7 +22,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import * as Crypto from "node:crypto"
-import { anchorConfirmedFacts, anchorRows } from "../anchoring/anchorViews.ts"
+import { anchorConfirmedPayloads } from "../anchoring/anchorViews.ts"
 import { render, type RenderInput, type StableHeaders } from "./payload.ts"
 import { inOverlap, ROTATION_OVERLAP_SQL } from "./rotation.ts"
 import type { DeliveryEventKind, DeliveryState, PayloadFormat } from "./rows.ts"
@@ -140,12 +140,6 @@ const FANOUT_ROWS = 8
 /** A fan-out's target (events `e`, records `r`, webhook_settings `s`): the record's webhookUrl, else the global webhook. */
 const TARGET_URL_SQL = "COALESCE(NULLIF(r.webhook_url, ''), s.url)"
 
-/**
- * The receiver's authority (host[:port], lowercase) from a URL column: the deliveries trigger's expression
- * (migrations 0003, 0007, 0011), for the deliveries the node inserts itself.
- */
-export const HOST_SQL = (url: string) => `COALESCE(lower(substring(${url} FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#]+)')), '')`
-
 /** What a delivery's first render reads: the stored event, the record, the settings of the delivery's environment. */
 interface RenderRow {
   readonly seq: string
@@ -198,32 +192,6 @@ const toRenderInput = (
     anchorPayload: derived?.prior ?? parseJson(row.anchorPayloadText)
   }
 }
-
-/**
- * The `anchor.confirmed` of derived events (migration 0012), built here from the record and its
- * anchors (`anchorRows`, the query of the record views) rather than in SQL: a payload assembled in
- * jsonb cost ~80 µs per record, more than the event row it replaced (docs/benchmarks.md, issue 16).
- * The view `anchor_confirmed_events` assembles the same for operators; test/anchoring/outbox-events
- * holds both to the same payloads.
- */
-const derivedPayloads = (
-  sql: SqlClient.SqlClient,
-  rows: ReadonlyArray<
-    { readonly key: string; readonly recordId: string; readonly anchoredAt: Date; readonly hash: string | null; readonly chainType: string | null;
-      readonly networkId: string | null }
-  >
-) =>
-  Effect.map(anchorRows(sql, [...new Set(rows.map((r) => r.recordId))]), (anchors) => {
-    const out = new Map<string, Record<string, unknown>>()
-    for (const r of rows) {
-      out.set(r.key, anchorConfirmedFacts(
-        { id: r.recordId, hash: r.hash ?? "", chainType: r.chainType ?? "", networkId: r.networkId ?? "" },
-        r.anchoredAt,
-        anchors.get(r.recordId) ?? []
-      ))
-    }
-    return out
-  })
 
 /** An event to fan out (`seq` is its key, "<batch event id>:<record id>"): its render's row, and its one target. */
 interface FanRow extends RenderRow {
@@ -376,7 +344,9 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 be.created_at AS event_created_at, cb.anchored_at,
                 be.account_id, r.id AS record_id, r.environment,
                 CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
-                ${TARGET_URL_SQL} AS url, ${HOST_SQL(TARGET_URL_SQL)} AS host,
+                ${TARGET_URL_SQL} AS url,
+                -- the receiver (host[:port]) by the triggers' own function (migration 0024)
+                anchord_url_host(${TARGET_URL_SQL}) AS host,
                 s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap("$3", "s.")}) AS overlap,
                 -- the state of a record its anchor.confirmed announces (migration 0016: read, not stored)
                 r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, 'ANCHORED' AS status, r.collection,
@@ -390,7 +360,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               -- (a URL cleared since the event leaves nothing to deliver to)
               WHERE NULLIF(${TARGET_URL_SQL}, '') IS NOT NULL
               ORDER BY c.ord`, [chosen.map((k) => k.split(":")[0]).join(","), chosen.map((k) => k.split(":")[1]).join(","), now])
-            const payloads = yield* derivedPayloads(sql, events.map((e) => ({ key: e.seq, ...e })))
+            const payloads = yield* anchorConfirmedPayloads(sql, events.map((e) => ({ key: e.seq, ...e })))
             const items = new Map<string, ChunkItem>()
             const unrendered: Array<FanRow> = []
             for (const e of events) {
@@ -627,7 +597,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               ORDER BY be.id DESC LIMIT 1
             ) prior_be ON true`, [seqs.join(","), now])
           const derived = rows.filter((r) => r.batchEventId !== null || r.priorBatchEventId !== null)
-          const payloads = derived.length === 0 ? new Map<string, Record<string, unknown>>() : yield* derivedPayloads(sql, derived.map((r) => ({
+          const payloads = derived.length === 0 ? new Map<string, Record<string, unknown>>() : yield* anchorConfirmedPayloads(sql, derived.map((r) => ({
             key: r.seq,
             recordId: r.recordId ?? "",
             // the event's own anchoredAt, else the prior confirmation's

@@ -6,13 +6,14 @@
  * attempt; the delivery log shows it and it can be redelivered.
  *
  * The events trigger (migration 0007) makes deliveries only for events of records, so this inserts the
- * delivery itself, in the same transaction, and wakes the dispatchers after COMMIT as the trigger does.
+ * delivery itself, in the same transaction (its receiver by the trigger's own `anchord_url_host`, migration 0024),
+ * and wakes the dispatchers after COMMIT as the trigger does.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { appendOne } from "../outbox/Outbox.ts"
-import { HOST_SQL, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog, type Owner } from "./DeliveryLog.ts"
 import { InvalidWebhookSettings } from "./errors.ts"
 import type { DeliveryRow } from "./rows.ts"
@@ -41,7 +42,7 @@ export class WebhookTests extends Context.Service<WebhookTests, {
             INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
             SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ${event.seq}::bigint, ${event.eventId}, ${owner.accountId}, '',
                    ${owner.environment}, 'account', s.url,
-                   ${sql.unsafe(HOST_SQL("s.url"))}, ${now}
+                   anchord_url_host(s.url), ${now}
             FROM webhook_settings s WHERE s.account_id = ${owner.accountId} AND s.environment = ${owner.environment}
             RETURNING id`
           return rows[0]!.id

@@ -3,14 +3,14 @@
  * `anchor_batches.state`, no per-anchor flag written at confirmation). A MINED batch's anchor is shown
  * without `anchoredAt` and is not in the proof bundle; once the batch is CONFIRMED it has both; a
  * dropped (reorganised) batch's anchors are gone and the record reads QUEUED again. The record view
- * (TypeScript, src/anchoring/anchorViews.ts) and the SQL assembly of events (`anchord_event_anchor`) agree.
+ * and the events' anchor (both src/anchoring/anchorViews.ts: SQL holds no copy since migration 0024) agree.
  *   npx vitest run test/anchoring/anchor-confirmed.test.ts
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { beforeAll } from "vitest"
-import { loadAnchors, proofBundle, toAnchor } from "../../src/anchoring/anchorViews.ts"
+import { loadAnchors, proofBundle, toAnchor, toEventAnchor } from "../../src/anchoring/anchorViews.ts"
 import { BatchStore } from "../../src/anchoring/BatchStore.ts"
 import { pgClientLayer } from "../../src/db/Database.ts"
 import { migrations } from "../../src/db/migrations/index.ts"
@@ -46,17 +46,14 @@ describe("an anchor's confirmation, read from its batch", () => {
       yield* sql`INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof)
         VALUES (${recordId}, 'net', 'evm', ${batch!.id}, 0, '{}')`
 
-      // What the view, the proof bundle and the events' SQL say of the record's anchor.
+      // What the view, the proof bundle and the events (their one assembly, migration 0024) say of the record's anchor.
       const seen = Effect.gen(function*() {
         const anchors = (yield* loadAnchors(sql, [recordId])).get(recordId) ?? []
-        const [event] = yield* sql<{ at: string | null }>`
-          SELECT anchord_event_anchor(a, b)->>'anchoredAt' AS at
-          FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE a.record_id = ${recordId}`
         const found = yield* store.get(owner, recordId, false)
         return {
           view: anchors.map((a) => toAnchor(a).anchoredAt),
           proof: proofBundle({ id: recordId, hash: "ab".repeat(32) }, anchors).anchors.map((a) => a.anchoredAt),
-          event: event === undefined ? "none" : event.at,
+          event: anchors[0] === undefined ? "none" : toEventAnchor(anchors[0]).anchoredAt,
           status: found._tag === "Found" ? found.row.status : found._tag
         }
       })

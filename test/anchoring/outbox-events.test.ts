@@ -17,6 +17,7 @@ import { FabricStore } from "../../src/fabric/FabricStore.ts"
 import { decode } from "../../src/outbox/Outbox.ts"
 import { withDatabaseServices } from "../support/clock.ts"
 import { freshDatabase } from "../support/db.ts"
+import { allEventsOf } from "../support/events.ts"
 
 let url = ""
 beforeAll(async () => {
@@ -33,12 +34,10 @@ const hash = (n: number) => n.toString(16).padStart(64, "0")
 const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s))
 const txHash = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as const
 
+// Every event with its payload: a derived anchor.confirmed's assembled by the node (migration 0024: its one assembly).
 const events = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql.unsafe<{ kind: string; recordId: string; payload: string }>(
-    "SELECT kind, record_id, payload::text AS payload FROM all_events ORDER BY id, record_id"
-  )
-  return rows.map((r) => ({ kind: r.kind, recordId: r.recordId, payload: JSON.parse(r.payload) as Record<string, unknown> }))
+  const rows = yield* allEventsOf(yield* SqlClient.SqlClient)
+  return rows.map((r) => ({ kind: r.kind, recordId: r.recordId, payload: r.payload as Record<string, unknown> }))
 })
 
 const evmMined = (batchId: string, n: number) =>
@@ -152,8 +151,8 @@ describe("anchor events through the outbox (real PostgreSQL)", () => {
         anchoredAt: at(2).toISOString(),
         anchors: [evmAnchor(e1Proof3), fabricAnchor(f1Proof3)]
       })
-      // The dispatcher builds the same facts in the node from the record's anchors (src/webhooks/DeliveryClaims.ts):
-      // the SQL assembly operators read and the node's agree, record by record.
+      // The dispatcher builds the same facts from the record's anchors (src/webhooks/DeliveryClaims.ts), through the
+      // same assembly (migration 0024: SQL holds no copy), record by record.
       const anchors = yield* anchorRows(sql, [id(1), id(2), id(3)])
       const completing = yield* sql<{ recordId: string; anchoredAt: Date }>`
         SELECT x.record_id, cb.anchored_at FROM batch_events be CROSS JOIN LATERAL unnest(be.record_ids) AS x(record_id)

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { render } from "../../src/webhooks/payload.ts"
 import { fabricNetwork, startFabricNode, startTestPeer, type FabricTestNode } from "../fabric-anchoring/support.ts"
+import { allEvents } from "../support/events.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
 import { allAnchored, call, deploy, network, query, waitFor } from "./support.ts"
 
@@ -70,7 +71,7 @@ describe("hybrid records", () => {
       expect(bundle.anchors).toHaveLength(2)
       for (const a of bundle.anchors) expect(StandardMerkleTree.verify(a.merkleRoot, ["bytes32"], [`0x${bundle.hash}`], a.merkleProof)).toBe(true)
 
-      const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1", [id])
+      const events = await allEvents(node.databaseUrl, [id])
       expect(events).toHaveLength(1)
       const p = events[0]!.payload
       expect(p).toMatchObject({ networkId: "anvil-hybrid", chainType: "evm", recordChainType: "hybrid", txHash: byChain.evm.txHash })
@@ -147,7 +148,7 @@ describe("hybrid records", () => {
       fabric: [fabricNetwork(peer, { networkId: "fabric-hybrid", batchWindowMs: 200 })]
     })
     await waitFor("ANCHORED", allAnchored(node.databaseUrl, [id]), 15_000)
-    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE record_id = $1", [id])
+    const events = await allEvents(node.databaseUrl, [id])
     expect(events).toHaveLength(1)
     expect(events[0]!.payload.dualAnchor.chainType).toBe("fabric")
     // The Fabric anchor completed the record, well after the EVM one: the event's top level still

@@ -4,7 +4,8 @@ import { createHash } from "node:crypto"
 import type { Hex } from "viem"
 import { expect } from "vitest"
 import { anchorRegistryAbi } from "../../src/evm/AnchorRegistry.abi.ts"
-import { allAnchored, call, deploy, network, publicClient, query, startEvmNode, waitFor, type EvmTestNode } from "./support.ts"
+import { allEvents } from "../support/events.ts"
+import { allAnchored, call, deploy, network, publicClient, startEvmNode, waitFor, type EvmTestNode } from "./support.ts"
 
 export interface SuiteChain {
   readonly name: string
@@ -112,8 +113,7 @@ export const anchorSuite = (chain: SuiteChain, { beforeAll, afterAll, it }: Hook
     }
 
     // Outbox: one anchor.confirmed event per record, with the anchor facts.
-    const events = await query<{ recordId: string; payload: any }>(node.databaseUrl,
-      `SELECT record_id AS "recordId", payload FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)`, [ids])
+    const events = (await allEvents(node.databaseUrl, ids)).filter((e) => e.kind === "anchor.confirmed")
     expect(events).toHaveLength(ids.length)
     for (const e of events) {
       expect(e.payload.status).toBe("ANCHORED")

@@ -6,6 +6,7 @@
 import { createPublicClient, http, type Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { anchoredEvent } from "../../src/evm/chain.ts"
+import { allEvents } from "../support/events.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
 import { allAnchored, call, deploy, freshDatabase, network, query, startEvmNode, statusesOf, waitFor, type EvmTestNode } from "./support.ts"
 
@@ -110,8 +111,7 @@ describe("chain writer", () => {
       expect(batch.lastError).toMatch(/^mined after it was given up \(not mined after 2 attempts\)$/)
       expect(await query(node.databaseUrl, "SELECT 1 FROM failed_anchors WHERE batch_id = $1", [given.id])).toHaveLength(0)
       // The client heard anchor.failed, then anchor.confirmed, for each record.
-      const events = await query<{ recordId: string; kind: string; payload: any }>(node.databaseUrl,
-        `SELECT record_id AS "recordId", kind, payload FROM all_events WHERE record_id = ANY($1) ORDER BY id`, [ids])
+      const events = await allEvents(node.databaseUrl, ids)
       for (const id of ids) {
         const own = events.filter((e) => e.recordId === id)
         expect(own.map((e) => e.kind)).toEqual(["anchor.failed", "anchor.confirmed"])

@@ -10,6 +10,7 @@ import { createHash } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { DevPeer } from "../../src/dev/fabric-peer/index.ts"
 import { connectGateway, headerHash, take } from "../fabric/helpers.ts"
+import { allEvents } from "../support/events.ts"
 import { allAnchored, call, fabricNetwork, query, startFabricNode, startTestPeer, waitFor, type FabricTestNode } from "./support.ts"
 
 describe("Fabric anchoring over the real gateway client", () => {
@@ -90,9 +91,7 @@ describe("Fabric anchoring over the real gateway client", () => {
     }
 
     // Outbox: one anchor.confirmed per record, Fabric-shaped (raw tx id, string batchId, blockNumber null).
-    const events = await query<{ payload: any }>(node.databaseUrl, "SELECT payload FROM all_events WHERE kind = 'anchor.confirmed' AND record_id = ANY($1)", [
-      ids
-    ])
+    const events = (await allEvents(node.databaseUrl, ids)).filter((e) => e.kind === "anchor.confirmed")
     expect(events).toHaveLength(ids.length)
     for (const e of events) {
       expect(e.payload).toMatchObject({ chainType: "fabric", networkId: "fabric-dev", blockNumber: null, status: "ANCHORED" })

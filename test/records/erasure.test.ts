@@ -9,6 +9,7 @@
 import * as Crypto from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { query } from "../support/db.ts"
+import { allEvents } from "../support/events.ts"
 import { call } from "../support/node.ts"
 import { confirmAnchor, type Receiver, startReceiver, startWebhookNode, waitFor, type WebhookNode } from "../webhooks/support.ts"
 import { CANCELLED } from "../../src/records/RecordStore.ts"
@@ -108,10 +109,7 @@ describe("hard delete erases the record everywhere", () => {
 
     expect(await scan(node.databaseUrl, MARKER)).toEqual([])
     // The derived anchor.confirmed (migration 0012) renders from what remains.
-    const events = await query<{ payload: string }>(node.databaseUrl, "SELECT payload::text AS payload FROM all_events WHERE record_id = ANY ($1)", [[
-      a.recordId,
-      b.recordId
-    ]])
+    const events = (await allEvents(node.databaseUrl, [a.recordId, b.recordId])).map((e) => ({ payload: JSON.stringify(e.payload) }))
     expect(events.length).toBe(5)
     for (const e of events) expect(e.payload).not.toContain(MARKER)
 

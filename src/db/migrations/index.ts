@@ -20,6 +20,7 @@ import anchorConfirmedFromBatch from "./0019_anchor_confirmed_from_batch.ts"
 import batchInsertXid from "./0020_batch_insert_xid.ts"
 import logTree from "./0022_log_tree.ts"
 import chunkDeliveries from "./0023_chunk_deliveries.ts"
+import rulesInOnePlace from "./0024_rules_in_one_place.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -44,5 +45,6 @@ export const migrations = {
   "0019_anchor_confirmed_from_batch": anchorConfirmedFromBatch,
   "0020_batch_insert_xid": batchInsertXid,
   "0022_log_tree": logTree,
-  "0023_chunk_deliveries": chunkDeliveries
+  "0023_chunk_deliveries": chunkDeliveries,
+  "0024_rules_in_one_place": rulesInOnePlace
 }
