@@ -156,9 +156,8 @@ export const DatabaseBoundLayer = Layer.effect(
   DatabaseBound,
   Effect.map(DatabaseGuard, (guard) =>
     DatabaseBound.of((httpEffect, { endpoint }) => {
-      if (!guard.isUp()) return Effect.mapError(guard.refuse, toWire)
       const deadline = Context.get(endpoint.annotations as Context.Context<never>, RequestDeadline)
-      return guard.bounded(httpEffect, deadline).pipe(
+      const bounded = guard.bounded(httpEffect, deadline).pipe(
         Effect.catchIf(
           (e): e is DatabaseUnavailable => e instanceof DatabaseUnavailable,
           (e) => Effect.fail(toWire(e))
@@ -169,5 +168,8 @@ export const DatabaseBoundLayer = Layer.effect(
           typeof e === "object" && e !== null && (e as { errorCode?: unknown }).errorCode === "SERVICE_UNAVAILABLE" ? guard.probeSoon : Effect.void
         )
       )
+      // Per request: this function runs once per endpoint, when the routes are built, so a check outside
+      // the effect never saw the breaker open (found by the 503 test of test/handlers/records.test.ts).
+      return Effect.suspend(() => guard.isUp() ? bounded : Effect.mapError(guard.refuse, toWire))
     }))
 )
