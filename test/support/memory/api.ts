@@ -42,9 +42,9 @@ import { DeliveryLogMemory, WebhookSettingsStoreMemory } from "./webhooks.ts"
 
 /** The networks new records go to: one EVM network per environment, Fabric in test only. */
 export const NETWORKS = [
-  { networkId: "evm-test", chainType: "evm", environment: "test" },
-  { networkId: "evm-live", chainType: "evm", environment: "live" },
-  { networkId: "fabric-test", chainType: "fabric", environment: "test" }
+  { networkId: "evm-test", chainType: "evm", environment: "test", explorerUrl: null },
+  { networkId: "evm-live", chainType: "evm", environment: "live", explorerUrl: null },
+  { networkId: "fabric-test", chainType: "fabric", environment: "test", explorerUrl: null }
 ] as const
 
 /** DNS as the egress policy sees it here: public names and one that resolves to a private address. */

@@ -13,7 +13,8 @@ import { canonicalize } from "../../../src/canonical/jcs.ts"
 import { eraseFromAnswer } from "../../../src/records/erasure.ts"
 import { IngestWriter, type SubmitOutcome } from "../../../src/records/IngestWriter.ts"
 import type { RecordRow } from "../../../src/records/model.ts"
-import { type Lookup, type Owner, RecordStore } from "../../../src/records/RecordStore.ts"
+import { NotAnchored } from "../../../src/records/errors.ts"
+import { type Lookup, type Owner, RecordStore, requireFound } from "../../../src/records/RecordStore.ts"
 import { idempotencyKey, MemoryTables } from "./tables.ts"
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -44,6 +45,10 @@ export const RecordStoreMemory = Layer.effect(
 
     return RecordStore.of({
       get: (owner, id, includeDeleted) => Effect.sync(() => classify(owned(owner, id), includeDeleted)),
+      // No chain here: a record is never anchored, so its proof is 404 / 410 as `get`, else 409 NOT_ANCHORED.
+      proof: (owner, id) =>
+        Effect.flatMap(requireFound(classify(owned(owner, id), false), id), (row) => new NotAnchored({ recordId: row.id, status: row.status })),
+      proofsOf: () => Effect.succeed([]),
       list: (owner, o) =>
         Effect.sync(() =>
           newestFirst(ofOwner(owner).filter((r) =>
