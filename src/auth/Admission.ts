@@ -111,8 +111,8 @@ export class Admission extends Context.Service<Admission, {
           retryAfter: s.retryAfter
         })
 
-      const hit = (key: string, limit: number): Effect.Effect<LimitState> =>
-        limits.hitNow !== undefined ? Exit.succeed(limits.hitNow(key, limit)) : limits.hit(key, limit)
+      // A count in memory is known at the call (an Exit): `andThen` uses it without an effect step.
+      const hit = limits.hit
 
       const quotaHeaders = (principal: Principal): Effect.Effect<Headers> =>
         andThen(usage.get(principal.accountId), (used) => {
