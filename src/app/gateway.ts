@@ -126,11 +126,11 @@ export const GatewayLayer = HttpRouter.middleware(
             return finish(errorResponse(syntax ? "INVALID_JSON" : "VALIDATION_ERROR", message))
           }
           return Effect.matchEffect(
-            creation.create(endpoint, principal!, body, {
+            // Decoded once, by RecordCreation (the endpoints' schemas, after a check by hand for the common case).
+            creation.create(endpoint, principal!, { _tag: "Parsed", json: body }, {
               idempotencyKey: request.headers["idempotency-key"],
               bodyText,
-              path: pathOf(request.url),
-              parsedFromText: true
+              path: pathOf(request.url)
             }),
             { onFailure: failed, onSuccess: (accepted) => finish(acceptedResponse(accepted)) }
           )

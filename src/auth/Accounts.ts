@@ -3,7 +3,7 @@
  * (`authenticate`, with a short in-memory cache so the hot path does not query per request).
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Effect, Layer, Schedule, Schema } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Schedule, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import type { Principal } from "../api/auth.ts"
@@ -12,7 +12,8 @@ import { isConnectionFailure } from "../db/errors.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import { decodeFirst, decodeRows } from "../db/rows.ts"
 import { apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
-import { AccountNotActive, AccountNotFound, ApiKeyNotFound, type AuthFailureReason } from "./errors.ts"
+import { AccountInactive, AccountNotActive, AccountNotFound, ApiKeyNotFound, AuthRefused, type AuthRefusal, ExpiredKey, MalformedKey, MissingKey, RevokedKey,
+  UnknownKey } from "./errors.ts"
 import { ENTERPRISE_DEFAULT_PER_SECOND, PlanName, Plans } from "./plans.ts"
 
 /** An `accounts` row (decoded where it is read). */
@@ -46,9 +47,14 @@ export const ApiKeyRow = Schema.Struct({
 })
 export type ApiKeyInfo = typeof ApiKeyRow.Type
 
-export type AuthResult =
-  | { readonly _tag: "Ok"; readonly principal: Principal }
-  | { readonly _tag: "Rejected"; readonly reason: AuthFailureReason }
+/** A token's verdict as cached: its principal, or why it is refused. */
+type Verdict = Exit.Exit<Principal, AuthRefused>
+
+const accepted = (principal: Principal): Verdict => Exit.succeed(principal)
+const refused = (reason: AuthRefusal): Verdict => Exit.fail(new AuthRefused({ reason }))
+// Decided without the database, for every request without a usable key: built once.
+const MISSING = refused(new MissingKey())
+const MALFORMED = refused(new MalformedKey())
 
 /**
  * `last_used_at` is written at most this often per key, in batches off the request path: a key's use is
@@ -90,8 +96,11 @@ export class Accounts extends Context.Service<Accounts, {
   readonly listKeys: (accountId?: string) => Sql<ReadonlyArray<ApiKeyInfo>>
   readonly getKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
   readonly revokeKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
-  /** Resolves `Authorization: Bearer <token>`; never logs or echoes the token. */
-  readonly authenticate: (token: string | undefined) => Sql<AuthResult, DatabaseUnavailable>
+  /**
+   * Resolves `Authorization: Bearer <token>`; never logs or echoes the token. A verdict known without
+   * waiting (a cached key) comes back as an Exit, so the caller can use it without an effect step.
+   */
+  readonly authenticate: (token: string | undefined) => Sql<Principal, AuthRefused | DatabaseUnavailable>
 }>()("anchord/auth/Accounts") {
   static readonly layer = Layer.effect(
     Accounts,
@@ -102,7 +111,7 @@ export class Accounts extends Context.Service<Accounts, {
       const clock = yield* Clock.Clock
       const clockDate = () => new Date(clock.currentTimeMillisUnsafe())
       const guard = yield* DatabaseGuard
-      const cache = new Map<string, { readonly result: AuthResult; readonly expires: number; readonly verifiedAt: number }>()
+      const cache = new Map<string, { readonly verdict: Verdict; readonly expires: number; readonly verifiedAt: number }>()
 
       const accountColumns = sql`id, name, email, plan, status, rate_per_second, default_chain, created_at, activated_at`
       const keyColumns = sql`id, account_id, environment, display, name, created_at, expires_at, revoked_at, last_used_at`
@@ -175,7 +184,7 @@ export class Accounts extends Context.Service<Accounts, {
       const lookup = (token: string) =>
         Effect.gen(function*() {
           const parsed = parseApiKey(token)
-          if (!parsed) return { _tag: "Rejected", reason: "malformed" } as const
+          if (!parsed) return MALFORMED
           const digest = apiKeyDigest(token)
           const rows = yield* sql<{
             digest: Uint8Array
@@ -195,12 +204,10 @@ export class Accounts extends Context.Service<Accounts, {
             WHERE k.digest = ${digest}`
           const row = rows[0]
           // The index finds the row by digest; the comparison that decides is constant-time.
-          if (!row || !digestsEqual(row.digest, digest)) return { _tag: "Rejected", reason: "unknown" } as const
-          if (row.revokedAt !== null) return { _tag: "Rejected", reason: "revoked" } as const
-          if (row.expiresAt !== null && row.expiresAt.getTime() <= clock.currentTimeMillisUnsafe()) {
-            return { _tag: "Rejected", reason: "expired" } as const
-          }
-          if (row.status !== "ACTIVE") return { _tag: "Rejected", reason: "account_inactive" } as const
+          if (!row || !digestsEqual(row.digest, digest)) return refused(new UnknownKey())
+          if (row.revokedAt !== null) return refused(new RevokedKey())
+          if (row.expiresAt !== null && row.expiresAt.getTime() <= clock.currentTimeMillisUnsafe()) return refused(new ExpiredKey())
+          if (row.status !== "ACTIVE") return refused(new AccountInactive())
           const plan = Plans[row.plan]
           const principal: Principal = {
             accountId: row.accountId,
@@ -211,7 +218,7 @@ export class Accounts extends Context.Service<Accounts, {
             monthlyQuota: plan.monthlyQuota,
             defaultChain: row.defaultChain
           }
-          return { _tag: "Ok", principal } as const
+          return accepted(principal)
         })
 
       return Accounts.of({
@@ -267,32 +274,34 @@ export class Accounts extends Context.Service<Accounts, {
           return info
         }),
         authenticate: (token) => {
-          if (token === undefined || token === "") return Effect.succeed({ _tag: "Rejected", reason: "missing" })
-          if (!parseApiKey(token)) return Effect.succeed({ _tag: "Rejected", reason: "malformed" })
+          if (token === undefined || token === "") return MISSING
+          if (!parseApiKey(token)) return MALFORMED
           const now = clock.currentTimeMillisUnsafe()
           const cacheKey = Crypto.hash("sha256", token, "base64")
           const hit = cache.get(cacheKey)
           if (hit && hit.expires > now) {
-            if (hit.result._tag === "Ok") noteUse(hit.result.principal.keyId, now)
-            return Effect.succeed(hit.result)
+            if (Exit.isSuccess(hit.verdict)) noteUse(hit.verdict.value.keyId, now)
+            return hit.verdict
           }
           // While the database cannot confirm a key, the last verification stands for AUTH_STALE_MS: a key
           // that worked keeps its own limits and headers during a stall instead of being treated as no key.
           const stale = hit !== undefined && now - hit.verifiedAt <= config.authStaleMillis ? hit : undefined
-          if (!guard.isUp()) return stale !== undefined ? Effect.succeed(stale.result) : guard.refuse
+          if (!guard.isUp()) return stale !== undefined ? stale.verdict : guard.refuse
           // With a verification to fall back on, the database gets a short bound: a stall costs this request
           // 250 ms, not the whole deadline (which the handler's own statements need).
           return guard.bounded(lookup(token), stale !== undefined ? 250 : undefined).pipe(
-            Effect.tap((result) =>
+            Effect.tap((verdict) =>
               Effect.sync(() => {
-                if (result._tag === "Ok") noteUse(result.principal.keyId, now)
+                if (Exit.isSuccess(verdict)) noteUse(verdict.value.keyId, now)
                 if (cache.size > 10_000) cache.clear()
-                cache.set(cacheKey, { result, expires: now + config.authCacheMillis, verifiedAt: now })
+                cache.set(cacheKey, { verdict, expires: now + config.authCacheMillis, verifiedAt: now })
               })
             ),
             Effect.catch((e) =>
-              stale !== undefined && (e instanceof DatabaseUnavailable || isConnectionFailure(e)) ? Effect.succeed(stale.result) : Effect.fail(e)
-            )
+              stale !== undefined && (e instanceof DatabaseUnavailable || isConnectionFailure(e)) ? Effect.succeed(stale.verdict) : Effect.fail(e)
+            ),
+            // The verdict itself: the principal, or the refusal.
+            Effect.flatMap((verdict) => verdict)
           )
         }
       })

@@ -17,8 +17,8 @@ import { AppConfig, type TrustProxy } from "../config.ts"
 import { databaseUnavailable, isConnectionFailure } from "../db/errors.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import { forwardedClient } from "../http/forwarded.ts"
-import { Accounts, type AuthResult } from "./Accounts.ts"
-import type { AuthFailureReason } from "./errors.ts"
+import { Accounts } from "./Accounts.ts"
+import { AuthRefused } from "./errors.ts"
 import { currentMonth } from "./plans.ts"
 import { type LimitState, RateLimits } from "./RateLimits.ts"
 import { UsageCache } from "./UsageCache.ts"
@@ -39,22 +39,15 @@ export interface Refused<E> {
   readonly principal: Principal | undefined
 }
 
-const describeAuthFailure = (reason: AuthFailureReason) => {
-  switch (reason) {
-    case "missing":
-      return errorBody("MISSING_API_KEY", "Missing API key: send Authorization: Bearer <API_KEY>")
-    case "malformed":
-      return errorBody("INVALID_API_KEY", "Invalid API key: expected dcp_live_ or dcp_test_ followed by 32 letters and digits")
-    case "unknown":
-      return errorBody("INVALID_API_KEY", "Invalid API key: no such key")
-    case "revoked":
-      return errorBody("EXPIRED_API_KEY", "API key has been revoked")
-    case "expired":
-      return errorBody("EXPIRED_API_KEY", "API key has expired")
-    case "account_inactive":
-      return errorBody("INVALID_API_KEY", "Invalid API key: its account is not active")
-  }
-}
+/** Each refusal's answer (SPEC 7), all 401: the one place an AuthRefused meets the wire. */
+const REFUSALS = {
+  MissingKey: errorBody("MISSING_API_KEY", "Missing API key: send Authorization: Bearer <API_KEY>"),
+  MalformedKey: errorBody("INVALID_API_KEY", "Invalid API key: expected dcp_live_ or dcp_test_ followed by 32 letters and digits"),
+  UnknownKey: errorBody("INVALID_API_KEY", "Invalid API key: no such key"),
+  RevokedKey: errorBody("EXPIRED_API_KEY", "API key has been revoked"),
+  ExpiredKey: errorBody("EXPIRED_API_KEY", "API key has expired"),
+  AccountInactive: errorBody("INVALID_API_KEY", "Invalid API key: its account is not active")
+} satisfies { readonly [K in AuthRefused["reason"]["_tag"]]: ConstructorParameters<typeof Unauthorized>[0] }
 
 /** `Authorization` as a token: undefined when absent or empty; a value no key can match when not Bearer. */
 export const bearerToken = (header: string | undefined): string | undefined => {
@@ -111,8 +104,8 @@ export class Admission extends Context.Service<Admission, {
           retryAfter: s.retryAfter
         })
 
-      const hit = (key: string, limit: number): Effect.Effect<LimitState> =>
-        limits.hitNow !== undefined ? Exit.succeed(limits.hitNow(key, limit)) : limits.hit(key, limit)
+      // A count in memory is known at the call (an Exit): `andThen` uses it without an effect step.
+      const hit = limits.hit
 
       const quotaHeaders = (principal: Principal): Effect.Effect<Headers> =>
         andThen(usage.get(principal.accountId), (used) => {
@@ -143,12 +136,17 @@ export class Admission extends Context.Service<Admission, {
           (admitted) => Effect.fail<Refused<E | TooManyRequests>>({ error, headers: admitted.headers, principal: undefined })
         )
 
-      const authenticate = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<AuthResult, Refused<ServiceUnavailable | TooManyRequests>> => {
+      const authenticate = (
+        request: HttpServerRequest.HttpServerRequest
+      ): Effect.Effect<Principal, Refused<Unauthorized | ServiceUnavailable | TooManyRequests>> => {
         const auth = accounts.authenticate(bearerToken(request.headers["authorization"]))
         return Exit.isExit(auth) && Exit.isSuccess(auth) ?
-          auth as unknown as Effect.Effect<AuthResult> :
-          Effect.catch(auth, (e) =>
-            e instanceof DatabaseUnavailable
+          auth as unknown as Effect.Effect<Principal> :
+          Effect.catch(auth, (e): Effect.Effect<never, Refused<Unauthorized | ServiceUnavailable | TooManyRequests>> =>
+            // A request without a valid key is limited by address: a 429 there, else the 401.
+            e instanceof AuthRefused
+              ? refusedByAddress(request, new Unauthorized(REFUSALS[e.reason._tag]))
+              : e instanceof DatabaseUnavailable
               ? refusedByAddress(request, toWire(e))
               : isConnectionFailure(e)
               ? Effect.andThen(guard.probeSoon, refusedByAddress(request, databaseUnavailable()))
@@ -156,19 +154,13 @@ export class Admission extends Context.Service<Admission, {
       }
 
       const byKey = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Admitted, Refused<Unauthorized | TooManyRequests | ServiceUnavailable>> =>
-        andThen(authenticate(request), (auth) => {
-          if (auth._tag === "Rejected") {
-            // A request without a valid key is limited by address: a 429 there, else the 401.
-            return refusedByAddress(request, new Unauthorized(describeAuthFailure(auth.reason)))
-          }
-          const principal = auth.principal
-          return andThen(hit(`key:${principal.accountId}`, principal.perSecond), (state) => {
+        andThen(authenticate(request), (principal) =>
+          andThen(hit(`key:${principal.accountId}`, principal.perSecond), (state) => {
             const headers = rateHeaders(state)
             return state.allowed
               ? Exit.succeed({ principal, headers })
               : Exit.fail({ error: rateLimited(state), headers, principal })
-          })
-        })
+          }))
 
       return Admission.of({ byKey, byAddress, quotaHeaders })
     })

@@ -3,7 +3,7 @@
  * key. Fixed one-second windows aligned to the clock: in memory on one node, or in Redis through
  * `effect/persistence` RateLimiter (REDIS_URL) so several nodes share the counts.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Ref } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Layer, Option, Redacted, Ref } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { NodeRedis } from "@effect/platform-node"
 import { AppConfig } from "../config.ts"
@@ -47,12 +47,12 @@ const memoryWindows = (clock: Clock.Clock) => {
 }
 
 export class RateLimits extends Context.Service<RateLimits, {
-  readonly hit: (key: string, limit: number) => Effect.Effect<LimitState>
   /**
-   * The same hit answered at once, for stores that keep their counts in memory (undefined for Redis).
-   * The gateway uses it to count a request without an effect step: this runs on every request.
+   * Counts one request against `key`. Run it where it is called: the in-memory store counts at the
+   * call and answers with the completed Exit (this is on every request; Admission uses such an answer
+   * without an effect step), the shared store when the effect runs.
    */
-  readonly hitNow?: ((key: string, limit: number) => LimitState) | undefined
+  readonly hit: (key: string, limit: number) => Effect.Effect<LimitState>
 }>()("anchord/auth/RateLimits") {
   /**
    * Shared counts in a RateLimiter store (Redis), each node's own in-memory window as the fallback:
@@ -83,9 +83,7 @@ export class RateLimits extends Context.Service<RateLimits, {
               reset: Math.ceil((clock.currentTimeMillisUnsafe() + Duration.toMillis(r.resetAfter)) / 1000),
               retryAfter: 0
             })),
-            Effect.catchTag("RateLimiterError", (error) => {
-              const reason = error.reason
-              if (reason._tag !== "RateLimitExceeded") return Effect.succeed<LimitState | string>(reason._tag)
+            Effect.catchReason("RateLimiterError", "RateLimitExceeded", (reason) => {
               const wait = Duration.toMillis(reason.retryAfter)
               return Effect.succeed<LimitState | string>({
                 allowed: false,
@@ -94,7 +92,7 @@ export class RateLimits extends Context.Service<RateLimits, {
                 reset: Math.ceil((clock.currentTimeMillisUnsafe() + wait) / 1000),
                 retryAfter: Math.max(1, Math.ceil(wait / 1000))
               })
-            }),
+            }, (reason) => Effect.succeed<LimitState | string>(reason._tag)),
             Effect.timeoutOption(SHARED_LIMIT_WAIT_MS),
             Effect.flatMap((answer) => {
               const state = Option.getOrElse(answer, () => "timeout")
@@ -113,8 +111,8 @@ export class RateLimits extends Context.Service<RateLimits, {
    * time is the layer's Clock, read without an effect step.
    */
   static readonly layerMemory = Layer.effect(RateLimits, Effect.gen(function*() {
-    const hitNow = memoryWindows(yield* Clock.Clock)
-    return RateLimits.of({ hit: (key, limit) => Effect.sync(() => hitNow(key, limit)), hitNow })
+    const count = memoryWindows(yield* Clock.Clock)
+    return RateLimits.of({ hit: (key, limit) => Exit.succeed(count(key, limit)) })
   }))
 
   /** Memory, or Redis (effect/persistence RateLimiter) when REDIS_URL is set, so nodes share counts. */

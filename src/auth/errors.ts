@@ -24,5 +24,26 @@ export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKey
   }
 }
 
-/** Why a bearer token was not accepted (SPEC 7: MISSING_API_KEY, INVALID_API_KEY, EXPIRED_API_KEY). */
-export type AuthFailureReason = "missing" | "malformed" | "unknown" | "revoked" | "expired" | "account_inactive"
+/** No bearer token (or an empty one). */
+export class MissingKey extends Schema.TaggedError<MissingKey>()("MissingKey", {}) {}
+/** Not shaped like an API key. */
+export class MalformedKey extends Schema.TaggedError<MalformedKey>()("MalformedKey", {}) {}
+/** Shaped like a key, but no key has its digest. */
+export class UnknownKey extends Schema.TaggedError<UnknownKey>()("UnknownKey", {}) {}
+export class RevokedKey extends Schema.TaggedError<RevokedKey>()("RevokedKey", {}) {}
+export class ExpiredKey extends Schema.TaggedError<ExpiredKey>()("ExpiredKey", {}) {}
+/** The key's account is not ACTIVE (pending or suspended). */
+export class AccountInactive extends Schema.TaggedError<AccountInactive>()("AccountInactive", {}) {}
+
+/**
+ * Why a bearer token was not accepted. Mapped to the wire once, by Admission (SPEC 7: MISSING_API_KEY,
+ * INVALID_API_KEY, EXPIRED_API_KEY, all 401). Never carries the token.
+ */
+export class AuthRefused extends Schema.TaggedError<AuthRefused>()("AuthRefused", {
+  reason: Schema.Union([MissingKey, MalformedKey, UnknownKey, RevokedKey, ExpiredKey, AccountInactive])
+}) {
+  override get message() {
+    return `API key refused: ${this.reason._tag}`
+  }
+}
+export type AuthRefusal = AuthRefused["reason"]

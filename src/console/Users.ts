@@ -77,10 +77,7 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
                 ${user.operator ? null : user.accountId}, ${user.operator ? null : user.role}, ${yield* now})
         RETURNING ${columns}`.pipe(
         Effect.flatMap(first),
-        Effect.catchIf(
-          (e): e is SqlError.SqlError => SqlError.isSqlError(e) && e.reason._tag === "UniqueViolation",
-          () => Effect.fail(new EmailTaken({ email }))
-        )
+        Effect.catchReason("SqlError", "UniqueViolation", () => Effect.fail(new EmailTaken({ email })))
       )
       return inserted!
     })

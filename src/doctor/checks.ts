@@ -21,7 +21,7 @@ import type { EvmNetworkConfig } from "../evm/config.ts"
 import { makeFabricClient } from "../fabric/client.ts"
 import type { FabricNetworkConfig } from "../fabric/config.ts"
 import { publicUrlRefusal } from "../http/publicUrl.ts"
-import { checkWebhookUrl, describeAllowlist, parseAllowlist } from "../webhooks/urlPolicy.ts"
+import { checkWebhookUrl, describeAllowlist, parseAllowlist, WebhookResolver } from "../webhooks/urlPolicy.ts"
 
 export type CheckStatus = "ok" | "warn" | "fatal"
 
@@ -94,7 +94,8 @@ export const webhookPolicyCheck = (raw: string | undefined): CheckResult => {
 export const webhookTargetCheck = (url: string, allowPrivate: string | undefined, timeoutMillis: number) =>
   Effect.gen(function*() {
     const parsed = parseAllowlist(allowPrivate ?? "")
-    const verdict = yield* Effect.promise(() => checkWebhookUrl(url, "live", parsed.ok ? { allowlist: parsed.allowlist } : {}))
+    const resolve = yield* WebhookResolver
+    const verdict = yield* Effect.promise(() => checkWebhookUrl(url, "live", parsed.ok ? { resolve, allowlist: parsed.allowlist } : { resolve }))
     if (!verdict.ok) {
       return fatal("webhook-target", `the policy refuses it: ${verdict.reason}`, "use a public HTTPS receiver, or open its range with WEBHOOK_ALLOW_PRIVATE")
     }

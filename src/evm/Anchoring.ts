@@ -15,7 +15,7 @@ import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import { superviseNetworks } from "../anchoring/Pipeline.ts"
 import { makeChain } from "./chain.ts"
 import { type EvmNetworkConfig, EvmNetworks } from "./config.ts"
-import { EvmError, WrongChain } from "./errors.ts"
+import { EvmError, RpcUnavailable, WrongChain } from "./errors.ts"
 import { EvmStore } from "./EvmStore.ts"
 import { makeWatcher } from "./watcher.ts"
 import { makeWriter } from "./writer.ts"
@@ -29,7 +29,7 @@ export const evmChain = (network: EvmNetworkConfig): AnchorChain<EvmError | SqlE
     batchWindowMs: network.batchWindowMs,
     meta: { chainType: "evm", chainId: network.chainId, contractAddress: network.contractAddress }
   },
-  isUnavailable: (e) => e instanceof EvmError && e.reason._tag === "RpcUnavailable",
+  isUnavailable: (e) => e instanceof EvmError && e.reason instanceof RpcUnavailable,
   connect: Effect.gen(function*() {
     const health = yield* NetworkHealth
     const chain = makeChain(network)

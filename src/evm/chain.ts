@@ -3,18 +3,19 @@
  * retried briefly here (`rpcRetry`); longer outages surface to the loops, which keep polling.
  */
 import { Effect, Redacted, Schedule } from "effect"
-import { createPublicClient, encodeFunctionData, http, keccak256, type Hex, type PublicClient } from "viem"
+import { BlockNotFoundError, createPublicClient, encodeFunctionData, type Hex, http, keccak256, type PublicClient, TransactionNotFoundError,
+  TransactionReceiptNotFoundError } from "viem"
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts"
 import { anchorRegistryAbi } from "./AnchorRegistry.abi.ts"
 import type { EvmNetworkConfig } from "./config.ts"
-import { classify, EvmError, isAlreadyKnown, isTransient } from "./errors.ts"
+import { classify, EvmError, isAlreadyKnown, RpcUnavailable } from "./errors.ts"
 
 /**
  * Transient RPC errors: 4 quick retries (100 ms, 200 ms, 400 ms, 800 ms, jittered). Not a call that ran
  * into its bound: retrying a hung endpoint would multiply the wait (4 × 10 s hid an outage for ~52 s); the
  * loop reports it at once and tries again on its next tick.
  */
-const isQuickFailure = (e: EvmError): boolean => isTransient(e) && !/timed? ?out|TimeoutError/i.test(e.reason.message)
+const isQuickFailure = (e: EvmError): boolean => e.reason instanceof RpcUnavailable && !e.reason.timedOut
 
 export const rpcRetry = Schedule.max([Schedule.exponential("100 millis").pipe(Schedule.jittered), Schedule.recurs(4)])
 
@@ -112,7 +113,7 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
       }).pipe(
         Effect.as(true),
         // A revert (or no data back) is the answer "no"; an unreachable endpoint stays an error.
-        Effect.catchIf((e) => !isTransient(e), () => Effect.succeed(false)),
+        Effect.catchReasons("EvmError", { RpcUnavailable: (_, e) => Effect.fail(e) }, () => Effect.succeed(false)),
         Effect.tap((ok) =>
           Effect.sync(() => {
             logRootSupport = ok
@@ -135,7 +136,7 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
           const b = await c.getBlock({ blockNumber: n })
           return { hash: b.hash!, timestamp: b.timestamp }
         } catch (e) {
-          if (e instanceof Error && e.name === "BlockNotFoundError") return undefined
+          if (e instanceof BlockNotFoundError) return undefined
           throw e
         }
       }),
@@ -201,7 +202,7 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
           const r = await c.getTransactionReceipt({ hash })
           return { status: r.status, gasUsed: r.gasUsed }
         } catch (e) {
-          if (e instanceof Error && e.name === "TransactionReceiptNotFoundError") return undefined
+          if (e instanceof TransactionReceiptNotFoundError) return undefined
           throw e
         }
       }),
@@ -211,7 +212,7 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
           await c.getTransaction({ hash })
           return true
         } catch (e) {
-          if (e instanceof Error && e.name === "TransactionNotFoundError") return false
+          if (e instanceof TransactionNotFoundError) return false
           throw e
         }
       })

@@ -52,13 +52,12 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
     yield* log("batch found on chain", { batchId: b.id, root: b.merkleRoot, txHash: found.txHash, blockNumber: Number(found.blockNumber) })
   })
 
+  /** The node says the root is anchored: adopt it once mined; anchored in the pending state only, a tx of ours is in the pool (wait). */
+  const adoptIfMined = (b: EvmBatchRow) => Effect.flatMap(chain.getAnchor(b.merkleRoot), (x) => x === undefined ? Effect.void : adopt(b, x.blockNumber))
+
   /** Batches that were refused: not tried again before this time (exponential, 250 ms .. 60 s). */
   const retryAt = new Map<string, number>()
   const failOrRetry = Effect.fn("EvmWriter.failOrRetry")(function*(b: EvmBatchRow, e: EvmError) {
-    if (e.reason._tag === "InsufficientFunds") {
-      // Not the batch's fault: keep it, and say so (once per tick loop failure) until the signer is funded.
-      return yield* e
-    }
     retryAt.set(b.id, (yield* Clock.currentTimeMillis) + Math.min(60_000, 250 * 2 ** b.attempts))
     if (b.attempts + 1 >= network.maxAttempts) {
       const n = yield* batches.fail(b.id, e.message)
@@ -84,18 +83,16 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
         .pipe(Effect.annotateLogs({ networkId: network.networkId, batchId: b.id }))
       logRoot = null
     }
-    const gas = yield* chain.estimateAnchorGas(root, b.leafCount, logRoot).pipe(Effect.result)
-    if (gas._tag === "Failure") {
-      const e = gas.failure
-      if (e.reason._tag === "AlreadyAnchored") {
-        const again = yield* chain.getAnchor(root)
-        if (again !== undefined) return yield* adopt(b, again.blockNumber)
-        // Anchored in the pending state only: a transaction of ours for this root is in the pool. Wait for it.
-        return
-      }
-      if (e.reason._tag === "RpcUnavailable") return yield* e
-      return yield* failOrRetry(b, e)
-    }
+    const gas = yield* chain.estimateAnchorGas(root, b.leafCount, logRoot).pipe(
+      Effect.catchReasons("EvmError", {
+        AlreadyAnchored: () => Effect.as(adoptIfMined(b), undefined),
+        // Not the batch's fault: the tick loop reports it (once) and tries again; the batch keeps its attempts.
+        RpcUnavailable: (_, e) => Effect.fail(e),
+        // Not the batch's fault either: kept, and said (once per tick loop failure) until the signer is funded.
+        InsufficientFunds: (_, e) => Effect.fail(e)
+      }, (_, e) => Effect.as(failOrRetry(b, e), undefined))
+    )
+    if (gas === undefined) return
     const fees = yield* chain.fees
     const nonces = yield* chain.nonces
     const nonce = Math.max(nonces.pending, nextNonce)
@@ -104,7 +101,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       : fees.maxFeePerGas
     const tx = {
       nonce,
-      gas: gas.success * 12n / 10n + 5_000n,
+      gas: gas * 12n / 10n + 5_000n,
       maxFeePerGas,
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : fees.maxPriorityFeePerGas
     }
@@ -129,19 +126,17 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
   const broadcast = (b: EvmBatchRow, raw: Hex) =>
     Effect.andThen(store.fence, chain.broadcast(raw)).pipe(
       Effect.tap(() => Effect.sync(() => unacknowledged.delete(b.id))),
-      Effect.catch((e) =>
-        e.reason._tag === "NonceTooLow"
-          // Someone used this nonce: unless it was one of ours for this root, sign again with a fresh one.
-          ? Effect.gen(function*() {
+      Effect.catchReasons("EvmError", {
+        // Someone used this nonce: unless it was one of ours for this root, sign again with a fresh one.
+        NonceTooLow: (_, e) =>
+          Effect.gen(function*() {
             const existing = yield* chain.getAnchor(b.merkleRoot)
             if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
             unacknowledged.delete(b.id)
             yield* batches.resetToPending(b.id, e.message)
-          })
-          : e.reason._tag === "AlreadyAnchored"
-          ? Effect.flatMap(chain.getAnchor(b.merkleRoot), (x) => x === undefined ? Effect.void : adopt(b, x.blockNumber))
-          : Effect.fail(e)
-      )
+          }),
+        AlreadyAnchored: () => adoptIfMined(b)
+      })
     )
 
   /** A SENT batch: still pending, mined by another route, lost, or stuck (fee bump / replacement). */
@@ -177,7 +172,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       unacknowledged.add(b.id)
       const outcome = yield* broadcast(b, b.rawTx).pipe(
         Effect.as("sent" as const),
-        Effect.catchIf((e) => e._tag === "EvmError" && e.reason._tag === "Underpriced", () => Effect.succeed("underpriced" as const))
+        Effect.catchReason("EvmError", "Underpriced", () => Effect.succeed("underpriced" as const))
       )
       nextNonce = Math.max(nextNonce, nonce + 1)
       // A replacement the node refused as underpriced (the previous tx is still pooled): bump again now.

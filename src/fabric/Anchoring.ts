@@ -17,7 +17,7 @@ import { chooseFabricNetwork, fabricOverrides } from "../anchoring/Networks.ts"
 import { superviseNetworks } from "../anchoring/Pipeline.ts"
 import { makeFabricClient } from "./client.ts"
 import { type FabricNetworkConfig, FabricNetworks } from "./config.ts"
-import { FabricError } from "./errors.ts"
+import { FabricError, PeerUnavailable } from "./errors.ts"
 import { FabricStore } from "./FabricStore.ts"
 import { makeIndexer } from "./indexer.ts"
 import { makeWriter } from "./writer.ts"
@@ -35,7 +35,7 @@ export const fabricChain = (
     meta: { chainType: "fabric", channel: config.channel, chaincode: config.chaincode },
     hybridEnvironment
   },
-  isUnavailable: (e) => e instanceof FabricError && e.reason._tag === "PeerUnavailable",
+  isUnavailable: (e) => e instanceof FabricError && e.reason instanceof PeerUnavailable,
   connect: Effect.gen(function*() {
     const health = yield* NetworkHealth
     const client = yield* makeFabricClient(config)

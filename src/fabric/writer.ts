@@ -17,6 +17,12 @@ import type { FabricNetworkConfig } from "./config.ts"
 import { FabricError, InvalidTransaction, MVCC_READ_CONFLICT, PHANTOM_READ_CONFLICT } from "./errors.ts"
 import { FabricStore } from "./FabricStore.ts"
 
+/** A refusal that is this batch's alone: backed off, not reported by the loop. */
+const quiet = () => Effect.void
+/** Endorsement outcomes other than a transaction: the failure was dealt with; the chaincode predates anchorWithLogRoot. */
+const HANDLED = "handled" as const
+const OLD_CHAINCODE = "old-chaincode" as const
+
 export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfig, client: FabricClient) {
   const batches = yield* BatchStore
   const store = yield* FabricStore
@@ -112,7 +118,9 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
    */
   const transient = (b: BatchRow, e: FabricError) =>
     backoff(b, 3).pipe(
-      Effect.andThen(e.reason._tag === "PeerUnavailable" || e.reason._tag === "Rejected" ? Effect.fail(e) : Effect.void)
+      Effect.andThen(Effect.fail(e)),
+      // A peer down or refused credentials fail the pass (reported by the loop); these are this batch's alone.
+      Effect.catchReasons("FabricError", { AlreadyAnchored: quiet, EndorsementRefused: quiet, InvalidTransaction: quiet, BadBlock: quiet })
     )
 
   /** A PENDING batch: endorse, persist, submit, settle; again at once after a read conflict. */
@@ -120,25 +128,25 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
     let attempts = b.attempts
     let logRoot = b.logRoot
     for (;;) {
-      const endorsed = yield* client.endorseAnchor(b.merkleRoot, b.leafCount, b.id, logRoot).pipe(Effect.result)
-      if (endorsed._tag === "Failure") {
-        const e = endorsed.failure
-        if (logRoot !== null && e.reason._tag === "EndorsementRefused" && /function that does not exist/.test(e.reason.message)) {
-          // Chaincode deployed before issue 27: the batch goes out with its root alone (no receipts for it).
-          yield* batches.clearLogRoot(b.id)
-          yield* Effect.logWarning("chaincode has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts)")
-            .pipe(Effect.annotateLogs({ networkId: config.networkId, batchId: b.id }))
-          logRoot = null
-          continue
-        }
-        if (e.reason._tag === "AlreadyAnchored") {
-          if (yield* adopt(b)) return
-          return yield* transient(b, e)
-        }
-        if (e.reason._tag === "EndorsementRefused") return yield* failOrRetry(b, attempts + 1, e)
-        return yield* transient(b, e)
+      const endorsed = yield* client.endorseAnchor(b.merkleRoot, b.leafCount, b.id, logRoot).pipe(
+        Effect.catchReasons("FabricError", {
+          EndorsementRefused: (reason, e) =>
+            logRoot !== null && /function that does not exist/.test(reason.message)
+              ? Effect.succeed(OLD_CHAINCODE)
+              : Effect.as(failOrRetry(b, attempts + 1, e), HANDLED),
+          AlreadyAnchored: (_, e) => Effect.flatMap(adopt(b), (adopted) => Effect.as(adopted ? Effect.void : transient(b, e), HANDLED))
+        }, (_, e) => Effect.as(transient(b, e), HANDLED))
+      )
+      if (endorsed === HANDLED) return
+      if (endorsed === OLD_CHAINCODE) {
+        // Chaincode deployed before issue 27: the batch goes out with its root alone (no receipts for it).
+        yield* batches.clearLogRoot(b.id)
+        yield* Effect.logWarning("chaincode has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts)")
+          .pipe(Effect.annotateLogs({ networkId: config.networkId, batchId: b.id }))
+        logRoot = null
+        continue
       }
-      const tx = endorsed.success
+      const tx = endorsed
       const txId = tx.getTransactionId()
       // Persisted before it leaves the process: after a crash the same transaction is submitted again.
       yield* store.markSent(b.id, { txId, envelope: Buffer.from(tx.getBytes()).toString("base64") })

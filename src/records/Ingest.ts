@@ -34,6 +34,8 @@ type Kind =
   | { readonly _tag: "encrypted"; readonly body: EncryptedAnchorBody; readonly plainStrings?: boolean }
   | { readonly _tag: "hash"; readonly body: HashAnchorBody; readonly plainStrings?: boolean }
 
+/** A validated submission, as `prepare` takes it. */
+export type Submission = Kind
 export type SubmissionKind = Kind["_tag"]
 
 const SCHEMAS = { data: AnchorBody, encrypted: EncryptedAnchorBody, hash: HashAnchorBody } as const

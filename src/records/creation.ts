@@ -2,9 +2,10 @@
  * The record-creating POSTs (SPEC 3.1): /v1/anchor, /v1/anchor/encrypted, /v1/anchor/hash and
  * /v1/anchor/batch, from a strictly parsed body to the 202 response text (or the domain failure).
  *
- * Two callers, one behaviour: the HttpApi handlers of these endpoints (./http.ts), and the ingest
- * fast path of the gateway (src/app/gateway.ts, docs/architecture.md), which calls this directly once
- * it has admitted the key and parsed the body. Both answer the text built here, byte for byte
+ * Two callers, one behaviour: the HttpApi handlers of these endpoints (./http.ts), with the body their
+ * schemas decoded, and the ingest fast path of the gateway (src/app/gateway.ts, docs/architecture.md),
+ * which calls this directly once it has admitted the key and parsed the body, and whose body is decoded
+ * here (each body is decoded once). Both answer the text built here, byte for byte
  * (test/records/fastpath.test.ts runs the same requests both ways).
  */
 import { Context, Effect, Layer } from "effect"
@@ -12,16 +13,34 @@ import type { Principal } from "../api/auth.ts"
 import { decodeWith } from "../http/decode.ts"
 import { countAccepted } from "../metrics/metrics.ts"
 import { IdempotencyConflict, InvalidRecord, type QuotaExceeded } from "./errors.ts"
-import { decodeSubmission, Ingest, type PrepareError, sha256Hex, type SubmissionKind } from "./Ingest.ts"
+import { decodeSubmission, Ingest, type PrepareError, sha256Hex, type Submission, type SubmissionKind } from "./Ingest.ts"
 import type { SubmitError } from "./IngestWriter.ts"
 import type { NewRecord } from "./IngestWriter.ts"
 import { toView } from "./model.ts"
 import { RecordStore } from "./RecordStore.ts"
 import { DatabaseGuard } from "../db/guard.ts"
-import { BatchAnchorBody, MAX_BATCH_RECORDS } from "../api/recordSchemas.ts"
+import { type AnchorBody, BatchAnchorBody, type EncryptedAnchorBody, type HashAnchorBody, MAX_BATCH_RECORDS } from "../api/recordSchemas.ts"
 import { annotateFiber, MAX_IDS } from "../tracing/attributes.ts"
 
 export type CreateEndpoint = "anchor" | "anchorEncrypted" | "anchorHash" | "anchorBatch"
+
+/** Each endpoint's body as its schema decodes it. */
+export interface CreatePayloads {
+  readonly anchor: AnchorBody
+  readonly anchorEncrypted: EncryptedAnchorBody
+  readonly anchorHash: HashAnchorBody
+  readonly anchorBatch: typeof BatchAnchorBody.Type
+}
+
+/**
+ * A create's body, decoded once: by the endpoint's schema (the HttpApi handlers, ./http.ts), or here
+ * from the JSON as parsed (the gateway's fast path, which has no handler chain to decode it). A parsed
+ * body was parsed strictly from `bodyText` itself: when that text has no backslash, no string in it
+ * needs escaping, so data is canonicalized without escaping checks (`canonicalizeParsedPlain`).
+ */
+export type CreateBody<E extends CreateEndpoint = CreateEndpoint> =
+  | { readonly _tag: "Decoded"; readonly payload: CreatePayloads[E] }
+  | { readonly _tag: "Parsed"; readonly json: unknown }
 
 const KIND: Record<Exclude<CreateEndpoint, "anchorBatch">, SubmissionKind> = {
   anchor: "data",
@@ -83,17 +102,17 @@ export interface CreateOptions {
   readonly bodyText: string
   /** The request's path (no query): part of what the idempotency check compares. */
   readonly path: string
-  /**
-   * The body was strictly parsed from `bodyText` itself, which has no backslash: no string in it needs
-   * escaping, so data is canonicalized without escaping checks (`canonicalizeParsedPlain`).
-   */
-  readonly parsedFromText: boolean
 }
 
 type Idempotency = { readonly key: string; readonly requestHash: string }
 
 export class RecordCreation extends Context.Service<RecordCreation, {
-  readonly create: (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions) => Effect.Effect<Accepted, CreateError>
+  readonly create: <E extends CreateEndpoint>(
+    endpoint: E,
+    principal: Principal,
+    body: CreateBody<E>,
+    options: CreateOptions
+  ) => Effect.Effect<Accepted, CreateError>
 }>()("anchord/records/RecordCreation") {
   static readonly layer = Layer.effect(
     RecordCreation,
@@ -130,8 +149,10 @@ export class RecordCreation extends Context.Service<RecordCreation, {
         for (const [chain, n] of byChain) countAccepted(metrics, chain, rows[0]!.environment, n)
       }
 
-      const single = (kind: SubmissionKind, principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) => {
-        const decoded = decodeSubmission(kind, body, "", plain)
+      const single = (kind: SubmissionKind, principal: Principal, body: CreateBody, plain: boolean, idem: Idempotency | undefined) => {
+        const decoded = body._tag === "Decoded"
+          ? { _tag: "Valid" as const, submission: { _tag: kind, body: body.payload } as Submission }
+          : decodeSubmission(kind, body.json, "", plain)
         if (decoded._tag === "Invalid") return Effect.fail(decoded.error)
         return Effect.flatMap(
           ingest.prepare(principal, decoded.submission),
@@ -139,9 +160,12 @@ export class RecordCreation extends Context.Service<RecordCreation, {
         )
       }
 
-      const batch = (principal: Principal, body: unknown, plain: boolean, idem: Idempotency | undefined) =>
+      const batch = (principal: Principal, body: CreateBody, plain: boolean, idem: Idempotency | undefined) =>
         Effect.gen(function*() {
-          const top = decodeWith(BatchAnchorBody, body)
+          // Its items are decoded one by one below (a refused item is reported in place), on both paths.
+          const top = body._tag === "Decoded"
+            ? { ok: true as const, value: body.payload as typeof BatchAnchorBody.Type }
+            : decodeWith(BatchAnchorBody, body.json)
           if (!top.ok) return yield* new InvalidRecord({ reason: top.message })
           const records = top.value.records
           if (records.length > MAX_BATCH_RECORDS) {
@@ -172,13 +196,13 @@ export class RecordCreation extends Context.Service<RecordCreation, {
           return yield* commit(principal, rows, text, idem, failed === 0 ? 202 : 207)
         })
 
-      const run = (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions, idem: Idempotency | undefined) => {
-        const plain = options.parsedFromText && options.bodyText.indexOf("\\") === -1
+      const run = (endpoint: CreateEndpoint, principal: Principal, body: CreateBody, options: CreateOptions, idem: Idempotency | undefined) => {
+        const plain = body._tag === "Parsed" && options.bodyText.indexOf("\\") === -1
         return endpoint === "anchorBatch" ? batch(principal, body, plain, idem) : single(KIND[endpoint], principal, body, plain, idem)
       }
 
       /** Idempotency-Key: replay the stored response, 409 for another body, else create (SPEC 3.1). */
-      const idempotent = (endpoint: CreateEndpoint, principal: Principal, body: unknown, options: CreateOptions, key: string) =>
+      const idempotent = (endpoint: CreateEndpoint, principal: Principal, body: CreateBody, options: CreateOptions, key: string) =>
         Effect.gen(function*() {
           if (key.length === 0 || key.length > 255) {
             return yield* new InvalidRecord({ reason: "Idempotency-Key must be 1 to 255 characters" })

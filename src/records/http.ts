@@ -14,7 +14,7 @@ import { atEdge } from "../db/errors.ts"
 import { pageOf, recordCursors } from "../http/pagination.ts"
 import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
-import { type Accepted, type CreateEndpoint, RecordCreation } from "./creation.ts"
+import { type Accepted, type CreateEndpoint, type CreatePayloads, RecordCreation } from "./creation.ts"
 import { open } from "./encryption.ts"
 import { HashNotFound, ImmutableField, InvalidEncryptionKey, InvalidRecord } from "./errors.ts"
 import { toView } from "./model.ts"
@@ -46,18 +46,18 @@ export const RecordsHttpLayer = HttpApiBuilder.group(Api, "records", (handlers) 
     const egress = yield* WebhookEgress
 
     const create =
-      (endpoint: CreateEndpoint) =>
-      ({ payload, headers }: { readonly payload: unknown; readonly headers: { readonly "idempotency-key"?: string | undefined } }) =>
+      <E extends CreateEndpoint>(endpoint: E) =>
+      ({ payload, headers }: { readonly payload: CreatePayloads[E]; readonly headers: { readonly "idempotency-key"?: string | undefined } }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const request = yield* HttpServerRequest.HttpServerRequest
           // The body as received (framed by JsonBodyFraming): the idempotency check compares requests by it.
           const bodyText = yield* Effect.orDie(request.text)
-          const result = yield* creation.create(endpoint, principal, payload, {
+          // Decoded by the endpoint's schema already: RecordCreation does not decode it again.
+          const result = yield* creation.create(endpoint, principal, { _tag: "Decoded", payload }, {
             idempotencyKey: headers["idempotency-key"],
             bodyText,
-            path: pathOf(request.url),
-            parsedFromText: false
+            path: pathOf(request.url)
           })
           return acceptedResponse(result)
         }).pipe(atEdge)

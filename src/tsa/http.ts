@@ -51,9 +51,8 @@ export const makeServeStamp = Effect.gen(function*() {
   const guard = yield* DatabaseGuard
 
   /** TSA_PUBLIC: the principal anonymous tokens are recorded under (TSA_PUBLIC_API_KEY's, cached like any key). */
-  const publicPrincipal = Effect.flatMap(
-    accounts.authenticate(Option.isSome(settings.publicApiKey) ? Redacted.value(settings.publicApiKey.value) : undefined),
-    (auth) => auth._tag === "Ok" ? Effect.succeed(auth.principal) : Effect.die(new Error(`TSA_PUBLIC_API_KEY is not a valid key (${auth.reason})`))
+  const publicPrincipal = accounts.authenticate(Option.isSome(settings.publicApiKey) ? Redacted.value(settings.publicApiKey.value) : undefined).pipe(
+    Effect.catchTag("AuthRefused", (e) => Effect.die(new Error(`TSA_PUBLIC_API_KEY is not a valid key (${e.reason._tag})`)))
   )
 
   const admit = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Admitted, Refused<WireError>> => {

@@ -285,11 +285,14 @@ const boundedResolve = (resolve: Resolve, host: string, millis: number): Promise
   ]).finally(() => clearTimeout(timer))
 }
 
-/** The check when a URL is set: the static rules, then where its host name resolves now (bounded). */
+/**
+ * The check when a URL is set: the static rules, then where its host name resolves now (bounded), by
+ * `resolve`: the node's WebhookResolver (tests stand in for DNS there), never the system's behind its back.
+ */
 export const checkWebhookUrl = async (
   raw: string,
   environment: Environment,
-  options: { readonly field?: string; readonly resolve?: Resolve; readonly allowlist?: Allowlist; readonly resolveTimeoutMillis?: number } = {}
+  options: { readonly resolve: Resolve; readonly field?: string; readonly allowlist?: Allowlist; readonly resolveTimeoutMillis?: number }
 ): Promise<UrlVerdict> => {
   const field = options.field ?? "webhookUrl"
   const allowlist = options.allowlist ?? EMPTY_ALLOWLIST
@@ -298,7 +301,7 @@ export const checkWebhookUrl = async (
   const host = first.resolve
   let addresses: ReadonlyArray<string>
   try {
-    addresses = (await boundedResolve(options.resolve ?? systemResolve, host, options.resolveTimeoutMillis ?? RESOLVE_TIMEOUT_MS))
+    addresses = (await boundedResolve(options.resolve, host, options.resolveTimeoutMillis ?? RESOLVE_TIMEOUT_MS))
       .map((a) => a.address)
   } catch (error) {
     return { ok: false, reason: `${field} host ${excerpt(host)} ${error instanceof ResolveTimeout ? "did not resolve in time" : "does not resolve"}` }

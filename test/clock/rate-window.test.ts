@@ -14,7 +14,7 @@ describe("rate windows (TestClock)", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(T0 + 500)
       const limits = yield* RateLimits
-      const first = Array.from({ length: 10 }, () => limits.hitNow!("key-a", 10))
+      const first = yield* Effect.forEach(Array.from({ length: 10 }), () => limits.hit("key-a", 10))
       assert.deepStrictEqual(first.map((s) => s.allowed), Array(10).fill(true))
       assert.deepStrictEqual(first.map((s) => s.remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
       assert.isTrue(first.every((s) => s.reset === T0 / 1000 + 1))
@@ -35,9 +35,9 @@ describe("rate windows (TestClock)", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const limits = yield* RateLimits
-      const states = Array.from({ length: 6 }, () => limits.hitNow!("k", 3))
+      const states = yield* Effect.forEach(Array.from({ length: 6 }), () => limits.hit("k", 3))
       assert.deepStrictEqual(states.map((s) => s.allowed), [true, true, true, false, false, false])
       yield* TestClock.adjust("1 second")
-      assert.deepStrictEqual(Array.from({ length: 4 }, () => limits.hitNow!("k", 3).allowed), [true, true, true, false])
+      assert.deepStrictEqual((yield* Effect.forEach(Array.from({ length: 4 }), () => limits.hit("k", 3))).map((s) => s.allowed), [true, true, true, false])
     }).pipe(Effect.provide(RateLimits.layerMemory)))
 })

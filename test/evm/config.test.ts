@@ -116,7 +116,12 @@ describe("EVM_NETWORKS deployment (a deployment file instead of contractAddress)
 describe("EvmError messages", () => {
   it("never carry an RPC URL's path or credentials (API keys live there)", async () => {
     const { classify } = await import("../../src/evm/errors.ts")
-    const reason = classify(new Error("HTTP request failed.\nURL: https://user:pw@rpc.example/v3/SECRETKEY?apikey=SECRET2\nRequest body: {}"))
+    const { HttpRequestError } = await import("viem")
+    // What viem throws when the endpoint cannot be reached: its URL (with the secrets) and the request body.
+    const reason = classify(
+      new HttpRequestError({ url: "https://user:pw@rpc.example/v3/SECRETKEY?apikey=SECRET2", body: { params: ["0x" + "ab".repeat(300)] },
+        details: "fetch failed" })
+    )
     expect(reason._tag).toBe("RpcUnavailable")
     expect(reason.message).toContain("https://rpc.example/…")
     expect(reason.message).not.toMatch(/SECRET|user:pw/)

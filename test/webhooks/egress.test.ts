@@ -134,11 +134,11 @@ describe("WEBHOOK_ALLOW_PRIVATE", () => {
     expect((await checkWebhookUrl("http://metadata.google.internal/h", "test", { resolve, allowlist: internal })).ok).toBe(false)
     // 0.0.0.0, broadcast and multicast are never opened, not even by a network that holds them.
     const all = allowlist("0.0.0.0/0,::/0")
-    expect((await checkWebhookUrl("http://10.1.2.3/h", "test", { allowlist: all })).ok).toBe(true)
+    expect((await checkWebhookUrl("http://10.1.2.3/h", "test", { resolve, allowlist: all })).ok).toBe(true)
     for (const url of ["http://0.0.0.0/h", "http://255.255.255.255/h", "http://224.0.0.1/h", "http://[::]/h", "http://[ff02::1]/h",
       "http://[::ffff:0.0.0.0]/h"])
     {
-      expect((await checkWebhookUrl(url, "test", { allowlist: all })).ok, url).toBe(false)
+      expect((await checkWebhookUrl(url, "test", { resolve, allowlist: all })).ok, url).toBe(false)
     }
   })
 
