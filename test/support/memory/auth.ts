@@ -8,7 +8,18 @@ import { Clock, Effect, Layer } from "effect"
 import type { Principal } from "../../../src/api/auth.ts"
 import { type Account, Accounts, type ApiKeyInfo } from "../../../src/auth/Accounts.ts"
 import { apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "../../../src/auth/apiKeys.ts"
-import { AccountNotActive, AccountNotFound, ApiKeyNotFound } from "../../../src/auth/errors.ts"
+import {
+  AccountInactive,
+  AccountNotActive,
+  AccountNotFound,
+  ApiKeyNotFound,
+  AuthRefused,
+  ExpiredKey,
+  MalformedKey,
+  MissingKey,
+  RevokedKey,
+  UnknownKey
+} from "../../../src/auth/errors.ts"
 import { currentMonth, ENTERPRISE_DEFAULT_PER_SECOND, Plans } from "../../../src/auth/plans.ts"
 import { UsageCache } from "../../../src/auth/UsageCache.ts"
 import { type KeyRow, MemoryTables, settingsKey } from "./tables.ts"
@@ -114,16 +125,17 @@ export const AccountsMemory = Layer.effect(
           return info(revoked)
         }),
       authenticate: (token) =>
-        Effect.sync(() => {
-          if (token === undefined || token === "") return { _tag: "Rejected", reason: "missing" } as const
-          if (!parseApiKey(token)) return { _tag: "Rejected", reason: "malformed" } as const
+        Effect.suspend(() => {
+          const refuse = (reason: AuthRefused["reason"]) => Effect.fail(new AuthRefused({ reason }))
+          if (token === undefined || token === "") return refuse(new MissingKey())
+          if (!parseApiKey(token)) return refuse(new MalformedKey())
           const digest = apiKeyDigest(token)
           const row = [...tables.apiKeys.values()].find((k) => digestsEqual(k.digest, digest))
-          if (row === undefined) return { _tag: "Rejected", reason: "unknown" } as const
-          if (row.revokedAt !== null) return { _tag: "Rejected", reason: "revoked" } as const
-          if (row.expiresAt !== null && row.expiresAt.getTime() <= clock.currentTimeMillisUnsafe()) return { _tag: "Rejected", reason: "expired" } as const
+          if (row === undefined) return refuse(new UnknownKey())
+          if (row.revokedAt !== null) return refuse(new RevokedKey())
+          if (row.expiresAt !== null && row.expiresAt.getTime() <= clock.currentTimeMillisUnsafe()) return refuse(new ExpiredKey())
           const account = tables.accounts.get(row.accountId)!
-          if (account.status !== "ACTIVE") return { _tag: "Rejected", reason: "account_inactive" } as const
+          if (account.status !== "ACTIVE") return refuse(new AccountInactive())
           const principal: Principal = {
             accountId: account.id,
             keyId: row.id,
@@ -133,7 +145,7 @@ export const AccountsMemory = Layer.effect(
             monthlyQuota: Plans[account.plan].monthlyQuota,
             defaultChain: account.defaultChain
           }
-          return { _tag: "Ok", principal } as const
+          return Effect.succeed(principal)
         })
     })
   })
