@@ -5,13 +5,14 @@
  */
 import * as Crypto from "node:crypto"
 import { Effect, Schema } from "effect"
-import type { SqlClient, SqlError } from "effect/sql"
+import { type SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { OutboxEvent } from "./events.ts"
 
 export const newEventId = () => `evt_${Crypto.randomBytes(12).toString("hex")}`
 
-const encode = Schema.encodeSync(OutboxEvent)
 const decodeEvent = Schema.decodeUnknownSync(OutboxEvent)
+
+const encode = Schema.encodeSync(OutboxEvent)
 
 /**
  * An event's payload as stored (the event without `kind`, which has its own column): what an `events` row holds, and
@@ -22,14 +23,22 @@ export const storedPayload = (event: OutboxEvent): Record<string, unknown> => {
   return payload
 }
 
-/** The row of one event: `kind` in its column, the rest as the payload. */
-const toRow = (accountId: string, event: OutboxEvent) => ({
-  event_id: newEventId(),
-  account_id: accountId,
-  record_id: event.recordId,
-  kind: event.kind,
-  payload: storedPayload(event)
-})
+/** An event row to write: its id (drawn once, before any retry), its account, the event through the outbox schema. */
+const EventInsert = Schema.Struct({ eventId: Schema.String, accountId: Schema.String, event: OutboxEvent })
+const EventInserts = Schema.Array(EventInsert)
+/** The row an append answers: its key (`events.id`, bigint, as text). */
+const SeqRow = Schema.Struct({ seq: Schema.String })
+
+/** The row of one encoded event: `kind` in its column, the rest as the payload. */
+const toRow = ({ accountId, event, eventId }: typeof EventInsert.Encoded) => {
+  const { kind, ...payload } = event
+  return { event_id: eventId, account_id: accountId, record_id: event.recordId, kind, payload }
+}
+
+/** An event its schema refuses to encode is a producer's bug: a defect. SQL errors stay typed. */
+const dieOnSchemaError = <A, R>(
+  self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>
+): Effect.Effect<A, SqlError.SqlError, R> => Effect.catchTag(self, "SchemaError", Effect.die)
 
 /**
  * Appends events in one statement (in the caller's transaction: the state change and its events
@@ -39,13 +48,17 @@ export const append = (
   sql: SqlClient.SqlClient,
   events: ReadonlyArray<{ readonly accountId: string; readonly event: OutboxEvent }>
 ): Effect.Effect<number, SqlError.SqlError> =>
-  events.length === 0 ? Effect.succeed(0) : Effect.map(
-    sql`
-      INSERT INTO events (event_id, account_id, record_id, kind, payload)
-      SELECT x.event_id, x.account_id, x.record_id, x.kind, x.payload
-      FROM jsonb_to_recordset(${JSON.stringify(events.map((e) => toRow(e.accountId, e.event)))}::jsonb)
-        AS x(event_id text, account_id text, record_id text, kind text, payload jsonb)`,
-    () => events.length
+  events.length === 0 ? Effect.succeed(0) : SqlSchema.void({
+    Request: EventInserts,
+    execute: (rows) =>
+      sql`
+        INSERT INTO events (event_id, account_id, record_id, kind, payload)
+        SELECT x.event_id, x.account_id, x.record_id, x.kind, x.payload
+        FROM jsonb_to_recordset(${JSON.stringify(rows.map(toRow))}::jsonb)
+          AS x(event_id text, account_id text, record_id text, kind text, payload jsonb)`
+  })(events.map((e) => ({ eventId: newEventId(), accountId: e.accountId, event: e.event }))).pipe(
+    dieOnSchemaError,
+    Effect.as(events.length)
   )
 
 /** Appends one event (in the caller's transaction) and answers its row's key and event id. */
@@ -54,13 +67,22 @@ export const appendOne = (
   accountId: string,
   event: OutboxEvent
 ): Effect.Effect<{ readonly seq: string; readonly eventId: string }, SqlError.SqlError> => {
-  const row = toRow(accountId, event)
-  return Effect.map(
-    sql<{ seq: string }>`
-      INSERT INTO events (event_id, account_id, record_id, kind, payload)
-      VALUES (${row.event_id}, ${row.account_id}, ${row.record_id}, ${row.kind}, ${JSON.stringify(row.payload)}::jsonb)
-      RETURNING id::text AS seq`,
-    (rows) => ({ seq: rows[0]!.seq, eventId: row.event_id })
+  const eventId = newEventId()
+  return SqlSchema.findOne({
+    Request: EventInsert,
+    Result: SeqRow,
+    execute: (insert) => {
+      const row = toRow(insert)
+      return sql`
+        INSERT INTO events (event_id, account_id, record_id, kind, payload)
+        VALUES (${row.event_id}, ${row.account_id}, ${row.record_id}, ${row.kind}, ${JSON.stringify(row.payload)}::jsonb)
+        RETURNING id::text AS seq`
+    }
+  })({ eventId, accountId, event }).pipe(
+    // An INSERT … VALUES answers its one row.
+    Effect.catchTag("NoSuchElementError", Effect.die),
+    dieOnSchemaError,
+    Effect.map(({ seq }) => ({ seq, eventId }))
   )
 }
 

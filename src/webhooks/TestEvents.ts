@@ -9,14 +9,14 @@
  * delivery itself, in the same transaction (its receiver by the trigger's own `anchord_url_host`, migration 0024),
  * and wakes the dispatchers after COMMIT as the trigger does.
  */
-import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { appendOne } from "../outbox/Outbox.ts"
-import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { hostOf, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog, type Owner } from "./DeliveryLog.ts"
 import { InvalidWebhookSettings } from "./errors.ts"
-import type { DeliveryRow } from "./rows.ts"
+import { type DeliveryRow, dieOnSchemaError, Environment } from "./rows.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 
 export class WebhookTests extends Context.Service<WebhookTests, {
@@ -29,6 +29,25 @@ export class WebhookTests extends Context.Service<WebhookTests, {
     const settings = yield* WebhookSettingsStore
     const log = yield* DeliveryLog
 
+    /** The test event's delivery to the environment's webhook URL, due now; its id. */
+    const insertDelivery = SqlSchema.findOne({
+      Request: Schema.Struct({
+        eventSeq: Schema.String,
+        eventId: Schema.String,
+        accountId: Schema.String,
+        environment: Environment,
+        now: Schema.Date
+      }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: (d) =>
+        sql`
+          INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
+          SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ${d.eventSeq}::bigint, ${d.eventId}, ${d.accountId}, '',
+                 ${d.environment}, 'account', s.url, ${hostOf(sql, sql`s.url`)}, ${d.now}
+          FROM webhook_settings s WHERE s.account_id = ${d.accountId} AND s.environment = ${d.environment}
+          RETURNING id`
+    })
+
     return WebhookTests.of({
       send: Effect.fn("WebhookTests.send")(function*(owner) {
         const { url } = yield* settings.get(owner.accountId, owner.environment)
@@ -38,14 +57,10 @@ export class WebhookTests extends Context.Service<WebhookTests, {
         const now = new Date(yield* Clock.currentTimeMillis)
         const id = yield* sql.withTransaction(Effect.gen(function*() {
           const event = yield* appendOne(sql, owner.accountId, { kind: "webhook.test", recordId: "", hash: "", environment: owner.environment })
-          const rows = yield* sql<{ id: string }>`
-            INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
-            SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ${event.seq}::bigint, ${event.eventId}, ${owner.accountId}, '',
-                   ${owner.environment}, 'account', s.url,
-                   anchord_url_host(s.url), ${now}
-            FROM webhook_settings s WHERE s.account_id = ${owner.accountId} AND s.environment = ${owner.environment}
-            RETURNING id`
-          return rows[0]!.id
+          // Every account has its settings rows (migrations 0007, 0013): the insert always makes one delivery.
+          const { id } = yield* insertDelivery({ eventSeq: event.seq, eventId: event.eventId, accountId: owner.accountId, environment: owner.environment, now })
+            .pipe(Effect.catchTag("NoSuchElementError", Effect.die), dieOnSchemaError)
+          return id
         }))
         const delivery = yield* log.get(owner, id)
         yield* pg.notify(WEBHOOK_CHANNEL, "")

@@ -7,11 +7,11 @@
  *
  * Rotation reads time through Effect's Clock (passed to the statements), not PostgreSQL's now().
  */
-import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
-import { inOverlap, ROTATION_OVERLAP_SQL } from "./rotation.ts"
-import { decodeRows, type EventKind, type PayloadFormat, WebhookSettingsRow } from "./rows.ts"
+import { inOverlap, overlapEnd } from "./rotation.ts"
+import { dieOnSchemaError, Environment as EnvironmentColumn, type EventKind, PayloadFormat, WebhookSettingsRow } from "./rows.ts"
 
 export interface SettingsPatch {
   readonly url?: string | null | undefined
@@ -20,10 +20,23 @@ export interface SettingsPatch {
   readonly enabled?: boolean | undefined
 }
 
-const settingsColumns = (now: string) => `
-  url, events, payload_format, enabled, secret,
-  CASE WHEN ${inOverlap(now)} THEN rotated_at END AS rotation_started_at,
-  CASE WHEN ${inOverlap(now)} THEN rotated_at + ${ROTATION_OVERLAP_SQL} END AS previous_secret_expires_at`
+/** Which settings row, and the Clock's time the rotation is read at. */
+const SettingsKey = Schema.Struct({ accountId: Schema.String, environment: EnvironmentColumn, now: Schema.Date })
+
+/**
+ * A patch as the statement takes it: each member with whether it was given (a member left out keeps its value;
+ * `url: null` clears it), the events as one comma-joined parameter.
+ */
+const SettingsUpdate = Schema.Struct({
+  accountId: Schema.String,
+  environment: EnvironmentColumn,
+  setUrl: Schema.Boolean,
+  url: Schema.NullOr(Schema.String),
+  setEvents: Schema.Boolean,
+  events: Schema.String,
+  payloadFormat: Schema.NullOr(PayloadFormat),
+  enabled: Schema.NullOr(Schema.Boolean)
+})
 
 export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, {
   readonly get: (accountId: string, environment: Environment) => Effect.Effect<WebhookSettingsRow, SqlError.SqlError>
@@ -38,62 +51,87 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
     WebhookSettingsStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const decode = decodeRows(WebhookSettingsRow)
       const clockNow = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+      const findSettings = SqlSchema.findOne({
+        Request: SettingsKey,
+        Result: WebhookSettingsRow,
+        execute: ({ accountId, environment, now }) =>
+          sql`
+            SELECT url, events, payload_format, enabled, secret,
+              CASE WHEN ${inOverlap(sql, now)} THEN rotated_at END AS rotation_started_at,
+              CASE WHEN ${inOverlap(sql, now)} THEN ${overlapEnd(sql, sql`rotated_at`)} END AS previous_secret_expires_at
+            FROM webhook_settings WHERE account_id = ${accountId} AND environment = ${environment}`
+      })
+
+      const updateSettings = SqlSchema.void({
+        Request: SettingsUpdate,
+        execute: (p) =>
+          sql`
+            UPDATE webhook_settings SET
+              url = CASE WHEN ${p.setUrl} THEN ${p.url} ELSE url END,
+              events = CASE WHEN ${p.setEvents} THEN string_to_array(${p.events}, ',') ELSE events END,
+              payload_format = COALESCE(${p.payloadFormat}, payload_format),
+              enabled = COALESCE(${p.enabled}::boolean, enabled)
+            WHERE account_id = ${p.accountId} AND environment = ${p.environment}`
+      })
+
+      // Inside an unconfirmed overlap the signing (previous) secret stays and the pending one is replaced;
+      // the overlap is not extended. The new secret comes from the one generator (migration 0007).
+      const rotateSecret = SqlSchema.void({
+        Request: SettingsKey,
+        execute: ({ accountId, environment, now }) =>
+          sql`
+            UPDATE webhook_settings SET
+              previous_secret = CASE WHEN ${inOverlap(sql, now)} THEN previous_secret ELSE secret END,
+              rotated_at = CASE WHEN ${inOverlap(sql, now)} THEN rotated_at ELSE ${now}::timestamptz END,
+              secret = anchord_webhook_secret()
+            WHERE account_id = ${accountId} AND environment = ${environment}`
+      })
+
+      const endOverlap = SqlSchema.void({
+        Request: Schema.Struct({ accountId: Schema.String, environment: EnvironmentColumn }),
+        execute: ({ accountId, environment }) =>
+          sql`
+            UPDATE webhook_settings SET previous_secret = NULL, rotated_at = NULL
+            WHERE account_id = ${accountId} AND environment = ${environment}`
+      })
 
       const get = Effect.fn("WebhookSettingsStore.get")(function*(accountId: string, environment: Environment) {
         const now = yield* clockNow
-        const rows = yield* sql.unsafe(
-          `SELECT ${settingsColumns("$3")} FROM webhook_settings WHERE account_id = $1 AND environment = $2`,
-          [accountId, environment, now]
+        return yield* findSettings({ accountId, environment, now }).pipe(
+          // Every account has its rows (migrations 0007, 0013): none means no such account, which a caller
+          // holding an authenticated principal cannot have.
+          Effect.catchTag("NoSuchElementError", () => Effect.die(new Error(`webhook settings of account ${accountId} (${environment}) missing`))),
+          dieOnSchemaError
         )
-        // Every account has its rows (migrations 0007, 0013): none means no such account, which a caller
-        // holding an authenticated principal cannot have.
-        const [row] = yield* decode(rows)
-        if (row === undefined) return yield* Effect.die(new Error(`webhook settings of account ${accountId} (${environment}) missing`))
-        return row
       })
 
       return WebhookSettingsStore.of({
         get,
 
         update: Effect.fn("WebhookSettingsStore.update")(function*(accountId, environment, patch) {
-          yield* sql.unsafe(`
-            UPDATE webhook_settings SET
-              url = CASE WHEN $2 THEN $3 ELSE url END,
-              events = CASE WHEN $4 THEN string_to_array($5, ',') ELSE events END,
-              payload_format = COALESCE($6, payload_format),
-              enabled = COALESCE($7::boolean, enabled)
-            WHERE account_id = $1 AND environment = $8`, [
+          yield* dieOnSchemaError(updateSettings({
             accountId,
-            patch.url !== undefined,
-            patch.url ?? null,
-            patch.events !== undefined,
-            (patch.events ?? []).join(","),
-            patch.payloadFormat ?? null,
-            patch.enabled ?? null,
-            environment
-          ])
+            environment,
+            setUrl: patch.url !== undefined,
+            url: patch.url ?? null,
+            setEvents: patch.events !== undefined,
+            events: (patch.events ?? []).join(","),
+            payloadFormat: patch.payloadFormat ?? null,
+            enabled: patch.enabled ?? null
+          }))
           return yield* get(accountId, environment)
         }),
 
         rotate: Effect.fn("WebhookSettingsStore.rotate")(function*(accountId, environment) {
-          // Inside an unconfirmed overlap the signing (previous) secret stays and the pending one is replaced;
-          // the overlap is not extended. The new secret comes from the one generator (migration 0007).
           const now = yield* clockNow
-          yield* sql.unsafe(`
-            UPDATE webhook_settings SET
-              previous_secret = CASE WHEN ${inOverlap("$2")} THEN previous_secret ELSE secret END,
-              rotated_at = CASE WHEN ${inOverlap("$2")} THEN rotated_at ELSE $2::timestamptz END,
-              secret = anchord_webhook_secret()
-            WHERE account_id = $1 AND environment = $3`, [accountId, now, environment])
+          yield* dieOnSchemaError(rotateSecret({ accountId, environment, now }))
           return yield* get(accountId, environment)
         }),
 
         confirmRotation: Effect.fn("WebhookSettingsStore.confirmRotation")(function*(accountId, environment) {
-          yield* sql`
-            UPDATE webhook_settings SET previous_secret = NULL, rotated_at = NULL
-            WHERE account_id = ${accountId} AND environment = ${environment}`
+          yield* dieOnSchemaError(endOverlap({ accountId, environment }))
           return yield* get(accountId, environment)
         })
       })

@@ -11,6 +11,7 @@
  * once per event: `sha256=` + lowercase hex HMAC-SHA-256 of the exact body bytes.
  */
 import * as Crypto from "node:crypto"
+import { Schema } from "effect"
 import type { PayloadFormat } from "../api/webhookSchemas.ts"
 import type { AnchorConfirmed, OutboxEvent } from "../outbox/events.ts"
 import { decode } from "../outbox/Outbox.ts"
@@ -59,14 +60,15 @@ export interface RenderInput {
 }
 
 /** Headers that do not change between attempts (stored with the body). */
-export interface StableHeaders {
-  readonly event: string
-  readonly eventId: string
-  readonly hash: string
-  readonly packageMode: string
-  readonly chain: string
-  readonly network: string
-}
+export const StableHeaders = Schema.Struct({
+  event: Schema.String,
+  eventId: Schema.String,
+  hash: Schema.String,
+  packageMode: Schema.String,
+  chain: Schema.String,
+  network: Schema.String
+})
+export type StableHeaders = typeof StableHeaders.Type
 
 export interface Rendered {
   readonly body: string

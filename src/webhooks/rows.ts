@@ -1,10 +1,11 @@
 /**
- * Rows the webhooks API serves, decoded with their schemas (off the dispatcher's hot path: the
- * dispatcher's own statements read their few columns as typed). A row the schema refuses means the
- * schema and the migrations disagree: a defect, not an error a caller could handle. SQL errors stay
- * typed (`SqlError`) for the callers.
+ * Row schemas of the webhooks API's reads (settings, the delivery log and its attempts). Every store of
+ * this folder reads and writes through `SqlSchema` with schemas like these; the dispatcher's own rows are
+ * beside its statements (./DeliveryClaims.ts). A row the schema refuses means the schema and the migrations
+ * disagree: a defect, not an error a caller could handle. SQL errors stay typed (`SqlError`) for the callers.
  */
 import { Effect, Schema } from "effect"
+import type { SqlError } from "effect/sql"
 import { RecordView } from "../api/recordSchemas.ts"
 import { DeliveryEventKind, DeliveryState, DeliveryView, EventKind, PayloadFormat } from "../api/webhookSchemas.ts"
 
@@ -20,10 +21,10 @@ export const DeliveryTarget = DeliveryView.fields.target
 /** A delivery's environment: its record's (test / live). */
 export const Environment = RecordView.fields.environment
 
-export const decodeRows = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<S["Type"]>> => Effect.orDie(decode(rows))
-}
+/** A `SqlSchema` query's schema failure made a defect (see above); its `SqlError` stays typed. */
+export const dieOnSchemaError = <A, R>(
+  self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>
+): Effect.Effect<A, SqlError.SqlError, R> => Effect.catchTag(self, "SchemaError", Effect.die)
 
 /** `webhook_settings` as GET /v1/webhooks shows it, the rotation read at the Clock's time. */
 export const WebhookSettingsRow = Schema.Struct({

@@ -8,18 +8,8 @@ import { Clock, Effect, Layer } from "effect"
 import type { Principal } from "../../../src/api/auth.ts"
 import { type Account, Accounts, type ApiKeyInfo } from "../../../src/auth/Accounts.ts"
 import { apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "../../../src/auth/apiKeys.ts"
-import {
-  AccountInactive,
-  AccountNotActive,
-  AccountNotFound,
-  ApiKeyNotFound,
-  AuthRefused,
-  ExpiredKey,
-  MalformedKey,
-  MissingKey,
-  RevokedKey,
-  UnknownKey
-} from "../../../src/auth/errors.ts"
+import { AccountInactive, AccountNotActive, AccountNotFound, ApiKeyNotFound, AuthRefused, ExpiredKey, MalformedKey, MissingKey, RevokedKey,
+  UnknownKey } from "../../../src/auth/errors.ts"
 import { currentMonth, ENTERPRISE_DEFAULT_PER_SECOND, Plans } from "../../../src/auth/plans.ts"
 import { UsageCache } from "../../../src/auth/UsageCache.ts"
 import { type KeyRow, MemoryTables, settingsKey } from "./tables.ts"
