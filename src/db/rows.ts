@@ -1,5 +1,21 @@
-/** Rows of a query decoded by a schema where they are read (off the hot path: reads, not ingest). */
-import { Effect, Schema } from "effect"
+/**
+ * How stores read and write rows: every statement through effect's `SqlSchema` (`findAll`, `findOne`,
+ * `findOneOption`, `void`), with a row schema per row shape a store reads, declared next to the store.
+ * Dynamic SQL is built from fragments (`sql\`...\``, `sql.in`, `sql.and`), never from strings.
+ */
+import { Cause, Effect, Schema } from "effect"
+
+type RowDefect = Schema.SchemaError | Cause.NoSuchElementError
+
+/**
+ * A row that does not match its schema, or no row from a statement that always returns one (an INSERT
+ * ... RETURNING, an aggregate), is a bug in this code, not a condition to handle: a defect. SqlError
+ * stays typed: callers decide (503, a retry on the next tick).
+ */
+export const rowDefects = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(self, (e): e is Extract<E, RowDefect> => Schema.isSchemaError(e) || Cause.isNoSuchElementError(e), Effect.die)
+
+// Until every store reads through SqlSchema (removed once none is left).
 
 /**
  * Decodes the rows of a query where they are read. A row that does not match its schema is a bug in
