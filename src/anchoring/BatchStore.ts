@@ -12,8 +12,9 @@
  *
  * SqlError stays typed: the loops log a failure once and try again on their next tick.
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { rowDefects } from "../db/rows.ts"
 import { append } from "../outbox/Outbox.ts"
 import { fence } from "./Leadership.ts"
 import { observeAnchored } from "../metrics/metrics.ts"
@@ -21,7 +22,7 @@ import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTree, type Hex } from "./merkle.ts"
 import { buildRecordLog } from "./recordLog.ts"
 import { stateJoin } from "./recordState.ts"
-import { AnchorChainType, type BatchMeta, BatchRow, BatchState, CountRow, decodeFirst, decodeRows, type Environment, IdRow } from "./model.ts"
+import { AnchorChainType, BatchMeta, BatchRow, BatchState, CountRow, Environment, IdRow } from "./model.ts"
 
 type Sql = SqlClient.SqlClient
 
@@ -66,7 +67,6 @@ interface Cursor {
   readonly id: string
 }
 const CursorRow = Schema.Struct({ xid: Schema.String, id: Schema.String })
-const decodeCursor = decodeFirst(CursorRow)
 
 /** The first `max` records of a network's queue, in the order a cut takes them: the look and the claim read the same rows. */
 const queueHead = (sql: Sql, networkId: string, max: number, hybridEnvironment: Environment | undefined, from: Cursor) =>
@@ -107,27 +107,21 @@ const FailedRow = Schema.Struct({
   chainType: AnchorChainType
 })
 
-const decodeQueue = decodeFirst(QueueRow)
-const decodeClaimed = decodeRows(ClaimedRow)
-const decodeExisting = decodeFirst(ExistingBatchRow)
-const decodeId = decodeFirst(IdRow)
-const decodeIds = decodeRows(IdRow)
-const decodeCount = decodeFirst(CountRow)
-const decodeCompleted = decodeRows(CompletedRow)
-const decodeFailed = decodeRows(FailedRow)
-const decodeBatches = decodeRows(BatchRow)
-const decodeBatch = decodeFirst(BatchRow)
+/** A batch by id (`anchor_batches.id`, bigint, as text). */
+const BatchId = Schema.String
 
 /**
- * Records of the batch that are ANCHORED now that the batch is confirmed (SPEC 4: every required
- * anchor's batch CONFIRMED; their state is read, migration 0016, nothing is written to them), announced
- * by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed` is derived
- * from the record, its anchors and this batch (anchorViews.ts `anchorConfirmedPayloads`), and the row's trigger
- * writes the webhook fan-out. One SELECT, one INSERT. `only`: the records that joined an already
- * confirmed batch (the others were announced when it was confirmed). The number of records announced.
+ * The statements of the transitions other stores run inside their own transactions (`completeRecords`,
+ * `confirmBatchRecords`, `restoreFailedAnchors`, `ensureQueueCursor`) and of `dropBatch`; built once per
+ * client.
  */
-export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: Sql, batchId: string, only?: ReadonlyArray<string>) {
-  const completed = yield* sql`
+const statementsOf = (sql: Sql) => ({
+  /** The batch's records ANCHORED now (`only`: of these records). */
+  completedRecords: SqlSchema.findAll({
+    Request: Schema.Struct({ batchId: BatchId, only: Schema.optional(Schema.Array(Schema.String)) }),
+    Result: CompletedRow,
+    execute: ({ batchId, only }) =>
+      sql`
     SELECT r.id, r.account_id, (r.deleted_at IS NOT NULL AND r.announced) AS announced, a.network_id,
       extract(epoch FROM clock_timestamp() - r.created_at)::float8 AS latency
     FROM anchors a JOIN records r ON r.id = a.record_id ${stateJoin(sql)}
@@ -135,53 +129,37 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
       ${only === undefined ? sql`` : sql`AND a.record_id = ANY (string_to_array(${only.join(",")}, ','))`}
     -- A soft-deleted record anchored again (its dev chain was reset) was announced already: its owner
     -- deleted it since, so the re-anchoring is silent (docs/dev-chain.md).
-    `.pipe(Effect.flatMap(decodeCompleted))
-  // Observed when the statement ran (a transaction that rolls back later counts them anyway: rare, and
-  // the records are anchored again by the next confirmation).
-  const metrics = yield* Effect.context<never>()
-  for (const r of completed) observeAnchored(metrics, r.networkId, r.latency)
-  const toAnnounce = completed.filter((r) => !r.announced)
-  if (toAnnounce.length === 0) return 0
-  const byAccount = new Map<string, Array<string>>()
-  for (const r of toAnnounce) {
-    const ids = byAccount.get(r.accountId)
-    if (ids === undefined) byAccount.set(r.accountId, [r.id])
-    else ids.push(r.id)
-  }
-  yield* sql`
+    `
+  }),
+  /** One `batch_events` row per account: the records it announces (their events derive from it, migration 0012). */
+  announce: SqlSchema.void({
+    Request: Schema.Struct({
+      batchId: BatchId,
+      accounts: Schema.Array(Schema.Struct({ accountId: Schema.String, recordIds: Schema.Array(Schema.String) }))
+    }),
+    execute: ({ accounts, batchId }) =>
+      sql`
     INSERT INTO batch_events (batch_id, account_id, record_ids)
     SELECT ${batchId}, x.account_id, ARRAY(SELECT jsonb_array_elements_text(x.ids))
-    FROM jsonb_to_recordset(${JSON.stringify([...byAccount].map(([account_id, ids]) => ({ account_id, ids })))}::jsonb)
+    FROM jsonb_to_recordset(${JSON.stringify(accounts.map((a) => ({ account_id: a.accountId, ids: a.recordIds })))}::jsonb)
       AS x(account_id text, ids jsonb)`
-  return toAnnounce.length
-})
-
-/**
- * Inside the caller's transaction, for a batch it has just set CONFIRMED (its anchors read confirmed from
- * that state, nothing is written to them, migration 0019): the records now complete → ANCHORED with
- * their events. The hybrid records of the batch are locked first: two networks confirming the two
- * anchors of one record at the same time would otherwise each see the other's batch still unconfirmed
- * (READ COMMITTED snapshots) and neither would complete the record.
- * The number of events written.
- */
-export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(function*(sql: Sql, batchId: string) {
-  yield* sql`
+  }),
+  lockHybridRecords: SqlSchema.void({
+    Request: BatchId,
+    execute: (batchId) =>
+      sql`
     SELECT 1 FROM records r JOIN anchors a ON a.record_id = r.id
     WHERE a.batch_id = ${batchId} AND r.chain_type = 'hybrid' ORDER BY r.id FOR UPDATE OF r`
-  // After the lock: of a hybrid record's two batches, the one confirmed last completed it (its anchoredAt).
-  yield* sql`UPDATE anchor_batches SET confirmed_at = clock_timestamp() WHERE id = ${batchId}`
-  return yield* completeRecords(sql, batchId)
-})
-
-/**
- * Inside the caller's transaction, for a FAILED batch it has just set MINED (its given-up transaction
- * was mined after all): its anchors come back from failed_anchors for the records that are still FAILED
- * and have not been anchored on this network since, and those records are no longer FAILED (status
- * QUEUED: with their anchors back they read BATCHING; confirmation then makes them ANCHORED, with
- * anchor.confirmed events). The number of records revived.
- */
-export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")(function*(sql: Sql, batchId: string) {
-  const rows = yield* sql`
+  }),
+  markConfirmedAt: SqlSchema.void({
+    Request: BatchId,
+    execute: (batchId) => sql`UPDATE anchor_batches SET confirmed_at = clock_timestamp() WHERE id = ${batchId}`
+  }),
+  restoreFailed: SqlSchema.findOne({
+    Request: BatchId,
+    Result: CountRow,
+    execute: (batchId) =>
+      sql`
     WITH back AS (
       DELETE FROM failed_anchors fa WHERE fa.batch_id = ${batchId}
       RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof
@@ -197,8 +175,120 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
       FROM back JOIN r ON r.id = back.record_id
       RETURNING 1
     )
-    SELECT count(*)::int AS n FROM ins`.pipe(Effect.flatMap(decodeCount))
-  return rows?.n ?? 0
+    SELECT count(*)::int AS n FROM ins`
+  }),
+  lockDroppable: SqlSchema.findOneOption({
+    Request: BatchId,
+    Result: ExistingBatchRow,
+    execute: (batchId) =>
+      sql`
+    SELECT id::text AS id, state FROM anchor_batches
+    WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED', 'CONFIRMED') FOR UPDATE`
+  }),
+  markAnnounced: SqlSchema.void({
+    Request: BatchId,
+    execute: (batchId) =>
+      sql`
+      UPDATE records SET announced = true WHERE id IN (
+        SELECT r.id FROM anchors a JOIN records r ON r.id = a.record_id ${stateJoin(sql)}
+        WHERE a.batch_id = ${batchId} AND NOT r.announced AND st.status = 'ANCHORED')`
+  }),
+  rewindCursor: SqlSchema.void({
+    Request: BatchId,
+    execute: (batchId) =>
+      sql`
+    UPDATE queue_cursors c SET after_xid = f.insert_xid, after_id = f.id
+    FROM (SELECT b.network_id, r.insert_xid, r.id FROM anchors a JOIN records r ON r.id = a.record_id
+          JOIN anchor_batches b ON b.id = a.batch_id
+          WHERE a.batch_id = ${batchId} ORDER BY r.insert_xid, r.id LIMIT 1) f
+    WHERE c.network_id = f.network_id AND (c.after_xid, c.after_id) > (f.insert_xid, f.id)`
+  }),
+  markDropped: SqlSchema.void({
+    Request: Schema.Struct({ batchId: BatchId, reason: Schema.String }),
+    execute: ({ batchId, reason }) => sql`UPDATE anchor_batches SET state = 'DROPPED', last_error = ${reason}, updated_at = now() WHERE id = ${batchId}`
+  }),
+  deleteAnchors: SqlSchema.findOne({
+    Request: BatchId,
+    Result: CountRow,
+    execute: (batchId) =>
+      sql`
+    WITH gone AS (DELETE FROM anchors WHERE batch_id = ${batchId} RETURNING record_id)
+    SELECT count(*)::int AS n FROM gone JOIN records r ON r.id = gone.record_id WHERE r.status = 'QUEUED'`
+  }),
+  ensureCursor: SqlSchema.void({
+    Request: Schema.Struct({ networkId: Schema.String, hybridEnvironment: Schema.optional(Environment) }),
+    execute: ({ hybridEnvironment, networkId }) =>
+      sql`
+    INSERT INTO queue_cursors (network_id, after_xid, after_id)
+    SELECT ${networkId}, q.x, q.id FROM (
+      (SELECT r.insert_xid AS x, r.id FROM records r
+       WHERE r.status = 'QUEUED' AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
+       ORDER BY r.insert_xid, r.id LIMIT 1)
+      UNION ALL SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric, ''
+      ORDER BY 1, 2 LIMIT 1) q
+    WHERE NOT EXISTS (SELECT 1 FROM queue_cursors WHERE network_id = ${networkId})
+    ON CONFLICT (network_id) DO NOTHING`
+  })
+})
+const statementsCache = new WeakMap<Sql, ReturnType<typeof statementsOf>>()
+const statements = (sql: Sql) => {
+  let built = statementsCache.get(sql)
+  if (built === undefined) statementsCache.set(sql, built = statementsOf(sql))
+  return built
+}
+
+/**
+ * Records of the batch that are ANCHORED now that the batch is confirmed (SPEC 4: every required
+ * anchor's batch CONFIRMED; their state is read, migration 0016, nothing is written to them), announced
+ * by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed` is derived
+ * from the record, its anchors and this batch (anchorViews.ts `anchorConfirmedPayloads`), and the row's trigger
+ * writes the webhook fan-out. One SELECT, one INSERT. `only`: the records that joined an already
+ * confirmed batch (the others were announced when it was confirmed). The number of records announced.
+ */
+export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: Sql, batchId: string, only?: ReadonlyArray<string>) {
+  const q = statements(sql)
+  const completed = yield* rowDefects(q.completedRecords({ batchId, only }))
+  // Observed when the statement ran (a transaction that rolls back later counts them anyway: rare, and
+  // the records are anchored again by the next confirmation).
+  const metrics = yield* Effect.context<never>()
+  for (const r of completed) observeAnchored(metrics, r.networkId, r.latency)
+  const toAnnounce = completed.filter((r) => !r.announced)
+  if (toAnnounce.length === 0) return 0
+  const byAccount = new Map<string, Array<string>>()
+  for (const r of toAnnounce) {
+    const ids = byAccount.get(r.accountId)
+    if (ids === undefined) byAccount.set(r.accountId, [r.id])
+    else ids.push(r.id)
+  }
+  yield* rowDefects(q.announce({ batchId, accounts: [...byAccount].map(([accountId, recordIds]) => ({ accountId, recordIds })) }))
+  return toAnnounce.length
+})
+
+/**
+ * Inside the caller's transaction, for a batch it has just set CONFIRMED (its anchors read confirmed from
+ * that state, nothing is written to them, migration 0019): the records now complete → ANCHORED with
+ * their events. The hybrid records of the batch are locked first: two networks confirming the two
+ * anchors of one record at the same time would otherwise each see the other's batch still unconfirmed
+ * (READ COMMITTED snapshots) and neither would complete the record.
+ * The number of events written.
+ */
+export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(function*(sql: Sql, batchId: string) {
+  const q = statements(sql)
+  yield* rowDefects(q.lockHybridRecords(batchId))
+  // After the lock: of a hybrid record's two batches, the one confirmed last completed it (its anchoredAt).
+  yield* rowDefects(q.markConfirmedAt(batchId))
+  return yield* completeRecords(sql, batchId)
+})
+
+/**
+ * Inside the caller's transaction, for a FAILED batch it has just set MINED (its given-up transaction
+ * was mined after all): its anchors come back from failed_anchors for the records that are still FAILED
+ * and have not been anchored on this network since, and those records are no longer FAILED (status
+ * QUEUED: with their anchors back they read BATCHING; confirmation then makes them ANCHORED, with
+ * anchor.confirmed events). The number of records revived.
+ */
+export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")(function*(sql: Sql, batchId: string) {
+  return (yield* rowDefects(statements(sql).restoreFailed(batchId))).n
 })
 
 /**
@@ -207,32 +297,16 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
  * them, so the next cut takes them. The number of records re-queued (those not FAILED).
  */
 const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId: string, reason: string) {
-  const batch = yield* sql`
-    SELECT id::text AS id, state FROM anchor_batches
-    WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED', 'CONFIRMED') FOR UPDATE`.pipe(Effect.flatMap(decodeExisting))
-  if (batch === undefined) return 0
+  const q = statements(sql)
+  const batch = yield* rowDefects(q.lockDroppable(batchId))
+  if (Option.isNone(batch)) return 0
   // An ANCHORED record was announced: a soft-deleted one anchored again stays silent (completeRecords).
   // Read while the batch is still CONFIRMED.
-  if (batch.state === "CONFIRMED") {
-    yield* sql`
-      UPDATE records SET announced = true WHERE id IN (
-        SELECT r.id FROM anchors a JOIN records r ON r.id = a.record_id ${stateJoin(sql)}
-        WHERE a.batch_id = ${batchId} AND NOT r.announced AND st.status = 'ANCHORED')`
-  }
+  if (batch.value.state === "CONFIRMED") yield* rowDefects(q.markAnnounced(batchId))
   // The cursor first (the lock a cut takes first too): a cut running now moves it after this commits.
-  yield* sql`
-    UPDATE queue_cursors c SET after_xid = f.insert_xid, after_id = f.id
-    FROM (SELECT b.network_id, r.insert_xid, r.id FROM anchors a JOIN records r ON r.id = a.record_id
-          JOIN anchor_batches b ON b.id = a.batch_id
-          WHERE a.batch_id = ${batchId} ORDER BY r.insert_xid, r.id LIMIT 1) f
-    WHERE c.network_id = f.network_id AND (c.after_xid, c.after_id) > (f.insert_xid, f.id)`
-  yield* sql`UPDATE anchor_batches SET state = 'DROPPED', last_error = ${reason}, updated_at = now() WHERE id = ${batchId}`
-  const requeued = yield* sql`
-    WITH gone AS (DELETE FROM anchors WHERE batch_id = ${batchId} RETURNING record_id)
-    SELECT count(*)::int AS n FROM gone JOIN records r ON r.id = gone.record_id WHERE r.status = 'QUEUED'`.pipe(
-    Effect.flatMap(decodeCount)
-  )
-  return requeued?.n ?? 0
+  yield* rowDefects(q.rewindCursor(batchId))
+  yield* rowDefects(q.markDropped({ batchId, reason }))
+  return (yield* rowDefects(q.deleteAnchors(batchId))).n
 })
 
 /**
@@ -242,16 +316,7 @@ const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId:
  * network no batcher serves then still count as QUEUED (`mayBeQueued`, src/anchoring/recordState.ts).
  */
 export const ensureQueueCursor = (sql: Sql, networkId: string, hybridEnvironment?: Environment) =>
-  sql`
-    INSERT INTO queue_cursors (network_id, after_xid, after_id)
-    SELECT ${networkId}, q.x, q.id FROM (
-      (SELECT r.insert_xid AS x, r.id FROM records r
-       WHERE r.status = 'QUEUED' AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
-       ORDER BY r.insert_xid, r.id LIMIT 1)
-      UNION ALL SELECT pg_snapshot_xmin(pg_current_snapshot())::text::numeric, ''
-      ORDER BY 1, 2 LIMIT 1) q
-    WHERE NOT EXISTS (SELECT 1 FROM queue_cursors WHERE network_id = ${networkId})
-    ON CONFLICT (network_id) DO NOTHING`.pipe(Effect.asVoid)
+  rowDefects(statements(sql).ensureCursor({ networkId, hybridEnvironment }))
 
 export interface CutBatch {
   readonly batchId: string
@@ -313,21 +378,172 @@ export class BatchStore extends Context.Service<BatchStore, {
           ? Effect.void
           : ensureQueueCursor(sql, networkId, hybridEnvironment).pipe(Effect.tap(() => Effect.sync(() => withCursor.add(networkId))))
 
+      const findCursor = SqlSchema.findOneOption({
+        Request: Schema.Struct({ networkId: Schema.String, lock: Schema.Boolean }),
+        Result: CursorRow,
+        execute: ({ lock, networkId }) =>
+          sql`SELECT after_xid::text AS xid, after_id AS id FROM queue_cursors WHERE network_id = ${networkId}
+          ${lock ? sql`FOR UPDATE` : sql``}`
+      })
       const readCursor = (networkId: string, lock: boolean) =>
-        sql`SELECT after_xid::text AS xid, after_id AS id FROM queue_cursors WHERE network_id = ${networkId}
-          ${lock ? sql`FOR UPDATE` : sql``}`.pipe(
-          Effect.flatMap(decodeCursor),
-          Effect.map((c): Cursor => c ?? { xid: "0", id: "" })
+        findCursor({ networkId, lock }).pipe(
+          rowDefects,
+          Effect.map(Option.getOrElse((): Cursor => ({ xid: "0", id: "" })))
         )
+
+      /** The head of a network's queue from a cursor (`queueHead`): its size and oldest, or the rows a cut claims. */
+      const QueueRequest = Schema.Struct({
+        networkId: Schema.String,
+        max: Schema.Number,
+        hybridEnvironment: Schema.optional(Environment),
+        from: CursorRow
+      })
+      const findQueue = SqlSchema.findOne({
+        Request: QueueRequest,
+        Result: QueueRow,
+        execute: ({ from, hybridEnvironment, max, networkId }) =>
+          sql`
+          SELECT count(*)::int AS count, min(created_at) AS oldest FROM (
+            SELECT r.created_at ${queueHead(sql, networkId, max, hybridEnvironment, from)}
+          ) q`
+      })
+      const findClaimed = SqlSchema.findAll({
+        Request: QueueRequest,
+        Result: ClaimedRow,
+        execute: ({ from, hybridEnvironment, max, networkId }) =>
+          sql`
+            SELECT r.id, r.hash, r.insert_xid::text AS xid, pg_snapshot_xmin(pg_current_snapshot())::text AS horizon
+            ${queueHead(sql, networkId, max, hybridEnvironment, from)}`
+      })
+      const findLiveByRoot = SqlSchema.findOneOption({
+        Request: Schema.Struct({ networkId: Schema.String, root: Schema.String }),
+        Result: ExistingBatchRow,
+        execute: ({ networkId, root }) =>
+          sql`
+            SELECT id::text AS id, state FROM anchor_batches
+            WHERE network_id = ${networkId} AND merkle_root = ${root} AND state NOT IN ('DROPPED', 'FAILED')
+            FOR UPDATE`
+      })
+      const insertBatch = SqlSchema.findOne({
+        Request: Schema.Struct({
+          networkId: Schema.String,
+          root: Schema.String,
+          leafCount: Schema.Number,
+          logRoot: Schema.String,
+          newest: Schema.String,
+          meta: BatchMeta
+        }),
+        Result: IdRow,
+        execute: ({ leafCount, logRoot, meta, networkId, newest, root }) =>
+          meta.chainType === "fabric"
+            ? sql`
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, log_root, max_insert_xid)
+                VALUES (${networkId}, 'fabric', ${root}, ${leafCount}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${logRoot}, ${newest}::numeric)
+                RETURNING id::text AS id`
+            : sql`
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, log_root, max_insert_xid)
+                VALUES (${networkId}, 'evm', ${root}, ${leafCount}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${logRoot}, ${newest}::numeric)
+                RETURNING id::text AS id`
+      })
+      const findBatches = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: BatchRow,
+        execute: (networkId) => selectOpenBatches(sql, networkId)
+      })
+      const findBatchByRoot = SqlSchema.findOneOption({
+        Request: Schema.Struct({ networkId: Schema.String, root: Schema.String, state: Schema.Literals(["live", "FAILED"]) }),
+        Result: BatchRow,
+        execute: ({ networkId, root, state }) =>
+          state === "live"
+            ? sql`
+              SELECT ${batchColumns(sql)} FROM anchor_batches
+              WHERE network_id = ${networkId} AND merkle_root = ${root} AND state NOT IN ('DROPPED', 'FAILED')`
+            : sql`
+              SELECT ${batchColumns(sql)} FROM anchor_batches
+              WHERE network_id = ${networkId} AND merkle_root = ${root} AND state = 'FAILED'
+              ORDER BY anchor_batches.id DESC LIMIT 1`
+      })
+      /** A transition of one batch from the given states; the id when it happened. */
+      const setState = SqlSchema.findOneOption({
+        Request: Schema.Struct({
+          batchId: BatchId,
+          to: Schema.Literals(["CONFIRMED", "FAILED"]),
+          reason: Schema.optional(Schema.String)
+        }),
+        Result: IdRow,
+        execute: ({ batchId, reason, to }) =>
+          to === "CONFIRMED"
+            ? sql`
+            UPDATE anchor_batches SET state = 'CONFIRMED', updated_at = now() WHERE id = ${batchId} AND state = 'MINED' RETURNING id::text AS id`
+            : sql`
+            UPDATE anchor_batches SET state = 'FAILED', last_error = ${reason ?? null}, updated_at = now()
+            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT') RETURNING id::text AS id`
+      })
+      /** The anchors of a given-up batch kept in failed_anchors; its records still QUEUED → FAILED. */
+      const failRecords = SqlSchema.findAll({
+        Request: BatchId,
+        Result: FailedRow,
+        execute: (batchId) =>
+          sql`
+            WITH gone AS (
+              DELETE FROM anchors WHERE batch_id = ${batchId}
+              RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof
+            ), kept AS (
+              INSERT INTO failed_anchors (batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof)
+              SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof FROM gone
+            )
+            UPDATE records r SET status = 'FAILED', updated_at = now()
+            FROM gone WHERE gone.record_id = r.id AND r.status = 'QUEUED'
+            RETURNING r.id, r.account_id, r.hash, gone.network_id, gone.chain_type`
+      })
+      const moveCursor = SqlSchema.void({
+        Request: Schema.Struct({ networkId: Schema.String, to: CursorRow }),
+        execute: ({ networkId, to }) => sql`UPDATE queue_cursors SET after_xid = ${to.xid}::numeric, after_id = ${to.id} WHERE network_id = ${networkId}`
+      })
+      // Records joining a live batch raise its newest record (migration 0020; a NULL, unknown, stays so).
+      const raiseNewest = SqlSchema.void({
+        Request: Schema.Struct({ batchId: BatchId, newest: Schema.String }),
+        execute: ({ batchId, newest }) =>
+          sql`
+              UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
+      })
+      /**
+       * The cut's anchors, as one JSON document (`anchorsJson`, built by `cutBatch` from the trees it just
+       * computed): a cut of thousands of records does no per-anchor schema work.
+       */
+      const insertAnchors = SqlSchema.void({
+        Request: Schema.Struct({ batchId: BatchId, networkId: Schema.String, chainType: AnchorChainType, anchorsJson: Schema.String }),
+        execute: ({ anchorsJson, batchId, chainType, networkId }) =>
+          sql`
+            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)
+            SELECT x.r, ${networkId}, ${chainType}, ${batchId}, x.i,
+              ARRAY(SELECT jsonb_array_elements_text(x.p)), x.li, decode(x.lp, 'hex')
+            FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb, li int, lp text)`
+      })
+      const updateBatch = SqlSchema.void({
+        Request: Schema.Struct({ batchId: BatchId, change: Schema.Literals(["resetToPending", "clearLogRoot", "noteError"]), error: Schema.String }),
+        execute: ({ batchId, change, error }) =>
+          change === "resetToPending"
+            ? sql`
+          UPDATE anchor_batches SET state = 'PENDING', nonce = NULL, tx_hash = NULL, raw_tx = NULL, last_error = ${error},
+            updated_at = now()
+          WHERE id = ${batchId} AND state = 'SENT'`
+            : change === "clearLogRoot"
+            ? sql`UPDATE anchor_batches SET log_root = NULL, updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+            : sql`UPDATE anchor_batches SET last_error = ${error}, attempts = attempts + 1, updated_at = now() WHERE id = ${batchId}`
+      })
+      const liveBatchIds = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: IdRow,
+        execute: (networkId) =>
+          sql`
+          SELECT id::text AS id FROM anchor_batches WHERE network_id = ${networkId} AND state NOT IN ('DROPPED', 'FAILED') ORDER BY anchor_batches.id`
+      })
 
       const queueState = Effect.fn("BatchStore.queueState")(function*(networkId: string, max: number, hybridEnvironment?: Environment) {
         yield* ensureCursor(networkId, hybridEnvironment)
         const from = yield* readCursor(networkId, false)
-        const row = yield* sql`
-          SELECT count(*)::int AS count, min(created_at) AS oldest FROM (
-            SELECT r.created_at ${queueHead(sql, networkId, max, hybridEnvironment, from)}
-          ) q`.pipe(Effect.flatMap(decodeQueue))
-        return row ?? { count: 0, oldest: null }
+        return yield* rowDefects(findQueue({ networkId, max, hybridEnvironment, from }))
       })
 
       const cutBatch = Effect.fn("BatchStore.cutBatch")(function*(
@@ -343,13 +559,11 @@ export class BatchStore extends Context.Service<BatchStore, {
           // The cursor locked first: a drop moving it back waits for this cut, or this cut sees the drop.
           const from = yield* readCursor(networkId, true)
           // Nothing locked: a record is claimed by its anchor (primary key (record_id, network_id)).
-          const claimed = yield* sql`
-            SELECT r.id, r.hash, r.insert_xid::text AS xid, pg_snapshot_xmin(pg_current_snapshot())::text AS horizon
-            ${queueHead(sql, networkId, max, hybridEnvironment, from)}`.pipe(Effect.flatMap(decodeClaimed))
+          const claimed = yield* rowDefects(findClaimed({ networkId, max, hybridEnvironment, from }))
           if (claimed.length === 0) return undefined
           const next = nextCursor(claimed, max, claimed[0]!.horizon)
           if (next.xid !== from.xid || next.id !== from.id) {
-            yield* sql`UPDATE queue_cursors SET after_xid = ${next.xid}::numeric, after_id = ${next.id} WHERE network_id = ${networkId}`
+            yield* rowDefects(moveCursor({ networkId, to: next }))
           }
           const tree = buildTree(claimed.map((r) => r.hash))
           // The batch's second tree, RFC 9162 over the same hashes (COSE Receipts): its root goes on chain in
@@ -359,25 +573,11 @@ export class BatchStore extends Context.Service<BatchStore, {
           // tell a recent batch, src/anchoring/recordState.ts).
           const newest = claimed.reduce((m, r) => BigInt(r.xid) > m ? BigInt(r.xid) : m, 0n).toString()
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).
-          const existing = yield* sql`
-            SELECT id::text AS id, state FROM anchor_batches
-            WHERE network_id = ${networkId} AND merkle_root = ${tree.root} AND state NOT IN ('DROPPED', 'FAILED')
-            FOR UPDATE`.pipe(Effect.flatMap(decodeExisting))
-          const inserted = existing !== undefined ? undefined : yield* (meta.chainType === "fabric"
-            ? sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, log_root, max_insert_xid)
-                VALUES (${networkId}, 'fabric', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${log.root}, ${newest}::numeric)
-                RETURNING id::text AS id`
-            : sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, log_root, max_insert_xid)
-                VALUES (${networkId}, 'evm', ${tree.root}, ${claimed.length}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${log.root}, ${newest}::numeric)
-                RETURNING id::text AS id`).pipe(Effect.flatMap(decodeId))
-          const batchId = existing?.id ?? inserted!.id
-          // Records joining a live batch raise its newest record (migration 0020; a NULL, unknown, stays so).
-          if (existing !== undefined) {
-            yield* sql`
-              UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
-          }
+          const existing = Option.getOrUndefined(yield* rowDefects(findLiveByRoot({ networkId, root: tree.root })))
+          const batchId = existing !== undefined
+            ? existing.id
+            : (yield* rowDefects(insertBatch({ networkId, root: tree.root, leafCount: claimed.length, logRoot: log.root, newest, meta }))).id
+          if (existing !== undefined) yield* rowDefects(raiseNewest({ batchId, newest }))
           const anchorsJson = JSON.stringify(claimed.map((r, i) => ({
             r: r.id,
             i,
@@ -385,11 +585,7 @@ export class BatchStore extends Context.Service<BatchStore, {
             li: log.entries[i]!.index,
             lp: log.entries[i]!.proofHex
           })))
-          yield* sql`
-            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)
-            SELECT x.r, ${networkId}, ${meta.chainType}, ${batchId}, x.i,
-              ARRAY(SELECT jsonb_array_elements_text(x.p)), x.li, decode(x.lp, 'hex')
-            FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb, li int, lp text)`
+          yield* rowDefects(insertAnchors({ batchId, networkId, chainType: meta.chainType, anchorsJson }))
           if (existing?.state === "CONFIRMED") {
             yield* completeRecords(sql, batchId, claimed.map((r) => r.id))
           }
@@ -402,45 +598,33 @@ export class BatchStore extends Context.Service<BatchStore, {
       })
 
       const openBatches = Effect.fn("BatchStore.openBatches")(function*(networkId: string) {
-        return yield* selectOpenBatches(sql, networkId).pipe(Effect.flatMap(decodeBatches))
+        return yield* rowDefects(findBatches(networkId))
       })
 
       const findLiveBatchByRoot = Effect.fn("BatchStore.findLiveBatchByRoot")(function*(networkId: string, root: Hex) {
-        return yield* sql`
-          SELECT ${batchColumns(sql)} FROM anchor_batches
-          WHERE network_id = ${networkId} AND merkle_root = ${root} AND state NOT IN ('DROPPED', 'FAILED')`.pipe(
-          Effect.flatMap(decodeBatch)
-        )
+        return Option.getOrUndefined(yield* rowDefects(findBatchByRoot({ networkId, root, state: "live" })))
       })
 
       const findFailedBatchByRoot = Effect.fn("BatchStore.findFailedBatchByRoot")(function*(networkId: string, root: Hex) {
-        return yield* sql`
-          SELECT ${batchColumns(sql)} FROM anchor_batches
-          WHERE network_id = ${networkId} AND merkle_root = ${root} AND state = 'FAILED'
-          ORDER BY anchor_batches.id DESC LIMIT 1`.pipe(Effect.flatMap(decodeBatch))
+        return Option.getOrUndefined(yield* rowDefects(findBatchByRoot({ networkId, root, state: "FAILED" })))
       })
 
       const resetToPending = Effect.fn("BatchStore.resetToPending")(function*(batchId: string, error: string) {
-        yield* sql`
-          UPDATE anchor_batches SET state = 'PENDING', nonce = NULL, tx_hash = NULL, raw_tx = NULL, last_error = ${error},
-            updated_at = now()
-          WHERE id = ${batchId} AND state = 'SENT'`
+        yield* rowDefects(updateBatch({ batchId, change: "resetToPending", error }))
       })
 
       const clearLogRoot = Effect.fn("BatchStore.clearLogRoot")(function*(batchId: string) {
-        yield* sql`UPDATE anchor_batches SET log_root = NULL, updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+        yield* rowDefects(updateBatch({ batchId, change: "clearLogRoot", error: "" }))
       })
 
       const noteError = Effect.fn("BatchStore.noteError")(function*(batchId: string, error: string) {
-        yield* sql`UPDATE anchor_batches SET last_error = ${error}, attempts = attempts + 1, updated_at = now() WHERE id = ${batchId}`
+        yield* rowDefects(updateBatch({ batchId, change: "noteError", error }))
       })
 
       const confirm = Effect.fn("BatchStore.confirm")(function*(batchId: string) {
         yield* annotateSampled(() => ({ "anchord.batch_id": batchId }))
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql`
-            UPDATE anchor_batches SET state = 'CONFIRMED', updated_at = now() WHERE id = ${batchId} AND state = 'MINED' RETURNING id`
-          if (rows.length === 0) return 0
+          if (Option.isNone(yield* rowDefects(setState({ batchId, to: "CONFIRMED" })))) return 0
           return yield* confirmBatchRecords(sql, batchId)
         }))
       })
@@ -451,22 +635,9 @@ export class BatchStore extends Context.Service<BatchStore, {
 
       const fail = Effect.fn("BatchStore.fail")(function*(batchId: string, reason: string) {
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql`
-            UPDATE anchor_batches SET state = 'FAILED', last_error = ${reason}, updated_at = now()
-            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT') RETURNING id`
-          if (rows.length === 0) return 0
+          if (Option.isNone(yield* rowDefects(setState({ batchId, to: "FAILED", reason })))) return 0
           // The anchors go to failed_anchors: the given-up transaction may still be mined (restoreFailedAnchors).
-          const failed = yield* sql`
-            WITH gone AS (
-              DELETE FROM anchors WHERE batch_id = ${batchId}
-              RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof
-            ), kept AS (
-              INSERT INTO failed_anchors (batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof)
-              SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof FROM gone
-            )
-            UPDATE records r SET status = 'FAILED', updated_at = now()
-            FROM gone WHERE gone.record_id = r.id AND r.status = 'QUEUED'
-            RETURNING r.id, r.account_id, r.hash, gone.network_id, gone.chain_type`.pipe(Effect.flatMap(decodeFailed))
+          const failed = yield* rowDefects(failRecords(batchId))
           return yield* append(sql, failed.map((f) => ({
             accountId: f.accountId,
             event: {
@@ -483,9 +654,7 @@ export class BatchStore extends Context.Service<BatchStore, {
       })
 
       const forgetNetwork = Effect.fn("BatchStore.forgetNetwork")(function*(networkId: string) {
-        const batches = yield* sql`
-          SELECT id::text AS id FROM anchor_batches WHERE network_id = ${networkId} AND state NOT IN ('DROPPED', 'FAILED') ORDER BY anchor_batches.id`
-          .pipe(Effect.flatMap(decodeIds))
+        const batches = yield* rowDefects(liveBatchIds(networkId))
         let requeued = 0
         for (const b of batches) requeued += yield* sql.withTransaction(dropBatch(sql, b.id, "chain reset"))
         return requeued

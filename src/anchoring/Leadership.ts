@@ -15,8 +15,9 @@
  * broadcast itself is closed on chain: the contract refuses a root already anchored, and a nonce is
  * used once.
  */
-import { Context, Effect } from "effect"
-import type { SqlClient } from "effect/sql"
+import { Context, Effect, Schema } from "effect"
+import { type SqlClient, SqlSchema } from "effect/sql"
+import { rowDefects } from "../db/rows.ts"
 
 /** How long a leader that stops answering keeps its lock (PostgreSQL's idle_session_timeout on the lock session). */
 export const LEADER_LEASE_MS = 10_000
@@ -43,6 +44,25 @@ export class LeadershipLost extends Error {
   }
 }
 
+const LeaseRequest = Schema.Struct({ key: Schema.String, pid: Schema.Number, backendStart: Schema.String })
+const HeldRow = Schema.Struct({ held: Schema.Boolean })
+
+/** Whether the lease's session (pid and start time: a reused pid is not it) still holds its advisory lock. */
+const lockHeld = (sql: SqlClient.SqlClient) =>
+  SqlSchema.findOne({
+    Request: LeaseRequest,
+    Result: HeldRow,
+    execute: (lease) =>
+      sql`
+        SELECT EXISTS (
+          SELECT 1 FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid = ${lease.pid}
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND s.backend_start = ${lease.backendStart}::timestamptz
+            AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${lease.key}, 0)
+        ) AS held`
+  })
+
 /**
  * In the caller's transaction (or right before a broadcast): dies with LeadershipLost unless this
  * pipeline's lock session still holds its advisory lock.
@@ -51,13 +71,6 @@ export const fence = (sql: SqlClient.SqlClient) =>
   Effect.gen(function*() {
     const lease = yield* CurrentLeadership
     if (lease === undefined) return
-    const rows = yield* sql<{ held: boolean }>`
-      SELECT EXISTS (
-        SELECT 1 FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
-        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid = ${lease.pid}
-          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND s.backend_start = ${lease.backendStart}::timestamptz
-          AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${lease.key}, 0)
-      ) AS held`
-    if (rows[0]?.held !== true) return yield* Effect.die(new LeadershipLost(lease.key))
+    const { held } = yield* rowDefects(lockHeld(sql)(lease))
+    if (!held) return yield* Effect.die(new LeadershipLost(lease.key))
   })

@@ -8,9 +8,10 @@
  * confirmation depth is reached.
  */
 import { Effect, Schema } from "effect"
-import type { SqlClient, SqlError } from "effect/sql"
+import { type SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { rowDefects } from "../db/rows.ts"
 import type { Anchor } from "../api/recordSchemas.ts"
-import { AnchorChainType, decodeRows } from "./model.ts"
+import { AnchorChainType } from "./model.ts"
 
 /** Numbers PostgreSQL keeps as bigint, read as text (`::text`) and decoded here. */
 const BigIntText = Schema.NumberFromString
@@ -40,8 +41,6 @@ export const AnchorRow = Schema.Struct({
 })
 export type AnchorRow = typeof AnchorRow.Type
 
-const decodeAnchorRows = decodeRows(AnchorRow)
-
 /**
  * The anchors of the given records whose transaction is in a block, by record id (one query), each
  * record's in (chain type, network) order. Written as per-record lookups behind fences (OFFSET 0): as a
@@ -53,7 +52,11 @@ export const anchorRows = (
   sql: SqlClient.SqlClient,
   ids: ReadonlyArray<string>
 ): Effect.Effect<Map<string, Array<AnchorRow>>, SqlError.SqlError> =>
-  ids.length === 0 ? Effect.succeed(new Map()) : sql`
+  ids.length === 0 ? Effect.succeed(new Map()) : rowDefects(SqlSchema.findAll({
+    Request: Schema.Array(Schema.String),
+    Result: AnchorRow,
+    execute: (ids) =>
+      sql`
     SELECT a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
       b.block_number::text AS block_number, b.block_hash, b.merkle_root, a.merkle_proof, a.leaf_index, b.leaf_count,
       b.state = 'CONFIRMED' AS confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
@@ -62,8 +65,8 @@ export const anchorRows = (
     CROSS JOIN LATERAL (
       SELECT * FROM anchor_batches b WHERE b.id = a.batch_id AND b.state IN ('MINED', 'CONFIRMED') AND b.tx_hash IS NOT NULL OFFSET 0
     ) b
-    ORDER BY a.record_id, a.chain_type, a.network_id`.pipe(
-    Effect.flatMap(decodeAnchorRows),
+    ORDER BY a.record_id, a.chain_type, a.network_id`
+  })(ids)).pipe(
     Effect.map((rows) => {
       const out = new Map<string, Array<AnchorRow>>()
       for (const r of rows) {

@@ -1,16 +1,15 @@
 /**
  * The vocabulary of anchoring, defined once: a batch's states, the row of a batch as the stores read
- * it, where a batch goes, and the decoding of SQL rows. The chain of an anchor (`evm` | `fabric`) is
+ * it, where a batch goes, and the rows every store reads (ids, counts). The chain of an anchor (`evm` | `fabric`) is
  * the wire contract's `AnchorChainType` (src/api/recordSchemas.ts), an environment (`test` | `live`)
  * the keys' (src/api/recordSchemas.ts too); both re-exported here.
  */
 import { Schema } from "effect"
-import { AnchorChainType } from "../api/recordSchemas.ts"
-import type { Environment } from "../api/recordSchemas.ts"
+import { AnchorChainType, Environment } from "../api/recordSchemas.ts"
 import type { Hex } from "./merkle.ts"
 
-export { AnchorChainType }
-export type { Environment, Hex }
+export { AnchorChainType, Environment }
+export type { Hex }
 
 /**
  * PENDING (persisted, not sent) → SENT (a signed transaction is stored) → MINED (seen in a block) →
@@ -56,11 +55,11 @@ export const BatchRow = batchRowOf(Schema.String)
 export type BatchRow = typeof BatchRow.Type
 
 /** Where a batch goes: an EVM contract, or a Fabric channel + chaincode (stored with the batch). */
-export type BatchMeta =
-  | { readonly chainType: "evm"; readonly chainId: number; readonly contractAddress: string }
-  | { readonly chainType: "fabric"; readonly channel: string; readonly chaincode: string }
-
-export { decodeFirst, decodeRows } from "../db/rows.ts"
+export const BatchMeta = Schema.Union([
+  Schema.Struct({ chainType: Schema.Literal("evm"), chainId: Schema.Number, contractAddress: Schema.String }),
+  Schema.Struct({ chainType: Schema.Literal("fabric"), channel: Schema.String, chaincode: Schema.String })
+])
+export type BatchMeta = typeof BatchMeta.Type
 
 /** `RETURNING id::text AS id` rows. */
 export const IdRow = Schema.Struct({ id: Schema.String })

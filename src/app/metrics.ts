@@ -14,10 +14,10 @@
  *   from the database are the same on every node (use max() across instances), the others are this node's.
  */
 import * as Http from "node:http"
-import { Context, Effect, Layer, Metric, Option, Schedule } from "effect"
+import { Context, Effect, Layer, Metric, Option, Schedule, Schema } from "effect"
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { NodeHttpServer } from "@effect/platform-node"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import { inStatus } from "../anchoring/recordState.ts"
@@ -56,6 +56,12 @@ const metricsApp = Effect.gen(function*() {
 const QUERY_TIMEOUT = "5 seconds"
 const CAP = 1_000_000
 
+// The rows the sampler reads. A row that does not match is a failed sample like any other (logged, counted).
+const QueueRow = Schema.Struct({ depth: Schema.Number, oldest: Schema.NullOr(Schema.Number) })
+const OpenBatchesRow = Schema.Struct({ state: Schema.String, count: Schema.Number, minBlock: Schema.NullOr(Schema.String) })
+const BacklogRow = Schema.Struct({ pending: Schema.Number, overdue: Schema.NullOr(Schema.Number) })
+const ConnectionsRow = Schema.Struct({ state: Schema.String, count: Schema.Number })
+
 /** Sets the sampled gauges once (see the module comment for what each costs). */
 const sampleOnce = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -75,6 +81,48 @@ const sampleOnce = Effect.gen(function*() {
   }
   if (!guard.isUp()) return
 
+  // The records still QUEUED (src/anchoring/recordState.ts: a range of records_queue from the oldest
+  // queue cursor): a capped count, and the first by id (ids order by time to the second: its age is
+  // the oldest's, near enough).
+  const findQueue = SqlSchema.findOne({
+    Request: Schema.String,
+    Result: QueueRow,
+    execute: (networkId) =>
+      sql`
+      SELECT (SELECT count(*)::int FROM (SELECT 1 FROM records r
+          WHERE r.network_id = ${networkId} AND ${inStatus(sql, "QUEUED")} LIMIT ${CAP}) q) AS depth,
+        (SELECT extract(epoch FROM now() - r.created_at)::float8 FROM records r
+          WHERE r.network_id = ${networkId} AND ${inStatus(sql, "QUEUED")} ORDER BY r.id LIMIT 1) AS oldest`
+  })
+  // The partial index anchor_batches_open: only batches not yet confirmed.
+  const findOpenBatches = SqlSchema.findAll({
+    Request: Schema.String,
+    Result: OpenBatchesRow,
+    execute: (networkId) =>
+      sql`
+      SELECT state, count(*)::int AS count, min(block_number)::text AS min_block FROM anchor_batches
+      WHERE network_id = ${networkId} AND state IN ('PENDING', 'SENT', 'MINED') GROUP BY state`
+  })
+  // The partial index webhook_deliveries_due (next_attempt_at) WHERE state = 'PENDING'.
+  const findBacklog = SqlSchema.findOne({
+    Request: Schema.Void,
+    Result: BacklogRow,
+    execute: () =>
+      sql`
+    SELECT (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries WHERE state = 'PENDING' LIMIT ${CAP}) q) AS pending,
+      (SELECT extract(epoch FROM now() - min(next_attempt_at))::float8 FROM webhook_deliveries WHERE state = 'PENDING') AS overdue`
+  })
+  // pg_stat_activity: one row per server process, a small view.
+  const findConnections = SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: ConnectionsRow,
+    execute: () =>
+      sql`
+    SELECT CASE WHEN state IN ('active', 'idle') THEN state WHEN state LIKE 'idle in transaction%' THEN 'idle_in_transaction' ELSE 'other' END AS state,
+      count(*)::int AS count
+    FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'anchord' GROUP BY 1`
+  })
+
   const bounded = <A, E, R>(what: string, query: Effect.Effect<A, E, R>) =>
     query.pipe(
       Effect.timeout(QUERY_TIMEOUT),
@@ -89,22 +137,12 @@ const sampleOnce = Effect.gen(function*() {
 
   for (const n of networks) {
     const labels = () => ({ network: n.networkId, chain: n.chainType })
-    // The records still QUEUED (src/anchoring/recordState.ts: a range of records_queue from the oldest
-    // queue cursor): a capped count, and the first by id (ids order by time to the second: its age is
-    // the oldest's, near enough).
-    const queue = yield* bounded("queue", sql<{ depth: number; oldest: number | null }>`
-      SELECT (SELECT count(*)::int FROM (SELECT 1 FROM records r
-          WHERE r.network_id = ${n.networkId} AND ${inStatus(sql, "QUEUED")} LIMIT ${CAP}) q) AS depth,
-        (SELECT extract(epoch FROM now() - r.created_at)::float8 FROM records r
-          WHERE r.network_id = ${n.networkId} AND ${inStatus(sql, "QUEUED")} ORDER BY r.id LIMIT 1) AS oldest`)
-    if (Option.isSome(queue) && queue.value[0] !== undefined) {
-      set(sampled.queueDepth(n.networkId, labels), queue.value[0].depth)
-      set(sampled.queueOldestAge(n.networkId, labels), Math.max(0, queue.value[0].oldest ?? 0))
+    const queue = yield* bounded("queue", findQueue(n.networkId))
+    if (Option.isSome(queue)) {
+      set(sampled.queueDepth(n.networkId, labels), queue.value.depth)
+      set(sampled.queueOldestAge(n.networkId, labels), Math.max(0, queue.value.oldest ?? 0))
     }
-    // The partial index anchor_batches_open: only batches not yet confirmed.
-    const open = yield* bounded("batches", sql<{ state: string; count: number; minBlock: string | null }>`
-      SELECT state, count(*)::int AS count, min(block_number)::text AS min_block FROM anchor_batches
-      WHERE network_id = ${n.networkId} AND state IN ('PENDING', 'SENT', 'MINED') GROUP BY state`)
+    const open = yield* bounded("batches", findOpenBatches(n.networkId))
     if (Option.isSome(open)) {
       for (const state of ["PENDING", "SENT", "MINED"]) {
         const row = open.value.find((r) => r.state === state)
@@ -116,20 +154,13 @@ const sampleOnce = Effect.gen(function*() {
     }
   }
 
-  // The partial index webhook_deliveries_due (next_attempt_at) WHERE state = 'PENDING'.
-  const backlog = yield* bounded("webhooks", sql<{ pending: number; overdue: number | null }>`
-    SELECT (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries WHERE state = 'PENDING' LIMIT ${CAP}) q) AS pending,
-      (SELECT extract(epoch FROM now() - min(next_attempt_at))::float8 FROM webhook_deliveries WHERE state = 'PENDING') AS overdue`)
-  if (Option.isSome(backlog) && backlog.value[0] !== undefined) {
-    set(sampled.webhookBacklog("", () => ({})), backlog.value[0].pending)
-    set(sampled.webhookOverdue("", () => ({})), Math.max(0, backlog.value[0].overdue ?? 0))
+  const backlog = yield* bounded("webhooks", findBacklog())
+  if (Option.isSome(backlog)) {
+    set(sampled.webhookBacklog("", () => ({})), backlog.value.pending)
+    set(sampled.webhookOverdue("", () => ({})), Math.max(0, backlog.value.overdue ?? 0))
   }
 
-  // pg_stat_activity: one row per server process, a small view.
-  const connections = yield* bounded("connections", sql<{ state: string; count: number }>`
-    SELECT CASE WHEN state IN ('active', 'idle') THEN state WHEN state LIKE 'idle in transaction%' THEN 'idle_in_transaction' ELSE 'other' END AS state,
-      count(*)::int AS count
-    FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'anchord' GROUP BY 1`)
+  const connections = yield* bounded("connections", findConnections())
   if (Option.isSome(connections)) {
     for (const state of ["active", "idle", "idle_in_transaction", "other"]) {
       set(sampled.dbConnections(state, () => ({ state })), connections.value.find((r) => r.state === state)?.count ?? 0)

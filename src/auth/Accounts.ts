@@ -3,14 +3,14 @@
  * (`authenticate`, with a short in-memory cache so the hot path does not query per request).
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Effect, Exit, Layer, Schedule, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Clock, Context, Effect, Exit, Layer, Option, Schedule, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import type { Principal } from "../api/auth.ts"
 import { ChainType, Environment } from "../api/recordSchemas.ts"
 import { isConnectionFailure } from "../db/errors.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
-import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { rowDefects } from "../db/rows.ts"
 import { apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
 import { AccountInactive, AccountNotActive, AccountNotFound, ApiKeyNotFound, AuthRefused, type AuthRefusal, ExpiredKey, MalformedKey, MissingKey, RevokedKey,
   UnknownKey } from "./errors.ts"
@@ -55,6 +55,20 @@ const refused = (reason: AuthRefusal): Verdict => Exit.fail(new AuthRefused({ re
 // Decided without the database, for every request without a usable key: built once.
 const MISSING = refused(new MissingKey())
 const MALFORMED = refused(new MalformedKey())
+
+/** A key found by its digest, with its account: what `authenticate` decides on. */
+const KeyAuthRow = Schema.Struct({
+  digest: Schema.Uint8Array,
+  keyId: Schema.String,
+  environment: Environment,
+  expiresAt: Schema.NullOr(Schema.Date),
+  revokedAt: Schema.NullOr(Schema.Date),
+  accountId: Schema.String,
+  plan: PlanName,
+  status: Schema.String,
+  ratePerSecond: Schema.NullOr(Schema.Number),
+  defaultChain: ChainType
+})
 
 /**
  * `last_used_at` is written at most this often per key, in batches off the request path: a key's use is
@@ -115,15 +129,115 @@ export class Accounts extends Context.Service<Accounts, {
 
       const accountColumns = sql`id, name, email, plan, status, rate_per_second, default_chain, created_at, activated_at`
       const keyColumns = sql`id, account_id, environment, display, name, created_at, expires_at, revoked_at, last_used_at`
-      const accounts = decodeRows(AccountRow)
-      const firstAccount = decodeFirst(AccountRow)
-      const keys = decodeRows(ApiKeyRow)
-      const firstKey = decodeFirst(ApiKeyRow)
+      const findAccount = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: AccountRow,
+        execute: (accountId) => sql`SELECT ${accountColumns} FROM accounts WHERE id = ${accountId}`
+      })
+      const findAccounts = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: AccountRow,
+        execute: () => sql`SELECT ${accountColumns} FROM accounts ORDER BY created_at`
+      })
+      const insertAccount = SqlSchema.findOne({
+        Request: Schema.Struct({
+          id: Schema.String,
+          name: Schema.String,
+          email: Schema.NullOr(Schema.String),
+          plan: PlanName,
+          ratePerSecond: Schema.NullOr(Schema.Number),
+          defaultChain: ChainType,
+          createdAt: Schema.Date
+        }),
+        Result: AccountRow,
+        execute: (a) =>
+          sql`
+            INSERT INTO accounts (id, name, email, plan, rate_per_second, default_chain, created_at)
+            VALUES (${a.id}, ${a.name}, ${a.email}, ${a.plan}, ${a.ratePerSecond}, ${a.defaultChain}, ${a.createdAt})
+            RETURNING ${accountColumns}`
+      })
+      const updateStatus = SqlSchema.findOneOption({
+        Request: Schema.Struct({ accountId: Schema.String, status: Schema.Literals(["ACTIVE", "SUSPENDED"]), at: Schema.Date }),
+        Result: AccountRow,
+        execute: ({ accountId, at, status }) =>
+          sql`
+            UPDATE accounts SET status = ${status},
+              activated_at = ${status === "ACTIVE" ? sql`COALESCE(activated_at, ${at})` : sql`activated_at`}
+            WHERE id = ${accountId} RETURNING ${accountColumns}`
+      })
+      const updatePlan = SqlSchema.findOneOption({
+        Request: Schema.Struct({ accountId: Schema.String, plan: PlanName, ratePerSecond: Schema.optional(Schema.NullOr(Schema.Number)) }),
+        Result: AccountRow,
+        execute: ({ accountId, plan, ratePerSecond }) =>
+          sql`
+            UPDATE accounts SET plan = ${plan},
+              -- a custom per-second limit is ENTERPRISE's only; undefined keeps the one it has
+              rate_per_second = ${plan !== "ENTERPRISE" ? sql`NULL` : ratePerSecond === undefined ? sql`rate_per_second` : sql`${ratePerSecond}`}
+            WHERE id = ${accountId} RETURNING ${accountColumns}`
+      })
+      const insertKeyRow = SqlSchema.findOne({
+        Request: Schema.Struct({
+          id: Schema.String,
+          accountId: Schema.String,
+          environment: Environment,
+          digest: Schema.Uint8Array,
+          display: Schema.String,
+          name: Schema.NullOr(Schema.String),
+          expiresAt: Schema.NullOr(Schema.Date),
+          createdAt: Schema.Date
+        }),
+        Result: ApiKeyRow,
+        execute: (k) =>
+          sql`
+          INSERT INTO api_keys (id, account_id, environment, digest, display, name, expires_at, created_at)
+          VALUES (${k.id}, ${k.accountId}, ${k.environment}, ${k.digest}, ${k.display}, ${k.name}, ${k.expiresAt}, ${k.createdAt})
+          RETURNING ${keyColumns}`
+      })
+      const findKeys = SqlSchema.findAll({
+        Request: Schema.UndefinedOr(Schema.String),
+        Result: ApiKeyRow,
+        execute: (accountId) =>
+          accountId === undefined
+            ? sql`SELECT ${keyColumns} FROM api_keys ORDER BY created_at`
+            : sql`SELECT ${keyColumns} FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`
+      })
+      const findKey = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: ApiKeyRow,
+        execute: (keyId) => sql`SELECT ${keyColumns} FROM api_keys WHERE id = ${keyId}`
+      })
+      const revokeKeyRow = SqlSchema.findOneOption({
+        Request: Schema.Struct({ keyId: Schema.String, at: Schema.Date }),
+        Result: ApiKeyRow,
+        execute: ({ at, keyId }) =>
+          sql`
+            UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${at}) WHERE id = ${keyId}
+            RETURNING ${keyColumns}`
+      })
+      const findKeyByDigest = SqlSchema.findOneOption({
+        Request: Schema.Uint8Array,
+        Result: KeyAuthRow,
+        execute: (digest) =>
+          sql`
+            SELECT k.digest, k.id AS key_id, k.environment, k.expires_at, k.revoked_at,
+                   a.id AS account_id, a.plan, a.status, a.rate_per_second, a.default_chain
+            FROM api_keys k JOIN accounts a ON a.id = k.account_id
+            WHERE k.digest = ${digest}`
+      })
+
+      const writeLastUsed = SqlSchema.void({
+        Request: Schema.Array(Schema.Struct({ id: Schema.String, at: Schema.Date })),
+        execute: (uses) =>
+          sql`
+          UPDATE api_keys k SET last_used_at = GREATEST(COALESCE(k.last_used_at, v.at), v.at)
+          FROM jsonb_to_recordset(${JSON.stringify(uses)}::jsonb) AS v(id text, at timestamptz)
+          WHERE k.id = v.id`
+      })
 
       const get = Effect.fn("Accounts.get")(function*(accountId: string) {
-        const account = yield* sql`SELECT ${accountColumns} FROM accounts WHERE id = ${accountId}`.pipe(Effect.flatMap(firstAccount))
-        if (account === undefined) return yield* new AccountNotFound({ accountId })
-        return account
+        const account = yield* rowDefects(findAccount(accountId))
+        if (Option.isNone(account)) return yield* new AccountNotFound({ accountId })
+        return account.value
       })
 
       // Keys' last use: noted in memory per request (at most once a minute per key), written by a fiber.
@@ -139,13 +253,9 @@ export class Accounts extends Context.Service<Accounts, {
       const flushLastUsed = (atShutdown: boolean) =>
         Effect.suspend(() => {
           if (pending.size === 0) return Effect.void
-          const uses = [...pending].map(([id, at]) => ({ id, at: new Date(at).toISOString() }))
+          const uses = [...pending].map(([id, at]) => ({ id, at: new Date(at) }))
           pending.clear()
-          return sql`
-          UPDATE api_keys k SET last_used_at = GREATEST(COALESCE(k.last_used_at, v.at), v.at)
-          FROM jsonb_to_recordset(${JSON.stringify(uses)}::jsonb) AS v(id text, at timestamptz)
-          WHERE k.id = v.id`.pipe(
-            Effect.asVoid,
+          return rowDefects(writeLastUsed(uses)).pipe(
             // Informational: a failed write is logged and the uses are forgotten (the next ones are written).
             // At shutdown a database already gone is expected, not a warning: Ctrl-C in a terminal signals
             // the whole process group, so `npm start`'s embedded PostgreSQL stops at the same moment as the
@@ -162,47 +272,33 @@ export class Accounts extends Context.Service<Accounts, {
 
       const setStatus = (accountId: string, status: "ACTIVE" | "SUSPENDED") =>
         Effect.gen(function*() {
-          const account = yield* sql`
-            UPDATE accounts SET status = ${status},
-              activated_at = ${status === "ACTIVE" ? sql`COALESCE(activated_at, ${clockDate()})` : sql`activated_at`}
-            WHERE id = ${accountId} RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount))
-          if (account === undefined) return yield* new AccountNotFound({ accountId })
+          const account = yield* rowDefects(updateStatus({ accountId, status, at: clockDate() }))
+          if (Option.isNone(account)) return yield* new AccountNotFound({ accountId })
           cache.clear()
-          return account
+          return account.value
         })
 
       const requireActive = (accountId: string) =>
         Effect.flatMap(get(accountId), (account) => account.status === "ACTIVE" ? Effect.succeed(account) : Effect.fail(new AccountNotActive({ accountId })))
 
       const insertKey = (accountId: string, environment: Environment, key: string, name?: string, expiresAt?: Date) =>
-        sql`
-          INSERT INTO api_keys (id, account_id, environment, digest, display, name, expires_at, created_at)
-          VALUES (${newId("key")}, ${accountId}, ${environment}, ${apiKeyDigest(key)}, ${displayKey(key)},
-                  ${name ?? null}, ${expiresAt ?? null}, ${clockDate()})
-          RETURNING ${keyColumns}`.pipe(Effect.flatMap(firstKey), Effect.map((row) => row!))
+        rowDefects(insertKeyRow({
+          id: newId("key"),
+          accountId,
+          environment,
+          digest: apiKeyDigest(key),
+          display: displayKey(key),
+          name: name ?? null,
+          expiresAt: expiresAt ?? null,
+          createdAt: clockDate()
+        }))
 
       const lookup = (token: string) =>
         Effect.gen(function*() {
           const parsed = parseApiKey(token)
           if (!parsed) return MALFORMED
           const digest = apiKeyDigest(token)
-          const rows = yield* sql<{
-            digest: Uint8Array
-            keyId: string
-            environment: Environment
-            expiresAt: Date | null
-            revokedAt: Date | null
-            accountId: string
-            plan: PlanName
-            status: string
-            ratePerSecond: number | null
-            defaultChain: "evm" | "fabric" | "hybrid"
-          }>`
-            SELECT k.digest, k.id AS key_id, k.environment, k.expires_at, k.revoked_at,
-                   a.id AS account_id, a.plan, a.status, a.rate_per_second, a.default_chain
-            FROM api_keys k JOIN accounts a ON a.id = k.account_id
-            WHERE k.digest = ${digest}`
-          const row = rows[0]
+          const row = Option.getOrUndefined(yield* rowDefects(findKeyByDigest(digest)))
           // The index finds the row by digest; the comparison that decides is constant-time.
           if (!row || !digestsEqual(row.digest, digest)) return refused(new UnknownKey())
           if (row.revokedAt !== null) return refused(new RevokedKey())
@@ -223,26 +319,26 @@ export class Accounts extends Context.Service<Accounts, {
 
       return Accounts.of({
         createAccount: Effect.fn("Accounts.createAccount")((input) =>
-          sql`
-            INSERT INTO accounts (id, name, email, plan, rate_per_second, default_chain, created_at)
-            VALUES (${newId("acct")}, ${input.name}, ${input.email ?? null}, ${input.plan},
-                    ${input.ratePerSecond ?? null}, ${input.defaultChain ?? "evm"}, ${clockDate()})
-            RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount), Effect.map((row) => row!))
+          rowDefects(insertAccount({
+            id: newId("acct"),
+            name: input.name,
+            email: input.email ?? null,
+            plan: input.plan,
+            ratePerSecond: input.ratePerSecond ?? null,
+            defaultChain: input.defaultChain ?? "evm",
+            createdAt: clockDate()
+          }))
         ),
         activate: Effect.fn("Accounts.activate")((accountId) => setStatus(accountId, "ACTIVE")),
         suspend: Effect.fn("Accounts.suspend")((accountId) => setStatus(accountId, "SUSPENDED")),
         setPlan: Effect.fn("Accounts.setPlan")(function*(accountId, plan, ratePerSecond) {
-          const account = yield* sql`
-            UPDATE accounts SET plan = ${plan},
-              -- a custom per-second limit is ENTERPRISE's only; undefined keeps the one it has
-              rate_per_second = ${plan !== "ENTERPRISE" ? sql`NULL` : ratePerSecond === undefined ? sql`rate_per_second` : sql`${ratePerSecond}`}
-            WHERE id = ${accountId} RETURNING ${accountColumns}`.pipe(Effect.flatMap(firstAccount))
-          if (account === undefined) return yield* new AccountNotFound({ accountId })
+          const account = yield* rowDefects(updatePlan({ accountId, plan, ratePerSecond }))
+          if (Option.isNone(account)) return yield* new AccountNotFound({ accountId })
           cache.clear()
-          return account
+          return account.value
         }),
         get,
-        list: sql`SELECT ${accountColumns} FROM accounts ORDER BY created_at`.pipe(Effect.flatMap(accounts), Effect.withSpan("Accounts.list")),
+        list: rowDefects(findAccounts()).pipe(Effect.withSpan("Accounts.list")),
         createKey: Effect.fn("Accounts.createKey")(function*(input) {
           yield* requireActive(input.accountId)
           const key = generateApiKey(input.environment)
@@ -255,23 +351,17 @@ export class Accounts extends Context.Service<Accounts, {
           if (!parsed) return yield* Effect.die(new Error("importKey: not an API key"))
           return yield* insertKey(input.accountId, parsed.environment, input.key, input.name)
         }),
-        listKeys: Effect.fn("Accounts.listKeys")((accountId) =>
-          (accountId === undefined
-            ? sql`SELECT ${keyColumns} FROM api_keys ORDER BY created_at`
-            : sql`SELECT ${keyColumns} FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`).pipe(Effect.flatMap(keys))
-        ),
+        listKeys: Effect.fn("Accounts.listKeys")((accountId) => rowDefects(findKeys(accountId))),
         getKey: Effect.fn("Accounts.getKey")(function*(keyId) {
-          const info = yield* sql`SELECT ${keyColumns} FROM api_keys WHERE id = ${keyId}`.pipe(Effect.flatMap(firstKey))
-          if (info === undefined) return yield* new ApiKeyNotFound({ keyId })
-          return info
+          const info = yield* rowDefects(findKey(keyId))
+          if (Option.isNone(info)) return yield* new ApiKeyNotFound({ keyId })
+          return info.value
         }),
         revokeKey: Effect.fn("Accounts.revokeKey")(function*(keyId) {
-          const info = yield* sql`
-            UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${clockDate()}) WHERE id = ${keyId}
-            RETURNING ${keyColumns}`.pipe(Effect.flatMap(firstKey))
-          if (info === undefined) return yield* new ApiKeyNotFound({ keyId })
+          const info = yield* rowDefects(revokeKeyRow({ keyId, at: clockDate() }))
+          if (Option.isNone(info)) return yield* new ApiKeyNotFound({ keyId })
           cache.clear()
-          return info
+          return info.value
         }),
         authenticate: (token) => {
           if (token === undefined || token === "") return MISSING

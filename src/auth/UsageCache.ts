@@ -4,9 +4,10 @@
  * The headers are informational, so a database that cannot answer gives the last count known (or 0),
  * never a failed response.
  */
-import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { DatabaseGuard } from "../db/guard.ts"
+import { rowDefects } from "../db/rows.ts"
 import { currentMonth } from "./plans.ts"
 
 export class UsageCache extends Context.Service<UsageCache, {
@@ -21,6 +22,12 @@ export class UsageCache extends Context.Service<UsageCache, {
       // Read without an effect step: this runs on every authenticated response.
       const clock = yield* Clock.Clock
       const cache = new Map<string, { used: number; month: string; at: number }>()
+      const findUsage = SqlSchema.findOneOption({
+        Request: Schema.Struct({ accountId: Schema.String, month: Schema.String }),
+        // `used` is a bigint, read as text.
+        Result: Schema.Struct({ used: Schema.NumberFromString }),
+        execute: ({ accountId, month }) => sql`SELECT used::text AS used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`
+      })
       return UsageCache.of({
         get: (accountId) => {
           const now = clock.currentTimeMillisUnsafe()
@@ -30,9 +37,9 @@ export class UsageCache extends Context.Service<UsageCache, {
           const known = hit?.month === month ? hit.used : 0
           // Headers never wait on a stalled database: the last count known, at once or within the bound.
           if (!guard.isUp()) return Effect.succeed(known)
-          return guard.bounded(sql<{ used: string }>`SELECT used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`).pipe(
-            Effect.map((rows) => {
-              const used = rows.length === 0 ? 0 : Number(rows[0].used)
+          return guard.bounded(rowDefects(findUsage({ accountId, month }))).pipe(
+            Effect.map((row) => {
+              const used = Option.match(row, { onNone: () => 0, onSome: (r) => r.used })
               cache.set(accountId, { used, month, at: now })
               return used
             }),

@@ -4,12 +4,12 @@
  * the oldest has waited), and the EVM signers' balances. Everything else they show comes from the
  * existing services (RecordStore, DeliveryLog, NetworkHealth, Accounts).
  */
-import { Clock, Context, Effect, Layer, Redacted, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { createPublicClient, http } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
-import type { Environment } from "../api/recordSchemas.ts"
-import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { Environment } from "../api/recordSchemas.ts"
+import { rowDefects } from "../db/rows.ts"
 import { EvmNetworks } from "../evm/config.ts"
 import { inStatus, mayBeQueuedRange } from "../anchoring/recordState.ts"
 
@@ -68,11 +68,68 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
   static readonly layer = Layer.effect(ConsoleStats, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const { networks } = yield* EvmNetworks
-    const dailyRows = decodeRows(Daily)
-    const statusRows = decodeRows(ByStatus)
-    const inFlightRow = decodeFirst(InFlight)
-    const backlogRow = decodeFirst(BacklogRow)
-    const leaderRow = decodeFirst(LeaderRow)
+    const AccountEnvironment = Schema.Struct({ accountId: Schema.String, environment: Environment })
+
+    const findDaily = SqlSchema.findAll({
+      Request: Schema.Struct({ accountId: Schema.String, from: Schema.Date }),
+      Result: Daily,
+      execute: ({ accountId, from }) =>
+        sql`
+          SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS count
+          FROM records
+          WHERE account_id = ${accountId} AND environment IN ('test', 'live') AND id >= ${firstIdAt(from)}
+            AND created_at >= ${from}
+          GROUP BY 1 ORDER BY 1`
+    })
+    const findByStatus = SqlSchema.findAll({
+      Request: AccountEnvironment,
+      Result: ByStatus,
+      execute: ({ accountId, environment }) =>
+        sql`
+          SELECT CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' ELSE status END AS status, count(*)::int AS count
+          FROM records
+          WHERE account_id = ${accountId} AND environment = ${environment} AND NOT hard_deleted
+          GROUP BY 1`
+    })
+    // QUEUED: the queue's range first, behind a fence (OFFSET 0). Its bound is a parameter (estimated at a
+    // third of the table), and with the filter's subplans costed per row the planner otherwise ANDed it
+    // with the account's whole records_list range (11.5k buffers at 1M records, docs/benchmarks.md).
+    const findInFlight = SqlSchema.findOne({
+      Request: AccountEnvironment,
+      Result: InFlight,
+      execute: ({ accountId, environment }) => {
+        const live = sql`r.account_id = ${accountId} AND r.environment = ${environment} AND r.deleted_at IS NULL`
+        return sql`
+          SELECT (SELECT count(*)::int FROM (SELECT * FROM records r WHERE ${mayBeQueuedRange(sql)} OFFSET 0) r
+              WHERE ${live} AND ${inStatus(sql, "QUEUED")}) AS queued,
+            (SELECT count(*)::int FROM records r WHERE ${live} AND ${inStatus(sql, "BATCHING")}) AS batching`
+      }
+    })
+    const findBacklog = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: BacklogRow,
+      execute: (networkId) =>
+        sql`
+          SELECT
+            (SELECT count(*)::int FROM records r WHERE r.network_id = ${networkId} AND ${inStatus(sql, "QUEUED")}) AS queued,
+            (SELECT count(*)::int FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS unconfirmed,
+            (SELECT min(sent_at) FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS oldest_sent_at,
+            (SELECT anchored_at FROM anchor_batches WHERE network_id = ${networkId} AND state = 'CONFIRMED'
+              ORDER BY id DESC LIMIT 1) AS last_confirmed_at`
+    })
+    // The same lock lookup as the leader's fence (Leadership.ts), read from any node.
+    const findLeader = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: LeaderRow,
+      execute: (lockKey) =>
+        sql`
+          SELECT host(s.client_addr) AS client_addr, s.backend_start
+          FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
+          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${lockKey}, 0)
+          LIMIT 1`
+    })
 
     // The signer's address is derived once; the key itself stays Redacted and is never shown.
     const signers = new Map(networks.map((n) => [n.networkId, {
@@ -82,38 +139,16 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
     const balances = new Map<string, { readonly at: number; readonly value: SignerBalance }>()
 
     return ConsoleStats.of({
-      daily: Effect.fn("ConsoleStats.daily")((accountId, from) =>
-        sql`
-          SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS count
-          FROM records
-          WHERE account_id = ${accountId} AND environment IN ('test', 'live') AND id >= ${firstIdAt(from)}
-            AND created_at >= ${from}
-          GROUP BY 1 ORDER BY 1`.pipe(Effect.flatMap(dailyRows))
-      ),
+      daily: Effect.fn("ConsoleStats.daily")((accountId, from) => rowDefects(findDaily({ accountId, from }))),
 
       // The stored status splits FAILED and DELETED from the rest; of the rest, the few still QUEUED or
       // BATCHING are counted from their candidates (src/anchoring/recordState.ts), and the others are ANCHORED.
       byStatus: Effect.fn("ConsoleStats.byStatus")(function*(accountId, environment) {
-        const rows = yield* sql`
-          SELECT CASE WHEN deleted_at IS NOT NULL THEN 'DELETED' ELSE status END AS status, count(*)::int AS count
-          FROM records
-          WHERE account_id = ${accountId} AND environment = ${environment} AND NOT hard_deleted
-          GROUP BY 1`.pipe(Effect.flatMap(statusRows))
-        const live = sql`r.account_id = ${accountId} AND r.environment = ${environment} AND r.deleted_at IS NULL`
-        // QUEUED: the queue's range first, behind a fence (OFFSET 0). Its bound is a parameter (estimated at a
-        // third of the table), and with the filter's subplans costed per row the planner otherwise ANDed it
-        // with the account's whole records_list range (11.5k buffers at 1M records, docs/benchmarks.md).
-
-        const inFlight = yield* sql`
-          SELECT (SELECT count(*)::int FROM (SELECT * FROM records r WHERE ${mayBeQueuedRange(sql)} OFFSET 0) r
-              WHERE ${live} AND ${inStatus(sql, "QUEUED")}) AS queued,
-            (SELECT count(*)::int FROM records r WHERE ${live} AND ${inStatus(sql, "BATCHING")}) AS batching`.pipe(
-          Effect.flatMap(inFlightRow)
-        )
+        const rows = yield* rowDefects(findByStatus({ accountId, environment }))
+        const inFlight = yield* rowDefects(findInFlight({ accountId, environment }))
         const out: Record<string, number> = { QUEUED: 0, BATCHING: 0, ANCHORED: 0, FAILED: 0, DELETED: 0 }
         for (const r of rows) out[r.status] = r.count
-        const queued = inFlight?.queued ?? 0
-        const batching = inFlight?.batching ?? 0
+        const { batching, queued } = inFlight
         out.ANCHORED = Math.max(0, out.QUEUED! - queued - batching)
         out.QUEUED = queued
         out.BATCHING = batching
@@ -121,34 +156,19 @@ export class ConsoleStats extends Context.Service<ConsoleStats, {
       }),
 
       backlog: Effect.fn("ConsoleStats.backlog")((networkId) =>
-        sql`
-          SELECT
-            (SELECT count(*)::int FROM records r WHERE r.network_id = ${networkId} AND ${inStatus(sql, "QUEUED")}) AS queued,
-            (SELECT count(*)::int FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS unconfirmed,
-            (SELECT min(sent_at) FROM anchor_batches WHERE network_id = ${networkId} AND state IN ('SENT', 'MINED')) AS oldest_sent_at,
-            (SELECT anchored_at FROM anchor_batches WHERE network_id = ${networkId} AND state = 'CONFIRMED'
-              ORDER BY id DESC LIMIT 1) AS last_confirmed_at`.pipe(
-          Effect.flatMap(backlogRow),
-          Effect.map((row) => ({
-            queued: row?.queued ?? 0,
-            unconfirmedBatches: row?.unconfirmed ?? 0,
-            oldestUnconfirmedSentAt: row?.oldestSentAt ?? null,
-            lastConfirmedAt: row?.lastConfirmedAt ?? null
+        rowDefects(findBacklog(networkId)).pipe(
+          Effect.map((row): Backlog => ({
+            queued: row.queued,
+            unconfirmedBatches: row.unconfirmed,
+            oldestUnconfirmedSentAt: row.oldestSentAt,
+            lastConfirmedAt: row.lastConfirmedAt
           }))
         )
       ),
 
-      // The same lock lookup as the leader's fence (Leadership.ts), read from any node.
       leader: Effect.fn("ConsoleStats.leader")((lockKey) =>
-        sql`
-          SELECT host(s.client_addr) AS client_addr, s.backend_start
-          FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid
-          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-            AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${lockKey}, 0)
-          LIMIT 1`.pipe(
-          Effect.flatMap(leaderRow),
-          Effect.map((row) => row === undefined ? undefined : { clientAddress: row.clientAddr, since: row.backendStart })
+        rowDefects(findLeader(lockKey)).pipe(
+          Effect.map(Option.match({ onNone: () => undefined, onSome: (row) => ({ clientAddress: row.clientAddr, since: row.backendStart }) }))
         )
       ),
 

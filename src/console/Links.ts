@@ -15,9 +15,9 @@
  * and revoke its pending invitations.
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
-import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { rowDefects } from "../db/rows.ts"
 import { ConsoleConfig } from "./config.ts"
 import { InvalidLink } from "./errors.ts"
 import { isToken, newToken, tokenDigest } from "./tokens.ts"
@@ -66,8 +66,6 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
   static readonly layer = Layer.effect(ConsoleLinks, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* ConsoleConfig
-    const first = decodeFirst(LinkRow)
-    const rows = decodeRows(LinkRow)
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
     const columns = sql`id, kind, email, operator, account_id, role, created_by, created_at, expires_at, used_at`
     /**
@@ -81,22 +79,83 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
         SELECT 1 FROM console_users u
         WHERE u.id = l.created_by AND (u.operator OR (NOT l.operator AND u.account_id = l.account_id AND u.role = 'admin'))))))`
 
+    const insertLink = SqlSchema.void({
+      Request: Schema.Struct({
+        id: Schema.String,
+        digest: Schema.Uint8Array,
+        kind: LinkKind,
+        email: Schema.String,
+        operator: Schema.Boolean,
+        accountId: Schema.NullOr(Schema.String),
+        role: Schema.NullOr(Role),
+        createdBy: Schema.NullOr(Schema.String),
+        createdAt: Schema.Date,
+        expiresAt: Schema.Date
+      }),
+      execute: (l) =>
+        sql`
+          INSERT INTO console_links (id, digest, kind, email, operator, account_id, role, created_by, created_at, expires_at)
+          VALUES (${l.id}, ${l.digest}, ${l.kind}, ${l.email}, ${l.operator}, ${l.accountId}, ${l.role}, ${l.createdBy}, ${l.createdAt}, ${l.expiresAt})`
+    })
+    const findLink = SqlSchema.findOneOption({
+      Request: Schema.Uint8Array,
+      Result: LinkRow,
+      execute: (digest) => sql`SELECT ${columns} FROM console_links l WHERE digest = ${digest} AND ${VALID}`
+    })
+    const useLink = SqlSchema.findOneOption({
+      Request: Schema.Struct({ digest: Schema.Uint8Array, kind: LinkKind, at: Schema.Date }),
+      Result: LinkRow,
+      execute: ({ at, digest, kind }) =>
+        sql`
+          UPDATE console_links l SET used_at = ${at}
+          WHERE digest = ${digest} AND kind = ${kind} AND used_at IS NULL AND expires_at > ${at} AND ${VALID}
+          RETURNING ${columns}`
+    })
+    const findPending = SqlSchema.findAll({
+      Request: Schema.Struct({ accountId: Schema.String, at: Schema.Date }),
+      Result: LinkRow,
+      execute: ({ accountId, at }) =>
+        sql`
+          SELECT ${columns} FROM console_links l
+          WHERE account_id = ${accountId} AND kind = 'invitation' AND used_at IS NULL AND expires_at > ${at} AND ${VALID}
+          ORDER BY created_at DESC, id`
+    })
+    // By its unique id behind a fence, then by the primary key: on a fresh database the account's
+    // open links (console_links_account) were the plan, whatever their number (issue 25).
+    const deletePending = SqlSchema.findOneOption({
+      Request: Schema.Struct({ accountId: Schema.String, id: Schema.String }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ accountId, id }) =>
+        sql`
+            DELETE FROM console_links WHERE digest = (
+              SELECT l.digest FROM (SELECT digest, account_id, kind, used_at FROM console_links WHERE id = ${id} OFFSET 0) l
+              WHERE l.account_id = ${accountId} AND l.kind = 'invitation' AND l.used_at IS NULL)
+            RETURNING id`
+    })
+
     return ConsoleLinks.of({
       create: Effect.fn("ConsoleLinks.create")(function*(link) {
         const at = yield* now
         const token = newToken()
         const expiresAt = new Date(at.getTime() + (link.kind === "invitation" ? config.invitationMillis : config.signInLinkMillis))
-        yield* sql`
-          INSERT INTO console_links (id, digest, kind, email, operator, account_id, role, created_by, created_at, expires_at)
-          VALUES (${`lnk_${Crypto.randomBytes(10).toString("hex")}`}, ${tokenDigest(token)}, ${link.kind}, ${normalizeEmail(link.email)}, ${link.operator},
-                  ${link.operator ? null : link.accountId}, ${link.operator ? null : link.role}, ${link.createdBy ?? null},
-                  ${at}, ${expiresAt})`
+        yield* rowDefects(insertLink({
+          id: `lnk_${Crypto.randomBytes(10).toString("hex")}`,
+          digest: tokenDigest(token),
+          kind: link.kind,
+          email: normalizeEmail(link.email),
+          operator: link.operator,
+          accountId: link.operator ? null : link.accountId,
+          role: link.operator ? null : link.role,
+          createdBy: link.createdBy ?? null,
+          createdAt: at,
+          expiresAt
+        }))
         return { token, expiresAt }
       }),
 
       inspect: Effect.fn("ConsoleLinks.inspect")(function*(token) {
         if (!isToken(token)) return yield* new InvalidLink()
-        const row = yield* sql`SELECT ${columns} FROM console_links l WHERE digest = ${tokenDigest(token)} AND ${VALID}`.pipe(Effect.flatMap(first))
+        const row = Option.getOrUndefined(yield* rowDefects(findLink(tokenDigest(token))))
         if (row === undefined || row.usedAt !== null || row.expiresAt <= (yield* now)) return yield* new InvalidLink()
         return row
       }),
@@ -104,34 +163,17 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
       consume: Effect.fn("ConsoleLinks.consume")(function*(token, kind) {
         if (!isToken(token)) return yield* new InvalidLink()
         const at = yield* now
-        const row = yield* sql`
-          UPDATE console_links l SET used_at = ${at}
-          WHERE digest = ${tokenDigest(token)} AND kind = ${kind} AND used_at IS NULL AND expires_at > ${at} AND ${VALID}
-          RETURNING ${columns}`.pipe(Effect.flatMap(first))
-        if (row === undefined) return yield* new InvalidLink()
-        return row
+        const row = yield* rowDefects(useLink({ digest: tokenDigest(token), kind, at }))
+        if (Option.isNone(row)) return yield* new InvalidLink()
+        return row.value
       }),
 
       pendingInvitations: Effect.fn("ConsoleLinks.pendingInvitations")(function*(accountId) {
         const at = yield* now
-        return yield* sql`
-          SELECT ${columns} FROM console_links l
-          WHERE account_id = ${accountId} AND kind = 'invitation' AND used_at IS NULL AND expires_at > ${at} AND ${VALID}
-          ORDER BY created_at DESC, id`.pipe(Effect.flatMap(rows))
+        return yield* rowDefects(findPending({ accountId, at }))
       }),
 
-      revokeInvitation: Effect.fn("ConsoleLinks.revokeInvitation")((accountId, id) =>
-        Effect.map(
-          // By its unique id behind a fence, then by the primary key: on a fresh database the account's
-          // open links (console_links_account) were the plan, whatever their number (issue 25).
-          sql`
-            DELETE FROM console_links WHERE digest = (
-              SELECT l.digest FROM (SELECT digest, account_id, kind, used_at FROM console_links WHERE id = ${id} OFFSET 0) l
-              WHERE l.account_id = ${accountId} AND l.kind = 'invitation' AND l.used_at IS NULL)
-            RETURNING id`,
-          (r) => r.length > 0
-        )
-      )
+      revokeInvitation: Effect.fn("ConsoleLinks.revokeInvitation")((accountId, id) => Effect.map(rowDefects(deletePending({ accountId, id })), Option.isSome))
     })
   }))
 }

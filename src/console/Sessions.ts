@@ -6,10 +6,10 @@
  * Time is the Clock's (passed to SQL, never PostgreSQL's now()), so expiry is tested on a clock the
  * test moves. `last_seen_at` is written at most once a minute per session (idle expiry is in minutes).
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { digestsEqual } from "../auth/apiKeys.ts"
-import { decodeFirst } from "../db/rows.ts"
+import { rowDefects } from "../db/rows.ts"
 import { ConsoleConfig } from "./config.ts"
 import { NotSignedIn, SessionExpired } from "./errors.ts"
 import { isToken, newToken, tokenDigest } from "./tokens.ts"
@@ -52,7 +52,46 @@ export class ConsoleSessions extends Context.Service<ConsoleSessions, {
   static readonly layer = Layer.effect(ConsoleSessions, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* ConsoleConfig
-    const first = decodeFirst(SessionRow)
+    const findSession = SqlSchema.findOneOption({
+      Request: Schema.Uint8Array,
+      Result: SessionRow,
+      execute: (digest) =>
+        sql`
+          SELECT s.digest, s.created_at AS session_created_at, s.last_seen_at, s.expires_at,
+                 u.id, u.email, u.password_hash, u.operator, u.account_id, u.role, u.created_at, a.status AS account_status
+          FROM console_sessions s JOIN console_users u ON u.id = s.user_id LEFT JOIN accounts a ON a.id = u.account_id
+          WHERE s.digest = ${digest}`
+    })
+    const isSuspended = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ suspended: Schema.Boolean }),
+      execute: (accountId) => sql`SELECT EXISTS (SELECT 1 FROM accounts WHERE id = ${accountId} AND status = 'SUSPENDED') AS suspended`
+    })
+    const deleteAll = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ userId: Schema.String }),
+      execute: (userId) => sql`DELETE FROM console_sessions WHERE user_id = ${userId} RETURNING user_id`
+    })
+    // Sessions that ended unseen are removed as new ones begin (the table stays small).
+    const deleteEnded = SqlSchema.void({
+      Request: Schema.Struct({ at: Schema.Date, idleSince: Schema.Date }),
+      execute: ({ at, idleSince }) => sql`DELETE FROM console_sessions WHERE expires_at <= ${at} OR last_seen_at <= ${idleSince}`
+    })
+    const insertSession = SqlSchema.void({
+      Request: Schema.Struct({ digest: Schema.Uint8Array, userId: Schema.String, at: Schema.Date, expiresAt: Schema.Date }),
+      execute: ({ at, digest, expiresAt, userId }) =>
+        sql`
+          INSERT INTO console_sessions (digest, user_id, created_at, last_seen_at, expires_at)
+          VALUES (${digest}, ${userId}, ${at}, ${at}, ${expiresAt})`
+    })
+    const deleteSession = SqlSchema.void({
+      Request: Schema.Uint8Array,
+      execute: (digest) => sql`DELETE FROM console_sessions WHERE digest = ${digest}`
+    })
+    const touchSession = SqlSchema.void({
+      Request: Schema.Struct({ digest: Schema.Uint8Array, at: Schema.Date }),
+      execute: ({ at, digest }) => sql`UPDATE console_sessions SET last_seen_at = ${at} WHERE digest = ${digest}`
+    })
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
     const idleEnd = (lastSeen: Date, expires: Date) => new Date(Math.min(expires.getTime(), lastSeen.getTime() + config.idleMillis))
 
@@ -61,38 +100,27 @@ export class ConsoleSessions extends Context.Service<ConsoleSessions, {
         const at = yield* now
         const token = newToken()
         const expiresAt = new Date(at.getTime() + config.absoluteMillis)
-        // Sessions that ended unseen are removed as new ones begin (the table stays small).
-        yield* sql`
-          DELETE FROM console_sessions
-          WHERE expires_at <= ${at} OR last_seen_at <= ${new Date(at.getTime() - config.idleMillis)}`
-        yield* sql`
-          INSERT INTO console_sessions (digest, user_id, created_at, last_seen_at, expires_at)
-          VALUES (${tokenDigest(token)}, ${user.id}, ${at}, ${at}, ${expiresAt})`
-        const suspended = user.accountId === null
-          ? []
-          : yield* sql`SELECT 1 FROM accounts WHERE id = ${user.accountId} AND status = 'SUSPENDED'`
-        return { token, session: { user, createdAt: at, expiresAt, idleExpiresAt: idleEnd(at, expiresAt), accountSuspended: suspended.length > 0 } }
+        yield* rowDefects(deleteEnded({ at, idleSince: new Date(at.getTime() - config.idleMillis) }))
+        yield* rowDefects(insertSession({ digest: tokenDigest(token), userId: user.id, at, expiresAt }))
+        const accountSuspended = user.accountId === null ? false : (yield* rowDefects(isSuspended(user.accountId))).suspended
+        return { token, session: { user, createdAt: at, expiresAt, idleExpiresAt: idleEnd(at, expiresAt), accountSuspended } }
       }),
 
       resolve: Effect.fn("ConsoleSessions.resolve")(function*(token) {
         if (!isToken(token)) return yield* new NotSignedIn()
         const digest = tokenDigest(token)
-        const row = yield* sql`
-          SELECT s.digest, s.created_at AS session_created_at, s.last_seen_at, s.expires_at,
-                 u.id, u.email, u.password_hash, u.operator, u.account_id, u.role, u.created_at, a.status AS account_status
-          FROM console_sessions s JOIN console_users u ON u.id = s.user_id LEFT JOIN accounts a ON a.id = u.account_id
-          WHERE s.digest = ${digest}`.pipe(Effect.flatMap(first))
+        const row = Option.getOrUndefined(yield* rowDefects(findSession(digest)))
         // The index finds the row by digest; the comparison that decides is constant-time.
         if (row === undefined || !digestsEqual(row.digest, digest)) return yield* new NotSignedIn()
         const at = yield* now
         const expired = at >= row.expiresAt ? "absolute" : at.getTime() - row.lastSeenAt.getTime() >= config.idleMillis ? "idle" : undefined
         if (expired !== undefined) {
-          yield* sql`DELETE FROM console_sessions WHERE digest = ${digest}`
+          yield* rowDefects(deleteSession(digest))
           return yield* new SessionExpired({ reason: expired })
         }
         let lastSeen = row.lastSeenAt
         if (at.getTime() - lastSeen.getTime() >= TOUCH_EVERY_MS) {
-          yield* sql`UPDATE console_sessions SET last_seen_at = ${at} WHERE digest = ${digest}`
+          yield* rowDefects(touchSession({ digest, at }))
           lastSeen = at
         }
         return {
@@ -104,13 +132,9 @@ export class ConsoleSessions extends Context.Service<ConsoleSessions, {
         }
       }),
 
-      end: Effect.fn("ConsoleSessions.end")((token) =>
-        isToken(token) ? Effect.asVoid(sql`DELETE FROM console_sessions WHERE digest = ${tokenDigest(token)}`) : Effect.void
-      ),
+      end: Effect.fn("ConsoleSessions.end")((token) => isToken(token) ? rowDefects(deleteSession(tokenDigest(token))) : Effect.void),
 
-      endAll: Effect.fn("ConsoleSessions.endAll")((userId) =>
-        Effect.map(sql`DELETE FROM console_sessions WHERE user_id = ${userId} RETURNING user_id`, (rows) => rows.length)
-      )
+      endAll: Effect.fn("ConsoleSessions.endAll")((userId) => Effect.map(rowDefects(deleteAll(userId)), (rows) => rows.length))
     })
   }))
 }

@@ -23,8 +23,8 @@
  * checked (`release`) takes its reservation back.
  */
 import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
-import { decodeRows } from "../db/rows.ts"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { rowDefects } from "../db/rows.ts"
 import { SignInThrottled } from "./errors.ts"
 import { normalizeEmail } from "./Users.ts"
 
@@ -82,23 +82,55 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
 }>()("anchord/console/SignInThrottle") {
   static readonly layer = Layer.effect(SignInThrottle, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const counters = decodeRows(Counter)
+    /** The three counters of an attempt, locked in key order (no deadlock between two attempts). */
+    const lockCounters = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: Counter,
+      execute: (keys) =>
+        sql`
+            SELECT key, failures, last_failure_at, succeeded_at FROM console_sign_in_counters
+            WHERE key IN ${sql.in(keys)} ORDER BY key FOR UPDATE`
+    })
+    const ensureCounters = SqlSchema.void({
+      Request: Schema.Array(Schema.String),
+      execute: (keys) => sql`INSERT INTO console_sign_in_counters (key) VALUES ${sql.csv(keys.map((key) => sql`(${key})`))} ON CONFLICT (key) DO NOTHING`
+    })
+    /** Takes an attempt back from the counters (`reset`: that counter starts again, its address now known). */
+    const takeBackCounters = SqlSchema.void({
+      Request: Schema.Struct({ keys: Schema.Array(Schema.String), reset: Schema.optional(Schema.String), at: Schema.Date }),
+      execute: ({ at, keys, reset }) =>
+        reset === undefined
+          ? sql`UPDATE console_sign_in_counters SET failures = GREATEST(failures - 1, 0) WHERE key IN ${sql.in(keys)}`
+          : sql`
+            UPDATE console_sign_in_counters SET
+              failures = CASE WHEN key = ${reset} THEN 0 ELSE GREATEST(failures - 1, 0) END,
+              succeeded_at = CASE WHEN key = ${reset} THEN ${at} ELSE succeeded_at END
+            WHERE key IN ${sql.in(keys)}`
+    })
+    const countFailures = SqlSchema.void({
+      Request: Schema.Struct({ counts: Schema.Array(Schema.Struct({ key: Schema.String, failures: Schema.Number })), at: Schema.Date }),
+      execute: ({ at, counts }) =>
+        sql`
+            UPDATE console_sign_in_counters AS c SET failures = v.failures, last_failure_at = ${at}
+            FROM (VALUES ${sql.csv(counts.map((c) => sql`(${c.key}, ${c.failures}::int)`))}) AS v (key, failures)
+            WHERE c.key = v.key`
+    })
+    const deleteStale = SqlSchema.void({
+      Request: Schema.Struct({ failedBefore: Schema.Date, succeededBefore: Schema.Date }),
+      execute: ({ failedBefore, succeededBefore }) =>
+        sql`
+        DELETE FROM console_sign_in_counters
+        WHERE COALESCE(last_failure_at, '-infinity') <= ${failedBefore}
+          AND COALESCE(succeeded_at, '-infinity') <= ${succeededBefore}`
+    })
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     const takeBack = (k: ThrottleKeys, reservation: Reservation, success: boolean) =>
       Effect.gen(function*() {
         const keys = keysOf(k)
         const at = yield* now
-        const counted = sql.in(reservation.emailCounted ? [keys.pair, keys.address, keys.email] : [keys.pair, keys.address])
-        if (!success) {
-          yield* sql`UPDATE console_sign_in_counters SET failures = GREATEST(failures - 1, 0) WHERE key IN ${counted}`
-        } else {
-          yield* sql`
-            UPDATE console_sign_in_counters SET
-              failures = CASE WHEN key = ${keys.pair} THEN 0 ELSE GREATEST(failures - 1, 0) END,
-              succeeded_at = CASE WHEN key = ${keys.pair} THEN ${at} ELSE succeeded_at END
-            WHERE key IN ${counted}`
-        }
+        const counted = reservation.emailCounted ? [keys.pair, keys.address, keys.email] : [keys.pair, keys.address]
+        yield* rowDefects(takeBackCounters({ keys: counted, reset: success ? keys.pair : undefined, at }))
       })
 
     /**
@@ -110,10 +142,10 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
       const at = yield* now
       const due = yield* Ref.modify(lastSweep, (last) => at.getTime() - last >= 60_000 ? [true, at.getTime()] : [false, last])
       if (!due) return
-      yield* sql`
-        DELETE FROM console_sign_in_counters
-        WHERE COALESCE(last_failure_at, '-infinity') <= ${new Date(at.getTime() - WINDOW_MS)}
-          AND COALESCE(succeeded_at, '-infinity') <= ${new Date(at.getTime() - KNOWN_FOR_MS)}`
+      yield* rowDefects(deleteStale({
+        failedBefore: new Date(at.getTime() - WINDOW_MS),
+        succeededBefore: new Date(at.getTime() - KNOWN_FOR_MS)
+      }))
     })
 
     return SignInThrottle.of({
@@ -122,10 +154,8 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
           const keys = keysOf(k)
           const ordered = [keys.pair, keys.address, keys.email].sort()
           // The rows exist, then are locked in one order (no deadlock between two attempts).
-          yield* sql`INSERT INTO console_sign_in_counters (key) VALUES (${ordered[0]!}), (${ordered[1]!}), (${ordered[2]!}) ON CONFLICT (key) DO NOTHING`
-          const rows = yield* sql`
-            SELECT key, failures, last_failure_at, succeeded_at FROM console_sign_in_counters
-            WHERE key IN (${keys.pair}, ${keys.address}, ${keys.email}) ORDER BY key FOR UPDATE`.pipe(Effect.flatMap(counters))
+          yield* rowDefects(ensureCounters(ordered))
+          const rows = yield* rowDefects(lockCounters([keys.pair, keys.address, keys.email]))
           // The time once the rows are held: attempts that waited on them see each other's failures in order.
           const at = yield* now
           const row = (key: string) => rows.find((r) => r.key === key)!
@@ -142,11 +172,8 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
             return yield* new SignInThrottled({ scope: "email", retryAfterSeconds: waitOf(email, delayAfter(emailFailures)) })
           }
           // A known address's attempt leaves the email's counter alone.
-          const counts = sql`(${keys.pair}, ${pairFailures + 1}::int), (${keys.address}, ${addressFailures + 1}::int)`
-          yield* sql`
-            UPDATE console_sign_in_counters AS c SET failures = v.failures, last_failure_at = ${at}
-            FROM (VALUES ${counts}${known ? sql`` : sql`, (${keys.email}, ${emailFailures + 1}::int)`}) AS v (key, failures)
-            WHERE c.key = v.key`
+          const counts = [{ key: keys.pair, failures: pairFailures + 1 }, { key: keys.address, failures: addressFailures + 1 }]
+          yield* rowDefects(countFailures({ counts: known ? counts : [...counts, { key: keys.email, failures: emailFailures + 1 }], at }))
           return { attemptsLeft: MAX_FAILURES_PER_PAIR - pairFailures - 1, emailCounted: !known }
         })), Effect.ignore(sweep))
       ),

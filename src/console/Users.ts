@@ -6,9 +6,9 @@
  * never returned by the views.
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, SqlError } from "effect/sql"
-import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlError, SqlSchema } from "effect/sql"
+import { rowDefects } from "../db/rows.ts"
 import { EmailTaken } from "./errors.ts"
 
 export const Role = Schema.Literals(["admin", "viewer"])
@@ -60,54 +60,89 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
 }>()("anchord/console/ConsoleUsers") {
   static readonly layer = Layer.effect(ConsoleUsers, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = decodeRows(UserRow)
-    const first = decodeFirst(UserRow)
     const columns = sql`id, email, password_hash, operator, account_id, role, created_at`
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
+    const findUser = SqlSchema.findOneOption({
+      Request: Schema.Struct({ by: Schema.Literals(["id", "email"]), value: Schema.String }),
+      Result: UserRow,
+      execute: ({ by, value }) =>
+        by === "id"
+          ? sql`SELECT ${columns} FROM console_users WHERE id = ${value}`
+          : sql`SELECT ${columns} FROM console_users WHERE email = ${value}`
+    })
+    const insertUser = SqlSchema.findOne({
+      Request: Schema.Struct({
+        id: Schema.String,
+        email: Schema.String,
+        passwordHash: Schema.NullOr(Schema.String),
+        operator: Schema.Boolean,
+        accountId: Schema.NullOr(Schema.String),
+        role: Schema.NullOr(Role),
+        createdAt: Schema.Date
+      }),
+      Result: UserRow,
+      execute: (u) =>
+        sql`
+        INSERT INTO console_users (id, email, password_hash, operator, account_id, role, created_at)
+        VALUES (${u.id}, ${u.email}, ${u.passwordHash}, ${u.operator}, ${u.accountId}, ${u.role}, ${u.createdAt})
+        RETURNING ${columns}`
+    })
+    const findUsers = SqlSchema.findAll({
+      Request: Schema.UndefinedOr(Schema.String),
+      Result: UserRow,
+      execute: (accountId) =>
+        accountId === undefined
+          ? sql`SELECT ${columns} FROM console_users WHERE operator ORDER BY created_at`
+          : sql`SELECT ${columns} FROM console_users WHERE account_id = ${accountId} ORDER BY created_at`
+    })
+    // By the primary key behind a fence, whatever the statistics (not by the account's index; issue 25).
+    const deleteMember = SqlSchema.findOneOption({
+      Request: Schema.Struct({ accountId: Schema.String, userId: Schema.String }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ accountId, userId }) =>
+        sql`
+          DELETE FROM console_users WHERE id = (
+            SELECT u.id FROM (SELECT id, account_id FROM console_users WHERE id = ${userId} OFFSET 0) u WHERE u.account_id = ${accountId})
+          RETURNING id`
+    })
+    const updatePassword = SqlSchema.void({
+      Request: Schema.Struct({ userId: Schema.String, passwordHash: Schema.String }),
+      execute: ({ passwordHash, userId }) => sql`UPDATE console_users SET password_hash = ${passwordHash} WHERE id = ${userId}`
+    })
+
     const byEmail = Effect.fn("ConsoleUsers.byEmail")((email: string) =>
-      sql`SELECT ${columns} FROM console_users WHERE email = ${normalizeEmail(email)}`.pipe(Effect.flatMap(first))
+      findUser({ by: "email", value: normalizeEmail(email) }).pipe(rowDefects, Effect.map(Option.getOrUndefined))
     )
 
     const create = Effect.fn("ConsoleUsers.create")(function*(user: NewUser) {
       const email = normalizeEmail(user.email)
-      const inserted = yield* sql`
-        INSERT INTO console_users (id, email, password_hash, operator, account_id, role, created_at)
-        VALUES (${`usr_${Crypto.randomBytes(8).toString("hex")}`}, ${email}, ${user.passwordHash}, ${user.operator},
-                ${user.operator ? null : user.accountId}, ${user.operator ? null : user.role}, ${yield* now})
-        RETURNING ${columns}`.pipe(
-        Effect.flatMap(first),
+      return yield* rowDefects(insertUser({
+        id: `usr_${Crypto.randomBytes(8).toString("hex")}`,
+        email,
+        passwordHash: user.passwordHash,
+        operator: user.operator,
+        accountId: user.operator ? null : user.accountId,
+        role: user.operator ? null : user.role,
+        createdAt: yield* now
+      })).pipe(
         Effect.catchReason("SqlError", "UniqueViolation", () => Effect.fail(new EmailTaken({ email })))
       )
-      return inserted!
     })
 
     return ConsoleUsers.of({
       byEmail,
-      get: Effect.fn("ConsoleUsers.get")((id) => sql`SELECT ${columns} FROM console_users WHERE id = ${id}`.pipe(Effect.flatMap(first))),
+      get: Effect.fn("ConsoleUsers.get")((id) => findUser({ by: "id", value: id }).pipe(rowDefects, Effect.map(Option.getOrUndefined))),
       create,
       ensureOperator: Effect.fn("ConsoleUsers.ensureOperator")(function*(email) {
         const found = yield* byEmail(email)
         if (found !== undefined) return found.operator ? found : yield* new EmailTaken({ email })
         return yield* create({ email, passwordHash: null, operator: true })
       }),
-      members: Effect.fn("ConsoleUsers.members")((accountId) =>
-        sql`SELECT ${columns} FROM console_users WHERE account_id = ${accountId} ORDER BY created_at`.pipe(Effect.flatMap(rows))
-      ),
-      operators: sql`SELECT ${columns} FROM console_users WHERE operator ORDER BY created_at`.pipe(
-        Effect.flatMap(rows),
-        Effect.withSpan("ConsoleUsers.operators")
-      ),
-      removeMember: Effect.fn("ConsoleUsers.removeMember")((accountId, userId) =>
-        // By the primary key behind a fence, whatever the statistics (not by the account's index; issue 25).
-        Effect.map(sql`
-          DELETE FROM console_users WHERE id = (
-            SELECT u.id FROM (SELECT id, account_id FROM console_users WHERE id = ${userId} OFFSET 0) u WHERE u.account_id = ${accountId})
-          RETURNING id`, (r) => r.length > 0)
-      ),
-      setPassword: Effect.fn("ConsoleUsers.setPassword")((userId, passwordHash) =>
-        Effect.asVoid(sql`UPDATE console_users SET password_hash = ${passwordHash} WHERE id = ${userId}`)
-      )
+      members: Effect.fn("ConsoleUsers.members")((accountId) => rowDefects(findUsers(accountId))),
+      operators: rowDefects(findUsers(undefined)).pipe(Effect.withSpan("ConsoleUsers.operators")),
+      removeMember: Effect.fn("ConsoleUsers.removeMember")((accountId, userId) => Effect.map(rowDefects(deleteMember({ accountId, userId })), Option.isSome)),
+      setPassword: Effect.fn("ConsoleUsers.setPassword")((userId, passwordHash) => rowDefects(updatePassword({ userId, passwordHash })))
     })
   }))
 }

@@ -7,12 +7,13 @@
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { Cause, Duration, Effect, Option, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Cause, Duration, Effect, Option, Redacted, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { createPublicClient, http, keccak256, toHex, type PublicClient } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import type { AppConfigShape } from "../config.ts"
 import { pgClientLayer } from "../db/Database.ts"
+import { rowDefects } from "../db/rows.ts"
 import { migrations } from "../db/migrations/index.ts"
 import { embeddedDataDirProblem } from "../dev/EmbeddedPostgres.ts"
 import { anchorRegistryAbi } from "../evm/AnchorRegistry.abi.ts"
@@ -190,24 +191,53 @@ export const anchorableCheck = (
 
 // ---- the database -------------------------------------------------------------------------------
 
+/** The statements of `databaseChecks`, on the database checked. */
+const databaseQueries = (sql: SqlClient.SqlClient) => ({
+  version: SqlSchema.findOne({
+    Request: Schema.Void,
+    Result: Schema.Struct({ v: Schema.String }),
+    execute: () => sql`SELECT current_setting('server_version') AS v`
+  }),
+  migrationsTable: SqlSchema.findOne({
+    Request: Schema.Void,
+    Result: Schema.Struct({ t: Schema.NullOr(Schema.String) }),
+    execute: () => sql`SELECT to_regclass('effect_sql_migrations')::text AS t`
+  }),
+  applied: SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: Schema.Struct({ id: Schema.Number }),
+    execute: () => sql`SELECT migration_id::int AS id FROM effect_sql_migrations`
+  }),
+  settings: SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: Schema.Struct({ name: Schema.String, setting: Schema.String }),
+    execute: () => sql`SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'full_page_writes', 'synchronous_commit', 'autovacuum')`
+  }),
+  neverAnalyzed: SqlSchema.findAll({
+    Request: Schema.Void,
+    Result: Schema.Struct({ relname: Schema.String }),
+    execute: () =>
+      sql`
+        SELECT relname FROM pg_stat_user_tables
+        WHERE n_live_tup + n_dead_tup > 1000 AND last_analyze IS NULL AND last_autoanalyze IS NULL
+        ORDER BY relname LIMIT 10`
+  })
+})
+
 /** Reachable; migrated; durable (fsync, full_page_writes, synchronous_commit); autovacuum and statistics. */
 export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMillis: number) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const q = databaseQueries(yield* SqlClient.SqlClient)
     const out: Array<CheckResult> = []
-    const version = yield* sql<{ v: string }>`SELECT current_setting('server_version') AS v`
-    out.push(ok("database", `reachable, PostgreSQL ${version[0]?.v ?? "?"}`))
-    const table = yield* sql<{ t: string | null }>`SELECT to_regclass('effect_sql_migrations')::text AS t`
-    const applied = new Set(
-      table[0]?.t == null ? [] : (yield* sql<{ id: number }>`SELECT migration_id AS id FROM effect_sql_migrations`).map((r) => Number(r.id))
-    )
+    const version = yield* rowDefects(q.version())
+    out.push(ok("database", `reachable, PostgreSQL ${version.v}`))
+    const table = yield* rowDefects(q.migrationsTable())
+    const applied = new Set(table.t === null ? [] : (yield* rowDefects(q.applied())).map((r) => r.id))
     const pending = Object.keys(migrations).filter((name) => !applied.has(Number(name.split("_")[0])))
     out.push(pending.length === 0
       ? ok("migrations", `all ${Object.keys(migrations).length} applied`)
       : warn("migrations", `pending: ${pending.join(", ")}`, "`anchord migrate` (or `anchord start`, which applies them)"))
-    const settings = new Map((yield* sql<{ name: string; setting: string }>`
-      SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'full_page_writes', 'synchronous_commit', 'autovacuum')`)
-      .map((r) => [r.name, r.setting]))
+    const settings = new Map((yield* rowDefects(q.settings())).map((r) => [r.name, r.setting]))
     const off = ["fsync", "full_page_writes"].filter((n) => settings.get(n) === "off")
     const sync = settings.get("synchronous_commit")
     if (off.length > 0) {
@@ -227,10 +257,7 @@ export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMil
       out.push(warn("autovacuum", "autovacuum is off: tables bloat and the planner's statistics go stale", "set autovacuum = on"))
     } else {
       // Tables of some size never analyzed: the planner guesses (issue 25).
-      const stale = yield* sql<{ relname: string }>`
-        SELECT relname FROM pg_stat_user_tables
-        WHERE n_live_tup + n_dead_tup > 1000 AND last_analyze IS NULL AND last_autoanalyze IS NULL
-        ORDER BY relname LIMIT 10`
+      const stale = yield* rowDefects(q.neverAnalyzed())
       out.push(stale.length === 0
         ? ok("autovacuum", "on; every table of size has statistics")
         : warn("autovacuum", `no statistics yet for ${stale.map((r) => r.relname).join(", ")}`, "run ANALYZE (autovacuum will too, given time)"))

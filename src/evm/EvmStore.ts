@@ -6,11 +6,12 @@
  *
  * SqlError stays typed: the loops log a failure once and try again on their next tick.
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { BatchStore, restoreFailedAnchors, selectOpenBatches } from "../anchoring/BatchStore.ts"
 import { fence } from "../anchoring/Leadership.ts"
-import { batchRowOf, decodeFirst, decodeRows, type Hex, HexString } from "../anchoring/model.ts"
+import { batchRowOf, type Hex, HexString, IdRow } from "../anchoring/model.ts"
+import { rowDefects } from "../db/rows.ts"
 
 /** A batch row with its transaction fields as `0x` hex. */
 export const EvmBatchRow = batchRowOf(HexString)
@@ -41,8 +42,25 @@ export interface SentTransaction {
 }
 
 const CursorRow = Schema.Struct({ blockNumber: Schema.BigIntFromString, blockHash: HexString })
-const decodeBatches = decodeRows(EvmBatchRow)
-const decodeCursor = decodeFirst(CursorRow)
+
+// What the writer and watcher store, encoded for SQL: bigints as text (cast to bigint / numeric there).
+const MinedFactsSql = Schema.Struct({
+  txHash: HexString,
+  chainBatchId: Schema.BigIntFromString,
+  blockNumber: Schema.BigIntFromString,
+  blockHash: HexString,
+  anchoredAt: Schema.Date,
+  gasUsed: Schema.NullOr(Schema.BigIntFromString)
+})
+const SentTransactionSql = Schema.Struct({
+  nonce: Schema.Number,
+  gas: Schema.BigIntFromString,
+  txHash: HexString,
+  rawTx: HexString,
+  maxFeePerGas: Schema.BigIntFromString,
+  maxPriorityFeePerGas: Schema.BigIntFromString
+})
+const BatchFacts = Schema.Struct({ batchId: Schema.String, facts: MinedFactsSql })
 
 export class EvmStore extends Context.Service<EvmStore, {
   /** The network's PENDING, SENT and MINED batches, oldest first. */
@@ -73,74 +91,113 @@ export class EvmStore extends Context.Service<EvmStore, {
       const batches = yield* BatchStore
 
       /** The columns a mined transaction sets on its batch (`markMined`, and `revive` of a given-up batch). */
-      const minedColumns = (f: MinedFacts) =>
+      const minedColumns = (f: typeof MinedFactsSql.Encoded) =>
         sql`
-        tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId.toString()}::bigint,
-        block_number = ${f.blockNumber.toString()}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
-        gas_used = COALESCE(${f.gasUsed === null ? null : f.gasUsed.toString()}::bigint, gas_used),
+        tx_hash = ${f.txHash}, chain_batch_id = ${f.chainBatchId}::bigint,
+        block_number = ${f.blockNumber}::bigint, block_hash = ${f.blockHash}, anchored_at = ${f.anchoredAt},
+        gas_used = COALESCE(${f.gasUsed}::bigint, gas_used),
         tx_hashes = CASE WHEN ${f.txHash}::text = ANY(tx_hashes) THEN tx_hashes ELSE array_append(tx_hashes, ${f.txHash}::text) END`
 
+      const findOpenBatches = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: EvmBatchRow,
+        execute: (networkId) => selectOpenBatches(sql, networkId)
+      })
+      const findCursor = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: CursorRow,
+        execute: (networkId) => sql`SELECT block_number::text AS block_number, block_hash FROM chain_cursors WHERE network_id = ${networkId}`
+      })
+
+      const updateSent = SqlSchema.void({
+        Request: Schema.Struct({ batchId: Schema.String, tx: SentTransactionSql, sentAt: Schema.Date }),
+        execute: ({ batchId, sentAt, tx }) =>
+          sql`
+          UPDATE anchor_batches SET state = 'SENT', nonce = ${tx.nonce}, gas_limit = ${tx.gas}::bigint, tx_hash = ${tx.txHash},
+            raw_tx = ${tx.rawTx}, tx_hashes = array_append(tx_hashes, ${tx.txHash}::text),
+            max_fee_per_gas = ${tx.maxFeePerGas}::numeric, max_priority_fee_per_gas = ${tx.maxPriorityFeePerGas}::numeric,
+            sent_at = ${sentAt}, attempts = attempts + 1, updated_at = now()
+          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`
+      })
+      const updateAdopted = SqlSchema.void({
+        Request: Schema.Struct({ batchId: Schema.String, sentAt: Schema.Date }),
+        execute: ({ batchId, sentAt }) =>
+          sql`
+          UPDATE anchor_batches SET state = 'SENT', sent_at = ${sentAt}, updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+      })
+      const updateMined = SqlSchema.void({
+        Request: BatchFacts,
+        execute: ({ batchId, facts }) =>
+          sql`
+          UPDATE anchor_batches SET state = CASE WHEN state = 'CONFIRMED' THEN state ELSE 'MINED' END,
+            ${minedColumns(facts)},
+            updated_at = now()
+          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED')`
+      })
+      const updateRevived = SqlSchema.findOneOption({
+        Request: BatchFacts,
+        Result: IdRow,
+        execute: ({ batchId, facts }) =>
+          sql`
+            UPDATE anchor_batches b SET state = 'MINED',
+              ${minedColumns(facts)},
+              last_error = 'mined after it was given up (' || COALESCE(last_error, 'failed') || ')', updated_at = now()
+            WHERE id = ${batchId} AND state = 'FAILED'
+              AND NOT EXISTS (SELECT 1 FROM anchor_batches l WHERE l.network_id = b.network_id AND l.merkle_root = b.merkle_root
+                              AND l.state NOT IN ('DROPPED', 'FAILED'))
+            RETURNING id::text AS id`
+      })
+      const upsertCursor = SqlSchema.void({
+        Request: Schema.Struct({ networkId: Schema.String, cursor: CursorRow }),
+        execute: ({ cursor, networkId }) =>
+          sql`
+          INSERT INTO chain_cursors (network_id, block_number, block_hash) VALUES (${networkId}, ${cursor.blockNumber}::bigint, ${cursor.blockHash})
+          ON CONFLICT (network_id) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, updated_at = now()`
+      })
+      const deleteCursor = SqlSchema.void({
+        Request: Schema.String,
+        execute: (networkId) => sql`DELETE FROM chain_cursors WHERE network_id = ${networkId}`
+      })
+
       const openBatches = Effect.fn("EvmStore.openBatches")(function*(networkId: string) {
-        return yield* selectOpenBatches(sql, networkId).pipe(Effect.flatMap(decodeBatches))
+        return yield* rowDefects(findOpenBatches(networkId))
       })
 
       // sent_at on the node's Clock: the writer measures a transaction's age (stuck, fee bump) against it.
       const markSent = Effect.fn("EvmStore.markSent")(function*(batchId: string, tx: SentTransaction) {
         const now = yield* Clock.currentTimeMillis
         // Fencing (src/anchoring/Leadership.ts): a leader that lost its lock stores no transaction to send.
-        yield* sql.withTransaction(Effect.andThen(fence(sql), sql`
-          UPDATE anchor_batches SET state = 'SENT', nonce = ${tx.nonce}, gas_limit = ${tx.gas.toString()}::bigint, tx_hash = ${tx.txHash},
-            raw_tx = ${tx.rawTx}, tx_hashes = array_append(tx_hashes, ${tx.txHash}::text),
-            max_fee_per_gas = ${tx.maxFeePerGas.toString()}::numeric, max_priority_fee_per_gas = ${tx.maxPriorityFeePerGas.toString()}::numeric,
-            sent_at = ${new Date(now)}, attempts = attempts + 1, updated_at = now()
-          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT')`))
+        yield* sql.withTransaction(Effect.andThen(fence(sql), rowDefects(updateSent({ batchId, tx, sentAt: new Date(now) }))))
       })
 
       const markAdopted = Effect.fn("EvmStore.markAdopted")(function*(batchId: string) {
         const now = yield* Clock.currentTimeMillis
-        yield* sql`
-          UPDATE anchor_batches SET state = 'SENT', sent_at = ${new Date(now)}, updated_at = now() WHERE id = ${batchId} AND state = 'PENDING'`
+        yield* rowDefects(updateAdopted({ batchId, sentAt: new Date(now) }))
       })
 
       const markMined = Effect.fn("EvmStore.markMined")(function*(batchId: string, f: MinedFacts) {
-        yield* sql`
-          UPDATE anchor_batches SET state = CASE WHEN state = 'CONFIRMED' THEN state ELSE 'MINED' END,
-            ${minedColumns(f)},
-            updated_at = now()
-          WHERE id = ${batchId} AND state IN ('PENDING', 'SENT', 'MINED')`
+        yield* rowDefects(updateMined({ batchId, facts: f }))
       })
 
       const revive = Effect.fn("EvmStore.revive")(function*(batchId: string, f: MinedFacts) {
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql`
-            UPDATE anchor_batches b SET state = 'MINED',
-              ${minedColumns(f)},
-              last_error = 'mined after it was given up (' || COALESCE(last_error, 'failed') || ')', updated_at = now()
-            WHERE id = ${batchId} AND state = 'FAILED'
-              AND NOT EXISTS (SELECT 1 FROM anchor_batches l WHERE l.network_id = b.network_id AND l.merkle_root = b.merkle_root
-                              AND l.state NOT IN ('DROPPED', 'FAILED'))
-            RETURNING id`
-          if (rows.length === 0) return undefined
+          const revived = yield* rowDefects(updateRevived({ batchId, facts: f }))
+          if (Option.isNone(revived)) return undefined
           return yield* restoreFailedAnchors(sql, batchId)
         }))
       })
 
       const cursor = Effect.fn("EvmStore.cursor")(function*(networkId: string) {
-        return yield* sql`
-          SELECT block_number::text AS block_number, block_hash FROM chain_cursors WHERE network_id = ${networkId}`.pipe(
-          Effect.flatMap(decodeCursor)
-        )
+        return Option.getOrUndefined(yield* rowDefects(findCursor(networkId)))
       })
 
       const saveCursor = Effect.fn("EvmStore.saveCursor")(function*(networkId: string, c: Cursor) {
-        yield* sql`
-          INSERT INTO chain_cursors (network_id, block_number, block_hash) VALUES (${networkId}, ${c.blockNumber.toString()}::bigint, ${c.blockHash})
-          ON CONFLICT (network_id) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, updated_at = now()`
+        yield* rowDefects(upsertCursor({ networkId, cursor: c }))
       })
 
       const resetNetwork = Effect.fn("EvmStore.resetNetwork")(function*(networkId: string) {
         const requeued = yield* batches.forgetNetwork(networkId)
-        yield* sql`DELETE FROM chain_cursors WHERE network_id = ${networkId}`
+        yield* rowDefects(deleteCursor(networkId))
         return requeued
       })
 

@@ -4,13 +4,13 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { toWire } from "../api/errors.ts"
 import { hashBytes, splitProof, toHex } from "../anchoring/rfc9162.ts"
-import { decodeRows } from "../anchoring/model.ts"
 import { atEdge } from "../db/errors.ts"
+import { rowDefects } from "../db/rows.ts"
 import { NotAnchored } from "../records/errors.ts"
 import { RecordStore, requireFound } from "../records/RecordStore.ts"
 import { coseKeySet, ReceiptKey } from "./key.ts"
@@ -54,31 +54,36 @@ const ReceiptRow = Schema.Struct({
   channel: Schema.NullOr(Schema.String),
   chaincode: Schema.NullOr(Schema.String)
 })
-const decodeReceiptRows = decodeRows(ReceiptRow)
 
 export const ReceiptsHttpLayer = HttpApiBuilder.group(Api, "receipts", (handlers) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const store = yield* RecordStore
     const { signer } = yield* ReceiptKey
+    // Confirmed anchors whose batch has an RFC 9162 tree (batches cut before migration 0022 have none).
+    const findReceiptAnchor = SqlSchema.findOneOption({
+      Request: Schema.Struct({ recordId: Schema.String, networkId: Schema.optional(Schema.String) }),
+      Result: ReceiptRow,
+      execute: ({ networkId, recordId }) =>
+        sql`
+          SELECT a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
+            b.block_number::text AS block_number, b.block_hash, b.anchored_at, b.merkle_root, b.log_root, b.leaf_count,
+            a.log_index, a.log_proof, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
+          FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
+          WHERE a.record_id = ${recordId} AND b.state = 'CONFIRMED' AND b.log_root IS NOT NULL AND a.log_index IS NOT NULL
+            AND b.tx_hash IS NOT NULL AND b.block_number IS NOT NULL
+            ${networkId === undefined ? sql`` : sql`AND a.network_id = ${networkId}`}
+          ORDER BY a.chain_type, a.network_id LIMIT 1`
+    })
     return handlers.handle("recordReceipt", ({ params, query }) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         const row = yield* requireFound(yield* store.get(principal, params.recordId, false), params.recordId)
         if (row.status !== "ANCHORED") return yield* new NotAnchored({ recordId: row.id, status: row.status })
         if (Option.isNone(signer)) return yield* new ReceiptsOff()
-        // Confirmed anchors whose batch has an RFC 9162 tree (batches cut before migration 0022 have none).
-        const rows = yield* sql`
-          SELECT a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
-            b.block_number::text AS block_number, b.block_hash, b.anchored_at, b.merkle_root, b.log_root, b.leaf_count,
-            a.log_index, a.log_proof, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
-          FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
-          WHERE a.record_id = ${row.id} AND b.state = 'CONFIRMED' AND b.log_root IS NOT NULL AND a.log_index IS NOT NULL
-            AND b.tx_hash IS NOT NULL AND b.block_number IS NOT NULL
-            ${query.networkId === undefined ? sql`` : sql`AND a.network_id = ${query.networkId}`}
-          ORDER BY a.chain_type, a.network_id LIMIT 1`.pipe(Effect.flatMap(decodeReceiptRows))
-        const a = rows[0]
-        if (a === undefined) return yield* new NoReceipt({ recordId: row.id, networkId: query.networkId })
+        const found = yield* rowDefects(findReceiptAnchor({ recordId: row.id, networkId: query.networkId }))
+        if (Option.isNone(found)) return yield* new NoReceipt({ recordId: row.id, networkId: query.networkId })
+        const a = found.value
         const anchor: ReceiptAnchor = {
           chainType: a.chainType,
           networkId: a.networkId,

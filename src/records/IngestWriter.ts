@@ -6,12 +6,13 @@
  * The monthly quota is enforced in the same transaction, against a row lock on the account's
  * usage row, so it holds across several nodes sharing the database.
  */
-import { Cause, Clock, Context, Effect, Layer, Queue, Result, Schema } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Option, Queue, Result, Schema } from "effect"
 import { PgTypes } from "@effect/sql-pg"
-import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isConnectionFailure } from "../db/errors.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
+import { rowDefects } from "../db/rows.ts"
 import { currentMonth } from "../auth/plans.ts"
 import type { Environment } from "../api/recordSchemas.ts"
 import type { RecordRow } from "./model.ts"
@@ -143,9 +144,19 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
 
 const binaryArray = (values: ReadonlyArray<unknown>, elementOid: number) => Result.getOrThrow(PgTypes.array(values, elementOid))
 
+/** An account's usage after a commit (`used` is a bigint: text or a number from the driver). */
+type UsageAfter = {
+  readonly accountId: string
+  readonly used: string | number
+}
+
 /**
  * All rows in one statement (see `columns`), counting usage in the same statement. Exported for the
  * commit-ceiling reference of `npm run bench:ingest`, which must write exactly what ingest writes.
+ *
+ * The store's one hot statement (docs/data-layer.md): its few result rows (one per account) are typed
+ * by `sql<UsageAfter>`, not decoded by a schema, and its rows are bound as binary arrays, not encoded
+ * by a request schema — a commit of thousands of records per second does no per-row schema work.
  */
 export const insertRecords = (
   sql: SqlClient.SqlClient,
@@ -155,7 +166,7 @@ export const insertRecords = (
   companion?: Statement.Fragment
 ) => {
   const c = columns(rows)
-  return sql<{ accountId: string; used: string | number }>`
+  return sql<UsageAfter>`
     WITH ins AS (
       INSERT INTO records (id, account_id, environment, hash, chain_type, network_id, package_mode, source,
                            data_jcs, ciphertext, nonce, auth_tag, metadata, webhook_url, collection, created_at, updated_at, salted)
@@ -219,6 +230,35 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const queue = yield* Queue.unbounded<Pending>()
       const guard = yield* DatabaseGuard
 
+      /** The account's usage row for the month, made if missing and locked for the transaction. */
+      const lockUsage = SqlSchema.findOne({
+        Request: Schema.Struct({ accountId: Schema.String, month: Schema.String }),
+        Result: Schema.Struct({ used: Schema.NumberFromString }),
+        execute: ({ accountId, month }) =>
+          sql`
+              INSERT INTO usage_monthly (account_id, month, used) VALUES (${accountId}, ${month}, 0)
+              ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used
+              RETURNING used::text AS used`
+      })
+      /** An Idempotency-Key claimed with its answer; none when the key is taken. */
+      const claimKey = SqlSchema.findOneOption({
+        Request: Schema.Struct({
+          accountId: Schema.String,
+          environment: Schema.String,
+          key: Schema.String,
+          requestHash: Schema.String,
+          status: Schema.Number,
+          body: Schema.String,
+          createdAt: Schema.Date
+        }),
+        Result: Schema.Struct({ claimed: Schema.Number }),
+        execute: (k) =>
+          sql`
+            INSERT INTO idempotency_keys (account_id, environment, key, request_hash, status, body, created_at)
+            VALUES (${k.accountId}, ${k.environment}, ${k.key}, ${k.requestHash}, ${k.status}, ${k.body}, ${k.createdAt})
+            ON CONFLICT DO NOTHING RETURNING 1 AS claimed`
+      })
+
       /**
        * One round trip for a group of submissions from accounts without a monthly quota (ENTERPRISE):
        * a single statement is its own transaction.
@@ -257,11 +297,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
             else byAccount.set(p.submission.accountId, [p])
           }
           for (const accountId of [...byAccount.keys()].sort()) {
-            const rows = yield* sql<{ used: string | number }>`
-              INSERT INTO usage_monthly (account_id, month, used) VALUES (${accountId}, ${month}, 0)
-              ON CONFLICT (account_id, month) DO UPDATE SET used = usage_monthly.used
-              RETURNING used`
-            let used = Number(rows[0].used)
+            let { used } = yield* rowDefects(lockUsage({ accountId, month }))
             for (const p of byAccount.get(accountId)!) {
               const n = p.submission.rows.length
               const quota = p.submission.monthlyQuota
@@ -288,12 +324,16 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const commitIdempotent = (p: Pending) =>
         sql.withTransaction(Effect.gen(function*() {
           const idem = p.submission.idempotency!
-          const claimed = yield* sql`
-            INSERT INTO idempotency_keys (account_id, environment, key, request_hash, status, body, created_at)
-            VALUES (${p.submission.accountId}, ${p.submission.environment}, ${idem.key}, ${idem.requestHash},
-                    ${idem.status}, ${idem.body}, ${p.submission.rows[0]!.createdAt})
-            ON CONFLICT DO NOTHING RETURNING 1 AS claimed`
-          if (claimed.length === 0) return { _tag: "IdempotencyKeyTaken" } as SubmitOutcome
+          const claimed = yield* rowDefects(claimKey({
+            accountId: p.submission.accountId,
+            environment: p.submission.environment,
+            key: idem.key,
+            requestHash: idem.requestHash,
+            status: idem.status,
+            body: idem.body,
+            createdAt: p.submission.rows[0]!.createdAt
+          }))
+          if (Option.isNone(claimed)) return { _tag: "IdempotencyKeyTaken" } as SubmitOutcome
           const outcome = (yield* commitGroup([p])).get(p)!
           // A refused submission must not keep the key: roll the claim back with it.
           if (outcome._tag !== "Committed") return yield* Effect.fail(outcome)

@@ -1,14 +1,14 @@
 /** Reads and owner-side changes of records. Each change writes its outbox event in the same transaction. */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
-import type { Environment } from "../api/recordSchemas.ts"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { Environment } from "../api/recordSchemas.ts"
 import { anchorRows, proofBundle, withAnchors } from "../anchoring/anchorViews.ts"
 import { listedInStatus, recordColumns, type RecordStatus, stateJoin } from "../anchoring/recordState.ts"
 import { canonicalize } from "../canonical/jcs.ts"
 import { append, appendOne } from "../outbox/Outbox.ts"
 import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
 import { NotAnchored, RecordDeleted, RecordNotFound } from "./errors.ts"
-import { decodeFirst, decodeRows } from "../db/rows.ts"
+import { rowDefects } from "../db/rows.ts"
 import { RecordRow } from "./model.ts"
 import { eraseFromAnswer } from "./erasure.ts"
 
@@ -37,6 +37,12 @@ type Sql<A> = Effect.Effect<A, SqlError.SqlError>
 
 /** SPEC 6: an anchored record's proof bundle (docs/proof-format.md). */
 export type ProofBundle = ReturnType<typeof proofBundle>
+
+const OwnerSchema = Schema.Struct({ accountId: Schema.String, environment: Environment })
+const IdempotentRow = Schema.Struct({ requestHash: Schema.String, status: Schema.Number, body: Schema.String })
+/** `used` is a bigint, read as text. */
+const UsageRow = Schema.Struct({ used: Schema.NumberFromString })
+const AnswerRow = Schema.Struct({ key: Schema.String, body: Schema.String })
 
 export class RecordStore extends Context.Service<RecordStore, {
   readonly get: (owner: Owner, id: string, includeDeleted: boolean) => Sql<Lookup>
@@ -76,22 +82,95 @@ export class RecordStore extends Context.Service<RecordStore, {
       const sql = yield* SqlClient.SqlClient
       const attachAnchors = withAnchors(sql)
 
-      const rows = decodeRows(RecordRow)
-      const first = decodeFirst(RecordRow)
-      const firstIdempotent = decodeFirst(Schema.Struct({ requestHash: Schema.String, status: Schema.Number, body: Schema.String }))
-      const firstUsage = decodeFirst(Schema.Struct({ used: Schema.String }))
-
       // By the primary key whatever the statistics (issue 25): behind the fence (OFFSET 0) the key is the
       // only condition, so no plan can walk the owner's index (records_hash, records_list) and filter each of
       // the account's records, as a plan made on a fresh database did for good (430 ms at 18,448 records).
       // The state is read with the row (src/anchoring/recordState.ts).
-      const fetch = (owner: Owner, id: string, lock: boolean) =>
-        sql`
+      const findRecord = SqlSchema.findOneOption({
+        Request: Schema.Struct({ owner: OwnerSchema, id: Schema.String, lock: Schema.Boolean }),
+        Result: RecordRow,
+        execute: ({ id, lock, owner }) =>
+          sql`
           SELECT ${recordColumns(sql)} FROM (SELECT * FROM records WHERE id = ${id} OFFSET 0) r ${stateJoin(sql)}
           WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment}
-          ${lock ? sql`FOR UPDATE OF r` : sql``}`.pipe(Effect.flatMap(first))
+          ${lock ? sql`FOR UPDATE OF r` : sql``}`
+      })
+      const fetch = (owner: Owner, id: string, lock: boolean) => findRecord({ owner, id, lock }).pipe(rowDefects, Effect.map(Option.getOrUndefined))
       /** A changed row as the caller returns it, its state read again. */
-      const reread = (id: string) => sql`SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)} WHERE r.id = ${id}`.pipe(Effect.flatMap(rows))
+      const reread = SqlSchema.findOne({
+        Request: Schema.String,
+        Result: RecordRow,
+        execute: (id) => sql`SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)} WHERE r.id = ${id}`
+      })
+      const ListRequest = Schema.Struct({
+        owner: OwnerSchema,
+        limit: Schema.Number,
+        before: Schema.optional(Schema.String),
+        status: Schema.optional(Schema.String),
+        collection: Schema.optional(Schema.String),
+        includeDeleted: Schema.Boolean,
+        chainType: Schema.optional(Schema.String),
+        createdFrom: Schema.optional(Schema.Date),
+        createdBefore: Schema.optional(Schema.Date)
+      })
+      const findList = SqlSchema.findAll({
+        Request: ListRequest,
+        Result: RecordRow,
+        execute: ({ owner, ...options }) =>
+          sql`
+            SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
+            WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment}
+              ${options.before !== undefined ? sql`AND r.id < ${options.before}` : sql``}
+              ${options.collection !== undefined ? sql`AND r.collection = ${options.collection}` : sql``}
+              ${options.includeDeleted ? sql`AND NOT r.hard_deleted` : sql`AND r.deleted_at IS NULL`}
+              ${
+            options.status === "DELETED"
+              ? sql`AND r.deleted_at IS NOT NULL`
+              : options.status !== undefined
+              ? sql`AND ${listedInStatus(sql, options.status as RecordStatus)}`
+              : sql``
+          }
+              ${options.chainType !== undefined ? sql`AND r.chain_type = ${options.chainType}` : sql``}
+              ${options.createdFrom !== undefined ? sql`AND r.created_at >= ${options.createdFrom}` : sql``}
+              ${options.createdBefore !== undefined ? sql`AND r.created_at < ${options.createdBefore}` : sql``}
+            ORDER BY r.id DESC LIMIT ${options.limit}`
+      })
+      const findByHash = SqlSchema.findAll({
+        Request: Schema.Struct({ owner: OwnerSchema, hash: Schema.String }),
+        Result: RecordRow,
+        execute: ({ hash, owner }) =>
+          sql`
+            SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
+            WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment} AND r.hash = ${hash}
+              AND r.deleted_at IS NULL
+            ORDER BY r.id DESC LIMIT 100`
+      })
+      const findIdempotent = SqlSchema.findOneOption({
+        Request: Schema.Struct({ accountId: Schema.String, environment: Environment, key: Schema.String, at: Schema.Date }),
+        Result: IdempotentRow,
+        execute: ({ accountId, at, environment, key }) =>
+          sql`
+            SELECT request_hash, status, body FROM idempotency_keys
+            WHERE account_id = ${accountId} AND environment = ${environment} AND key = ${key}
+              AND created_at > ${at}::timestamptz - interval '24 hours'`
+      })
+      const findUsage = SqlSchema.findOneOption({
+        Request: Schema.Struct({ accountId: Schema.String, month: Schema.String }),
+        Result: UsageRow,
+        execute: ({ accountId, month }) => sql`SELECT used::text AS used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`
+      })
+      /** Idempotency-Key answers stored near the record's creation that may hold its view, locked for the erasure. */
+      const findAnswers = SqlSchema.findAll({
+        Request: Schema.Struct({ owner: OwnerSchema, recordId: Schema.String, createdAt: Schema.Date }),
+        Result: AnswerRow,
+        execute: ({ createdAt, owner, recordId }) =>
+          sql`
+            SELECT key, body FROM idempotency_keys
+            WHERE account_id = ${owner.accountId} AND environment = ${owner.environment}
+              AND created_at BETWEEN ${createdAt}::timestamptz - interval '5 minutes' AND ${createdAt}::timestamptz + interval '5 minutes'
+              AND strpos(body, ${`{"recordId":"${recordId}"`}) > 0
+            FOR UPDATE`
+      })
 
       const classify = (row: RecordRow | undefined, includeDeleted: boolean): Lookup =>
         row === undefined
@@ -104,6 +183,74 @@ export class RecordStore extends Context.Service<RecordStore, {
       const event = (owner: Owner, event: RecordUpdated | RecordDeletedEvent) => append(sql, [{ accountId: owner.accountId, event }])
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
+      const updateRecord = SqlSchema.void({
+        Request: Schema.Struct({
+          id: Schema.String,
+          metadata: Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown)),
+          webhookUrl: Schema.NullOr(Schema.String),
+          at: Schema.Date
+        }),
+        execute: ({ at, id, metadata, webhookUrl }) =>
+          sql`UPDATE records SET metadata = ${metadata}, webhook_url = ${webhookUrl}, updated_at = ${at} WHERE id = ${id}`
+      })
+      const deleteRecord = SqlSchema.void({
+        Request: Schema.Struct({ id: Schema.String, mode: Schema.Literals(["soft", "hard"]), at: Schema.Date }),
+        execute: ({ at, id, mode }) =>
+          mode === "soft"
+            ? sql`UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id}`
+            : sql`
+              UPDATE records SET deleted_at = COALESCE(deleted_at, ${at}), updated_at = ${at}, hard_deleted = true,
+                data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb,
+                collection = NULL, webhook_url = NULL
+              WHERE id = ${id}`
+      })
+      const eraseAnswer = SqlSchema.void({
+        Request: Schema.Struct({ owner: OwnerSchema, key: Schema.String, body: Schema.String }),
+        execute: ({ body, key, owner }) =>
+          sql`
+              UPDATE idempotency_keys SET body = ${body}
+              WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND key = ${key}`
+      })
+      /** The statements of `eraseCopies`, in its order (see there). */
+      const eraseStatements = SqlSchema.void({
+        Request: Schema.Struct({ accountId: Schema.String, recordId: Schema.String, deletedSeq: Schema.String, at: Schema.Date }),
+        execute: ({ accountId, at, deletedSeq, recordId }) =>
+          Effect.gen(function*() {
+            // record.updated is the only stored kind that holds owner data (the changed metadata / webhookUrl);
+            // anchor.confirmed (stored before migration 0012, or derived) holds hash and anchors only.
+            yield* sql`
+            UPDATE events SET payload = jsonb_set(payload, '{changes}', '{}'::jsonb)
+            WHERE record_id = ${recordId} AND kind = 'record.updated' AND payload -> 'changes' <> '{}'::jsonb`
+            // Fan-outs not yet made (its anchor.confirmed): locked first, so that a dispatcher fanning one out now
+            // commits before the deliveries below are read, and its delivery is erased with the others.
+            yield* sql`SELECT id FROM webhook_fanouts WHERE ${recordId} = ANY (record_ids) FOR UPDATE`
+            yield* sql`
+            UPDATE webhook_fanouts f SET
+              record_ids = ARRAY(SELECT u.r FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${recordId} ORDER BY u.o),
+              hosts = ARRAY(SELECT u.h FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${recordId} ORDER BY u.o)
+            WHERE ${recordId} = ANY (f.record_ids)`
+            yield* sql`DELETE FROM webhook_fanouts WHERE cardinality(record_ids) = 0`
+            // Its anchor.confirmed kept in a chunk row (migration 0023) is split out into a delivery row of its own,
+            // to be erased below as any delivery is (its per-record URL cut, no redelivery).
+            yield* sql`
+            SELECT anchord_chunk_split(c.id, ARRAY[${recordId}::text])
+            FROM (SELECT id, account_id FROM webhook_chunk_deliveries c
+                  WHERE (c.record_ids || c.event_ids) @> ARRAY[${recordId}::text] OFFSET 0) c
+            WHERE c.account_id = ${accountId}`
+            // Pending deliveries but the hard delete's own are cancelled (a body rendered before now holds the
+            // metadata); then every delivery of the record loses its body, and per-record URLs of finished ones are
+            // cut to their origin (migration 0015's trigger, on the second statement).
+            yield* sql`
+            UPDATE webhook_deliveries SET state = 'FAILED', last_error = ${CANCELLED}, next_attempt_at = NULL,
+              locked_until = NULL, locked_by = NULL, claim_token = NULL, updated_at = ${at}
+            WHERE record_id = ${recordId} AND account_id = ${accountId} AND state = 'PENDING'
+              AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint`
+            yield* sql`
+            UPDATE webhook_deliveries SET erased = true, body = NULL, signature = NULL, signature_next = NULL, updated_at = ${at}
+            WHERE record_id = ${recordId} AND account_id = ${accountId}`
+          })
+      })
+
       /**
        * A hard delete's erasure outside the row, in its transaction (docs/api.md, "What a hard delete
        * leaves"): the record's copies in stored events, webhook deliveries and Idempotency-Key answers.
@@ -112,52 +259,14 @@ export class RecordStore extends Context.Service<RecordStore, {
        */
       const eraseCopies = (owner: Owner, row: RecordRow, deletedSeq: string, at: Date) =>
         Effect.gen(function*() {
-          // record.updated is the only stored kind that holds owner data (the changed metadata / webhookUrl);
-          // anchor.confirmed (stored before migration 0012, or derived) holds hash and anchors only.
-          yield* sql`
-            UPDATE events SET payload = jsonb_set(payload, '{changes}', '{}'::jsonb)
-            WHERE record_id = ${row.id} AND kind = 'record.updated' AND payload -> 'changes' <> '{}'::jsonb`
-          // Fan-outs not yet made (its anchor.confirmed): locked first, so that a dispatcher fanning one out now
-          // commits before the deliveries below are read, and its delivery is erased with the others.
-          yield* sql`SELECT id FROM webhook_fanouts WHERE ${row.id} = ANY (record_ids) FOR UPDATE`
-          yield* sql`
-            UPDATE webhook_fanouts f SET
-              record_ids = ARRAY(SELECT u.r FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${row.id} ORDER BY u.o),
-              hosts = ARRAY(SELECT u.h FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${row.id} ORDER BY u.o)
-            WHERE ${row.id} = ANY (f.record_ids)`
-          yield* sql`DELETE FROM webhook_fanouts WHERE cardinality(record_ids) = 0`
-          // Its anchor.confirmed kept in a chunk row (migration 0023) is split out into a delivery row of its own,
-          // to be erased below as any delivery is (its per-record URL cut, no redelivery).
-          yield* sql`
-            SELECT anchord_chunk_split(c.id, ARRAY[${row.id}::text])
-            FROM (SELECT id, account_id FROM webhook_chunk_deliveries c
-                  WHERE (c.record_ids || c.event_ids) @> ARRAY[${row.id}::text] OFFSET 0) c
-            WHERE c.account_id = ${owner.accountId}`
-          // Pending deliveries but the hard delete's own are cancelled (a body rendered before now holds the
-          // metadata); then every delivery of the record loses its body, and per-record URLs of finished ones are
-          // cut to their origin (migration 0015's trigger, on the second statement).
-          yield* sql`
-            UPDATE webhook_deliveries SET state = 'FAILED', last_error = ${CANCELLED}, next_attempt_at = NULL,
-              locked_until = NULL, locked_by = NULL, claim_token = NULL, updated_at = ${at}
-            WHERE record_id = ${row.id} AND account_id = ${owner.accountId} AND state = 'PENDING'
-              AND event_seq IS DISTINCT FROM ${deletedSeq}::bigint`
-          yield* sql`
-            UPDATE webhook_deliveries SET erased = true, body = NULL, signature = NULL, signature_next = NULL, updated_at = ${at}
-            WHERE record_id = ${row.id} AND account_id = ${owner.accountId}`
+          yield* rowDefects(eraseStatements({ accountId: owner.accountId, recordId: row.id, deletedSeq, at }))
           // Idempotency-Key answers holding the record's view (stored at its createdAt by ingest; a margin for
           // answers stored before that, at the database's time).
-          const answers = yield* sql<{ key: string; body: string }>`
-            SELECT key, body FROM idempotency_keys
-            WHERE account_id = ${owner.accountId} AND environment = ${owner.environment}
-              AND created_at BETWEEN ${row.createdAt}::timestamptz - interval '5 minutes' AND ${row.createdAt}::timestamptz + interval '5 minutes'
-              AND strpos(body, ${`{"recordId":"${row.id}"`}) > 0
-            FOR UPDATE`
+          const answers = yield* rowDefects(findAnswers({ owner, recordId: row.id, createdAt: row.createdAt }))
           for (const answer of answers) {
             const erased = eraseFromAnswer(answer.body, row.id)
             if (erased === undefined) continue
-            yield* sql`
-              UPDATE idempotency_keys SET body = ${erased}
-              WHERE account_id = ${owner.accountId} AND environment = ${owner.environment} AND key = ${answer.key}`
+            yield* rowDefects(eraseAnswer({ owner, key: answer.key, body: erased }))
           }
         })
 
@@ -180,32 +289,8 @@ export class RecordStore extends Context.Service<RecordStore, {
           return (yield* proofsOf([row]))[0]!
         }),
         proofsOf,
-        list: Effect.fn("RecordStore.list")((owner, options) =>
-          sql`
-            SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
-            WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment}
-              ${options.before !== undefined ? sql`AND r.id < ${options.before}` : sql``}
-              ${options.collection !== undefined ? sql`AND r.collection = ${options.collection}` : sql``}
-              ${options.includeDeleted ? sql`AND NOT r.hard_deleted` : sql`AND r.deleted_at IS NULL`}
-              ${
-            options.status === "DELETED"
-              ? sql`AND r.deleted_at IS NOT NULL`
-              : options.status !== undefined
-              ? sql`AND ${listedInStatus(sql, options.status as RecordStatus)}`
-              : sql``
-          }
-              ${options.chainType !== undefined ? sql`AND r.chain_type = ${options.chainType}` : sql``}
-              ${options.createdFrom !== undefined ? sql`AND r.created_at >= ${options.createdFrom}` : sql``}
-              ${options.createdBefore !== undefined ? sql`AND r.created_at < ${options.createdBefore}` : sql``}
-            ORDER BY r.id DESC LIMIT ${options.limit}`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))
-        ),
-        byHash: Effect.fn("RecordStore.byHash")((owner, hash) =>
-          sql`
-            SELECT ${recordColumns(sql)} FROM records r ${stateJoin(sql)}
-            WHERE r.account_id = ${owner.accountId} AND r.environment = ${owner.environment} AND r.hash = ${hash}
-              AND r.deleted_at IS NULL
-            ORDER BY r.id DESC LIMIT 100`.pipe(Effect.flatMap(rows), Effect.flatMap(attachAnchors))
-        ),
+        list: Effect.fn("RecordStore.list")((owner, options) => findList({ owner, ...options }).pipe(rowDefects, Effect.flatMap(attachAnchors))),
+        byHash: Effect.fn("RecordStore.byHash")((owner, hash) => findByHash({ owner, hash }).pipe(rowDefects, Effect.flatMap(attachAnchors))),
         update: Effect.fn("RecordStore.update")((owner, id, changes) =>
           sql.withTransaction(Effect.gen(function*() {
             const found = classify(yield* fetch(owner, id, true), false)
@@ -224,12 +309,10 @@ export class RecordStore extends Context.Service<RecordStore, {
             if (Object.keys(diff).length === 0) return { _tag: "Found", row: asSent((yield* attachAnchors([found.row]))[0]!) } as Lookup
             const metadata = changes.metadata ?? found.row.metadata
             const webhookUrl = changes.webhookUrl === undefined ? found.row.webhookUrl : changes.webhookUrl
-            yield* sql`
-              UPDATE records SET metadata = ${JSON.stringify(metadata)}, webhook_url = ${webhookUrl}, updated_at = ${yield* now}
-              WHERE id = ${id}`
-            const updated = yield* reread(id)
+            yield* rowDefects(updateRecord({ id, metadata, webhookUrl, at: yield* now }))
+            const updated = yield* rowDefects(reread(id))
             yield* event(owner, { kind: "record.updated", recordId: id, hash: found.row.hash, status: found.row.status, changes: diff })
-            return { _tag: "Found", row: asSent((yield* attachAnchors(updated))[0]!) } as Lookup
+            return { _tag: "Found", row: asSent((yield* attachAnchors([updated]))[0]!) } as Lookup
           }))
         ),
         remove: Effect.fn("RecordStore.remove")((owner, id, mode) =>
@@ -241,36 +324,25 @@ export class RecordStore extends Context.Service<RecordStore, {
             const at = yield* now
             const deletedEvent = { kind: "record.deleted", recordId: id, hash: row.hash, status: row.status, mode } as const
             if (mode === "soft") {
-              yield* sql`UPDATE records SET deleted_at = ${at}, updated_at = ${at} WHERE id = ${id}`
-              const deleted = yield* reread(id)
+              yield* rowDefects(deleteRecord({ id, mode, at }))
+              const deleted = yield* rowDefects(reread(id))
               yield* event(owner, deletedEvent)
-              return { _tag: "Found", row: deleted[0] } as Lookup
+              return { _tag: "Found", row: deleted } as Lookup
             }
             // Hard: the event first, so that the events trigger makes its delivery to the record's webhookUrl
             // (read from the row) before the row forgets it.
             const { seq } = yield* appendOne(sql, owner.accountId, deletedEvent)
-            yield* sql`
-              UPDATE records SET deleted_at = COALESCE(deleted_at, ${at}), updated_at = ${at}, hard_deleted = true,
-                data_jcs = NULL, ciphertext = NULL, nonce = NULL, auth_tag = NULL, metadata = '{}'::jsonb,
-                collection = NULL, webhook_url = NULL
-              WHERE id = ${id}`
-            const deleted = yield* reread(id)
+            yield* rowDefects(deleteRecord({ id, mode, at }))
+            const deleted = yield* rowDefects(reread(id))
             yield* eraseCopies(owner, row, seq, at)
-            return { _tag: "Found", row: deleted[0] } as Lookup
+            return { _tag: "Found", row: deleted } as Lookup
           }))
         ),
         idempotent: Effect.fn("RecordStore.idempotent")((accountId, environment, key) =>
-          Effect.flatMap(now, (at) =>
-            sql`
-            SELECT request_hash, status, body FROM idempotency_keys
-            WHERE account_id = ${accountId} AND environment = ${environment} AND key = ${key}
-              AND created_at > ${at}::timestamptz - interval '24 hours'`).pipe(Effect.flatMap(firstIdempotent))
+          Effect.flatMap(now, (at) => findIdempotent({ accountId, environment, key, at })).pipe(rowDefects, Effect.map(Option.getOrUndefined))
         ),
         usage: Effect.fn("RecordStore.usage")((accountId, month) =>
-          sql`SELECT used::text AS used FROM usage_monthly WHERE account_id = ${accountId} AND month = ${month}`.pipe(
-            Effect.flatMap(firstUsage),
-            Effect.map((row) => row === undefined ? 0 : Number(row.used))
-          )
+          findUsage({ accountId, month }).pipe(rowDefects, Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.used })))
         )
       })
     })

@@ -6,14 +6,15 @@
  * client holds is always stored and on its way to the chain.
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Duration, Effect, Layer, Option, Result, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Result, Schema, Semaphore } from "effect"
 import { PgTypes } from "@effect/sql-pg"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Principal } from "../api/auth.ts"
 import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
 import { stateJoin } from "../anchoring/recordState.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
+import { rowDefects } from "../db/rows.ts"
 import type { QuotaExceeded } from "../records/errors.ts"
 import { Ingest, type PrepareError } from "../records/Ingest.ts"
 import type { CompanionWriter, SubmitError } from "../records/IngestWriter.ts"
@@ -64,6 +65,19 @@ const insertTokens = (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) =
 
 const tokenWriter: CompanionWriter = { insert: insertTokens }
 
+/** A token with its record's hash and state (`lookup`). */
+const TokenLookupRow = Schema.Struct({
+  serial: Schema.String,
+  recordId: Schema.String,
+  hashAlgorithm: Schema.Literals(["sha256", "sha384", "sha512"]),
+  messageImprint: Schema.Uint8Array,
+  genTime: Schema.Date,
+  token: Schema.Uint8Array,
+  status: Schema.String,
+  hash: Schema.String,
+  salted: Schema.Boolean
+})
+
 /** What `GET /v1/timestamp/{serial}` answers (src/api/timestamp.ts). */
 export interface TokenView {
   readonly serial: string
@@ -91,24 +105,26 @@ export class Tsa extends Context.Service<Tsa, {
     const guard = yield* DatabaseGuard
     const clock = yield* Clock.Clock
 
-    const lookup = (principal: Principal, serial: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{
-          serial: string
-          recordId: string
-          hashAlgorithm: ImprintAlgorithm
-          messageImprint: Uint8Array
-          genTime: Date
-          token: Uint8Array
-          status: string
-          hash: string
-          salted: boolean
-        }>`
+    const findToken = SqlSchema.findOneOption({
+      Request: Schema.Struct({ serial: Schema.String, accountId: Schema.String, environment: Schema.String }),
+      Result: TokenLookupRow,
+      execute: ({ accountId, environment, serial }) =>
+        sql`
           SELECT t.serial::text AS serial, t.record_id, t.hash_algorithm, t.message_imprint, t.gen_time, t.token, st.status, r.hash, r.salted
           FROM timestamp_tokens t JOIN records r ON r.id = t.record_id ${stateJoin(sql)}
-          WHERE t.serial = ${serial}::bigint AND t.account_id = ${principal.accountId} AND t.environment = ${principal.environment}`
-        const row = rows[0]
-        if (row === undefined) return yield* new TimestampNotFound({ serial })
+          WHERE t.serial = ${serial}::bigint AND t.account_id = ${accountId} AND t.environment = ${environment}`
+    })
+    const nextBlock = SqlSchema.findOne({
+      Request: Schema.Void,
+      Result: Schema.Struct({ first: Schema.BigIntFromString }),
+      execute: () => sql`SELECT nextval('timestamp_serials')::text AS first`
+    })
+
+    const lookup = (principal: Principal, serial: string) =>
+      Effect.gen(function*() {
+        const found = yield* rowDefects(findToken({ serial, accountId: principal.accountId, environment: principal.environment }))
+        if (Option.isNone(found)) return yield* new TimestampNotFound({ serial })
+        const row = found.value
         const anchors = row.status === "ANCHORED" ? (yield* loadAnchors(sql, [row.recordId])).get(row.recordId) ?? [] : []
         return {
           serial: row.serial,
@@ -141,10 +157,9 @@ export class Tsa extends Context.Service<Tsa, {
     const timedOut = Effect.fail(new DatabaseUnavailable({ retryAfterSeconds: guard.retryAfterSeconds }))
     const fetchBlock: Effect.Effect<bigint, SqlError.SqlError | DatabaseUnavailable> = fetching.withPermits(1)(Effect.suspend(() => {
       if (next < end) return Effect.succeed(next++)
-      return sql<{ first: string }>`SELECT nextval('timestamp_serials')::text AS first`.pipe(
+      return rowDefects(nextBlock()).pipe(
         Effect.timeoutOrElse({ duration: Duration.millis(config.requestDeadlineMillis), orElse: () => timedOut }),
-        Effect.map((rows) => {
-          const first = BigInt(rows[0]!.first)
+        Effect.map(({ first }) => {
           next = first + 1n
           end = first + SERIAL_BLOCK
           return first
