@@ -80,18 +80,8 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
         WHERE u.id = l.created_by AND (u.operator OR (NOT l.operator AND u.account_id = l.account_id AND u.role = 'admin'))))))`
 
     const insertLink = SqlSchema.void({
-      Request: Schema.Struct({
-        id: Schema.String,
-        digest: Schema.Uint8Array,
-        kind: LinkKind,
-        email: Schema.String,
-        operator: Schema.Boolean,
-        accountId: Schema.NullOr(Schema.String),
-        role: Schema.NullOr(Role),
-        createdBy: Schema.NullOr(Schema.String),
-        createdAt: Schema.Date,
-        expiresAt: Schema.Date
-      }),
+      // a new link: the row's fields but its use, and the digest of its token (never read back)
+      Request: LinkRow.mapFields(({ usedAt: _, ...fields }) => ({ ...fields, digest: Schema.Uint8Array })),
       execute: (l) =>
         sql`
           INSERT INTO console_links (id, digest, kind, email, operator, account_id, role, created_by, created_at, expires_at)

@@ -72,15 +72,8 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
           : sql`SELECT ${columns} FROM console_users WHERE email = ${value}`
     })
     const insertUser = SqlSchema.findOne({
-      Request: Schema.Struct({
-        id: Schema.String,
-        email: Schema.String,
-        passwordHash: Schema.NullOr(Schema.String),
-        operator: Schema.Boolean,
-        accountId: Schema.NullOr(Schema.String),
-        role: Schema.NullOr(Role),
-        createdAt: Schema.Date
-      }),
+      // the row as inserted: the same fields
+      Request: UserRow,
       Result: UserRow,
       execute: (u) =>
         sql`
