@@ -95,7 +95,9 @@ const main = async () => {
   const tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-bench-"))
   const db = await benchDatabase(tmp, log)
   const databaseUrl = db.url
-  const env = { DATABASE_URL: databaseUrl, ANCHORD_DATA_DIR: tmp }
+  // No chain runs here (ingest only): the records name a network another node would serve, else they are
+  // refused with CHAIN_NOT_CONFIGURED.
+  const env = { DATABASE_URL: databaseUrl, ANCHORD_DATA_DIR: tmp, EVM_TEST_NETWORK_ID: process.env.EVM_TEST_NETWORK_ID ?? "bench-evm" }
   log("creating an ENTERPRISE account with no per-second limit in the way")
   const account = runCli(["accounts", "create", "bench", "--plan", "ENTERPRISE", "--rate-per-second", "10000000", "--activate", "--json"], env)
   const key = runCli(["keys", "create", account.id, "--json"], env).key as string
