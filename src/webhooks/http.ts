@@ -8,13 +8,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { Api } from "../api/Api.ts"
 import { atEdge } from "../db/errors.ts"
-import { deliveryCursors, pageOf } from "../http/pagination.ts"
-import { DeliveryNotFound, InvalidDeliveryQuery } from "./errors.ts"
+import { DeliveryNotFound } from "./errors.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 import type { DeliveryRow } from "./rows.ts"
-import { deliveryView, settingsView, updateSettings } from "./views.ts"
+import { deliveryLogPage, deliveryView, settingsView, updateSettings } from "./views.ts"
 
 export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
@@ -55,18 +54,7 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
         }).pipe(atEdge))
       .handle("listDeliveries", ({ query }) =>
         Effect.gen(function*() {
-          const principal = yield* CurrentPrincipal
-          const limit = query.limit ?? 50
-          const before = deliveryCursors.parse(query.cursor)
-          if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
-          const rows = yield* deliveryLog.list(principal, {
-            limit: limit + 1,
-            before: before.key,
-            state: query.status,
-            recordId: query.recordId,
-            eventId: query.eventId
-          })
-          const { page, nextCursor } = pageOf(rows, limit, deliveryCursors, (row) => row.seq)
+          const { page, nextCursor } = yield* deliveryLogPage(deliveryLog, yield* CurrentPrincipal, query, 50)
           return { success: true as const, data: { deliveries: yield* withAttempts(page), nextCursor } }
         }).pipe(atEdge))
       .handle("getDelivery", ({ params }) =>

@@ -6,8 +6,10 @@ import { Effect } from "effect"
 import type { SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import type { WebhookSettingsPatch } from "../api/webhookSchemas.ts"
-import { InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
-import type { AttemptRow, DeliveryRow, WebhookSettingsRow } from "./rows.ts"
+import { deliveryCursors, pageOf } from "../http/pagination.ts"
+import type { DeliveryLog, Owner } from "./DeliveryLog.ts"
+import { InvalidDeliveryQuery, InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
+import type { AttemptRow, DeliveryRow, DeliveryState, WebhookSettingsRow } from "./rows.ts"
 import type { WebhookEgress } from "./urlPolicy.ts"
 import type { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 
@@ -78,4 +80,28 @@ export const updateSettings = (
       // Clearing the url disables the webhook.
       enabled: patch.url === null && patch.enabled === undefined ? false : patch.enabled
     })
+  })
+
+/**
+ * A page of the owner's delivery log, newest first, from a list query (its cursor checked): what the API and
+ * the console list, each with its own default page size and views.
+ */
+export const deliveryLogPage = (
+  log: typeof DeliveryLog.Service,
+  owner: Owner,
+  query: {
+    readonly limit?: number | undefined
+    readonly cursor?: string | undefined
+    readonly status?: DeliveryState | undefined
+    readonly recordId?: string | undefined
+    readonly eventId?: string | undefined
+  },
+  defaultLimit: number
+) =>
+  Effect.gen(function*() {
+    const limit = query.limit ?? defaultLimit
+    const before = deliveryCursors.parse(query.cursor)
+    if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
+    const rows = yield* log.list(owner, { limit: limit + 1, before: before.key, state: query.status, recordId: query.recordId, eventId: query.eventId })
+    return pageOf(rows, limit, deliveryCursors, (row) => row.seq)
   })

@@ -7,13 +7,12 @@ import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.ts"
 import { atEdge } from "../../db/errors.ts"
-import { deliveryCursors, pageOf } from "../../http/pagination.ts"
 import { DeliveryLog } from "../../webhooks/DeliveryLog.ts"
-import { DeliveryNotFound, InvalidDeliveryQuery } from "../../webhooks/errors.ts"
+import { DeliveryNotFound } from "../../webhooks/errors.ts"
 import type { DeliveryRow } from "../../webhooks/rows.ts"
 import { WebhookTests } from "../../webhooks/TestEvents.ts"
 import { WebhookEgress } from "../../webhooks/urlPolicy.ts"
-import { deliveryView, settingsView, updateSettings } from "../../webhooks/views.ts"
+import { deliveryLogPage, deliveryView, settingsView, updateSettings } from "../../webhooks/views.ts"
 import { WebhookSettingsStore } from "../../webhooks/WebhookSettingsStore.ts"
 import { consoleAccess, hidesSecrets, owner } from "./access.ts"
 import { ok, redactUrl, webhookView } from "./views.ts"
@@ -75,17 +74,7 @@ export const ConsoleWebhooksHttpLayer = HttpApiBuilder.group(Api, "consoleWebhoo
       .handle("listDeliveries", ({ params, query }) =>
         Effect.gen(function*() {
           yield* access(params.accountId, "read")
-          const limit = query.limit ?? 25
-          const before = deliveryCursors.parse(query.cursor)
-          if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
-          const rows = yield* deliveryLog.list(owner(params.accountId, query.environment), {
-            limit: limit + 1,
-            before: before.key,
-            state: query.status,
-            recordId: query.recordId,
-            eventId: query.eventId
-          })
-          const { page, nextCursor } = pageOf(rows, limit, deliveryCursors, (row) => row.seq)
+          const { page, nextCursor } = yield* deliveryLogPage(deliveryLog, owner(params.accountId, query.environment), query, 25)
           return ok({ deliveries: yield* withAttempts(page), nextCursor })
         }).pipe(atEdge))
       .handle("getDelivery", ({ params, query }) =>
