@@ -5,7 +5,7 @@
 import * as Path from "node:path"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Runtime } from "effect"
-import { HttpServer } from "effect/http"
+import { HttpServer, HttpServerError } from "effect/http"
 import { Argument, Command, Flag } from "effect/cli"
 import { Accounts } from "../auth/Accounts.ts"
 import { ConsoleAuth } from "../console/ConsoleAuth.ts"
@@ -106,7 +106,8 @@ const runNode = (dev: boolean) =>
     if (!dev) {
       return yield* Layer.launch(announceStart.pipe(Layer.provideMerge(NodeLayer))).pipe(
         // After every layer is released: the last line.
-        Effect.onInterrupt(() => Effect.logInfo("anchord stopped"))
+        Effect.onInterrupt(() => Effect.logInfo("anchord stopped")),
+        Effect.catchIf(isServeError, listenRefused)
       )
     }
     // dev: a local EVM chain with the contract deployed unless EVM_NETWORKS is set (src/evm/devChain.ts),
@@ -125,9 +126,21 @@ const runNode = (dev: boolean) =>
       Layer.provide(Layer.succeed(ReceiptDevDefault, true))
     )).pipe(
       // After every layer is released (database stopped, chain state saved): the last line.
-      Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`))
+      Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`)),
+      Effect.catchIf(isServeError, listenRefused)
     )
   }).pipe(Effect.provide(LoggingLayer))
+
+const isServeError = (e: unknown): e is HttpServerError.ServeError => e instanceof HttpServerError.ServeError
+
+/** A port already taken (or not ours to bind) is the operator's to fix: one line naming it, exit 1, no stack. */
+const listenRefused = (e: HttpServerError.ServeError) => {
+  const cause = e.cause as NodeJS.ErrnoException | undefined
+  const hint = cause?.code === "EADDRINUSE" ? " (another process listens there: stop it, or set PORT / METRICS_PORT)" : ""
+  return Effect.andThen(Console.error(`error: anchord cannot listen: ${cause?.message ?? String(e)}${hint}`), Effect.sync(() => {
+    process.exitCode = 1
+  }))
+}
 
 const start = Command.make("start", {}, () => runNode(false).pipe(Effect.provide(AppConfig.layer))).pipe(
   Command.withDescription("Run the node (production): everything from environment variables")

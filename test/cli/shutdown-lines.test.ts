@@ -6,6 +6,7 @@
  */
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -63,6 +64,22 @@ describe("stopping", { timeout: 240_000 }, () => {
     expect(stopping, node.output()).toBeGreaterThanOrEqual(0)
     expect(JSON.stringify(lines[stopping])).toContain("SIGTERM")
     expect(stopped).toBeGreaterThan(stopping)
+  })
+
+  it("anchord start on a port another process holds: one error line naming it, exit 1, no stack trace", async () => {
+    const holder = Net.createServer()
+    await new Promise<void>((r) => holder.listen(0, "127.0.0.1", () => r()))
+    try {
+      const port = (holder.address() as Net.AddressInfo).port
+      const node = spawn("start", { DATABASE_URL: await freshDatabase(), PORT: String(port), EVM_NETWORKS: "", FABRIC_NETWORKS: "", HOST: "127.0.0.1",
+        PUBLIC_URL: undefined })
+      await node.exited
+      expect(node.child.exitCode, node.output()).toBe(1)
+      expect(node.output()).toContain(`error: anchord cannot listen: listen EADDRINUSE: address already in use 127.0.0.1:${port}`)
+      expect(node.output()).not.toMatch(/\n\s+at /)
+    } finally {
+      holder.close()
+    }
   })
 
   it("Ctrl-C on anchord dev (SIGINT to the whole process group) logs no failed last-use write", async () => {

@@ -10,6 +10,7 @@ import * as Path from "node:path"
 import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { AppConfig } from "../../src/config.ts"
+import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 import { EvmNetworks } from "../../src/evm/config.ts"
 import { adminUrl, freshDatabase, query } from "../support/db.ts"
 import { forwardOutput, track } from "../support/process.ts"
@@ -104,7 +105,8 @@ describe("anchord start with its secrets in files", { timeout: 120_000 }, () => 
     url.username = role
     url.password = password
     const databaseUrl = url.toString()
-    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    // A port the kernel has just handed out and freed: a random one can be an ephemeral port in use.
+    const port = await freePort()
     const env: Record<string, string> = {
       ...process.env as Record<string, string>,
       PORT: String(port),

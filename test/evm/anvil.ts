@@ -1,11 +1,11 @@
 // Spawns a throwaway anvil (npm @foundry-rs/anvil) on a free port for a test file.
 import { spawn, type ChildProcess } from "node:child_process"
-import { createServer } from "node:net"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Hex } from "viem"
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts"
 import { forwardOutput } from "../support/process.ts"
+import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 
 const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const ANVIL_BIN = path.join(ROOT_DIR, "node_modules/.bin/anvil")
@@ -18,18 +18,6 @@ export interface Anvil {
   fundedKey(): Promise<Hex>
   stop(): Promise<void>
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.unref()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 export async function startAnvil(): Promise<Anvil> {
   const port = await freePort()

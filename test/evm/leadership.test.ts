@@ -10,7 +10,6 @@
  *   npx vitest run test/evm/leadership.test.ts
  */
 import type * as ChildProcess from "node:child_process"
-import { createServer } from "node:net"
 import type { Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LEADER_LEASE_MS } from "../../src/anchoring/Leadership.ts"
@@ -18,21 +17,12 @@ import { anchoredEvent } from "../../src/evm/chain.ts"
 import { anchordJson, killAndWait, spawnAnchord } from "../support/process.ts"
 import { startAnvil, type Anvil } from "./anvil.ts"
 import { allAnchored, call, deploy, freshDatabase, publicClient, query, waitFor } from "./support.ts"
+import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 
 /** A follower tries the lock every 2 s; its pipeline then connects to the chain. */
 const HANDOVER_AFTER_KILL_MS = 5_000
 /** A paused leader's session ends after the lease; then as above. */
 const HANDOVER_AFTER_PAUSE_MS = LEADER_LEASE_MS + HANDOVER_AFTER_KILL_MS
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const a = server.address()
-      server.close(() => resolve(typeof a === "object" && a !== null ? a.port : 0))
-    })
-  })
 
 interface Node {
   readonly child: ChildProcess.ChildProcess

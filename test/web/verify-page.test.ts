@@ -5,7 +5,6 @@
 // and so is the link in a certificate's QR code.
 //   npx vitest run test/web/verify-page.test.ts
 import { randomBytes } from "node:crypto"
-import { createServer } from "node:net"
 import { Effect } from "effect"
 import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -19,6 +18,7 @@ import { useBrowser, WAIT_MS } from "../support/browser.ts"
 import { qrOfPdf } from "../support/pdf.ts"
 import { clone, startVerifyEnv, type Anchored, type VerifyEnv } from "../verify/support.ts"
 import { serveVerifyPage, type StaticServer } from "./support.ts"
+import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 
 const browser = useBrowser()
 let anvil: Anvil
@@ -30,14 +30,6 @@ let closedUrl: string
 
 const EXPLORER = "https://explorer.example"
 const EVM_CHECKS = ["evm.chain-id", "evm.contract-code", "evm.contract-verify", "evm.contract-anchor", "evm.transaction", "evm.block", "evm.confirmations"]
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
 
 beforeAll(async () => {
   anvil = await startAnvil()
