@@ -16,7 +16,7 @@
  * `superviseNetworks` starts one such pipeline per configured network of a chain, in the layer's scope.
  */
 import { Cause, type Duration, Effect, Schedule, type Scope } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, Statement } from "effect/sql"
 import type { AnchorChain } from "./AnchorChain.ts"
 import { batcherPeriodMs, batcherTick } from "./Batcher.ts"
 import type { AnchorChainType } from "./model.ts"
@@ -26,7 +26,7 @@ import { errorText, supervised } from "../supervision.ts"
 
 const LEADER_RETRY = "2 seconds"
 /** idle_session_timeout (the lease) exists from PostgreSQL 14 on; before, the lock has no lease. */
-const ON_14 = "CASE WHEN current_setting('server_version_num')::int >= 140000"
+const ON_14 = Statement.literal("CASE WHEN current_setting('server_version_num')::int >= 140000")
 const HEARTBEAT = "2 seconds"
 
 /** Runs `tick` every `period`, logging failures (and outages once, not per tick), reporting them to NetworkHealth. */
@@ -52,25 +52,25 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
   const health = yield* NetworkHealth
   const attempt = Effect.scoped(Effect.gen(function*() {
     const conn = yield* sql.reserve
-    const rows = yield* conn.executeValues("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", [key])
+    // The lock is the reserved connection's (a session lock): statements are written with the client's
+    // tagged template, like every other, and run on that connection compiled.
+    const onConn = (statement: Statement.Statement<object>) => conn.executeValues(...statement.compile())
+    const rows = yield* onConn(sql`SELECT pg_try_advisory_lock(hashtextextended(${key}, 0))`)
     const got = rows[0]?.[0]
     if (got !== true && got !== "t") return
     yield* Effect.addFinalizer(() =>
       Effect.andThen(
-        conn.executeValues(
-          `SELECT pg_advisory_unlock(hashtextextended($1, 0)), ${ON_14} THEN set_config('idle_session_timeout', '0', false) END`,
-          [key]
-        ).pipe(Effect.ignore),
+        onConn(sql`SELECT pg_advisory_unlock(hashtextextended(${key}, 0)), ${ON_14} THEN set_config('idle_session_timeout', '0', false) END`)
+          .pipe(Effect.ignore),
         health.update(networkId, { leader: false })
       )
     )
     // The lease (Leadership.ts): the server ends this session, and so the lock, once it has been idle
     // this long; the heartbeat below keeps it busy while the node runs. Who this session is goes with
     // the pipeline, so that its writes can check the lock is still theirs (fencing).
-    const [session] = yield* conn.executeValues(
-      `SELECT ${ON_14} THEN set_config('idle_session_timeout', '${LEADER_LEASE_MS}ms', false) END, pg_backend_pid(),
-        (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())`,
-      []
+    const [session] = yield* onConn(
+      sql`SELECT ${ON_14} THEN set_config('idle_session_timeout', ${`${LEADER_LEASE_MS}ms`}, false) END, pg_backend_pid(),
+        (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())`
     )
     if (session?.[0] === null || session?.[0] === undefined) {
       yield* Effect.logWarning("PostgreSQL before 14 has no idle_session_timeout: a leader that stops answering without dying keeps the lock")
@@ -79,7 +79,7 @@ export const leaderLoop = Effect.fnUntraced(function*<E, R>(key: string, network
     yield* health.update(networkId, { leader: true })
     yield* Effect.logInfo("network leadership acquired")
     // The lock lives as long as this connection: check it, and stop leading when it is gone.
-    const heartbeat = conn.executeValues("SELECT 1", []).pipe(
+    const heartbeat = onConn(sql`SELECT 1`).pipe(
       Effect.timeout("5 seconds"),
       Effect.repeat(Schedule.spaced(HEARTBEAT)),
       Effect.andThen(Effect.never)
