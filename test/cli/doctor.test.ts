@@ -1,11 +1,16 @@
 /**
  * `anchord doctor` (docs/doctor.md) as an operator runs it: a real process against a real, migrated
  * database and an Anvil chain with AnchorRegistry deployed. Green when all is well; each fatal case
- * exits 1 and says what is wrong; `anchord start` refuses to start on a fatal check.
+ * exits 1 and says what is wrong; `anchord start` refuses to start on a fatal check. `--webhook-test-url`
+ * against an HTTPS receiver of the test's own: 2xx ok, 5xx warn, refused by the egress policy fatal,
+ * silent warn within 8 s.
  *   npx vitest run test/cli/doctor.test.ts
  */
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import type * as Http from "node:http"
+import * as Https from "node:https"
+import type * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { Hex } from "viem"
@@ -14,6 +19,7 @@ import { deployAnchorRegistry } from "../../src/evm/deploy.ts"
 import { startAnvil, type Anvil } from "../evm/anvil.ts"
 import { freshDatabase } from "../support/db.ts"
 import { logRun } from "../support/process.ts"
+import { waitFor } from "../support/wait.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
 
@@ -177,4 +183,91 @@ describe("anchord doctor", { timeout: 240_000 }, () => {
     expect(r.stderr).toMatch(/anchord doctor found 1 fatal problem/)
     expect(r.stderr).toMatch(/FATAL tls\s+the certificate expired on/)
   })
+})
+
+describe("anchord doctor --webhook-test-url", { timeout: 60_000 }, () => {
+  let dir: string
+  let receiver: Https.Server
+  let base: string
+  let databaseUrl: string
+  /** Requests as they arrived; `waited`: ms from a request's arrival until the client hung up, when it did. */
+  const received: Array<{ path: string; method: string; headers: Http.IncomingHttpHeaders; body: string; waited?: number }> = []
+  /** doctor with only the webhook target to look at: its own database (no chain), the receiver's certificate trusted. */
+  const doctor = async (url: string, env: Record<string, string | undefined> = {}) => {
+    const r = await run(["doctor", "--json", "--webhook-test-url", url], { DATABASE_URL: databaseUrl, NODE_EXTRA_CA_CERTS: `${dir}/receiver.pem`, ...env })
+    const lines = JSON.parse(r.stdout) as Array<Line>
+    return { ...r, lines, target: lines.filter((l) => l.check === "webhook-target") }
+  }
+  // The receiver is on loopback: doctor tests it as a live key's URL, so only with loopback opened.
+  const opened = { WEBHOOK_ALLOW_PRIVATE: "127.0.0.1" }
+
+  beforeAll(async () => {
+    dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-doctor-webhook-"))
+    // A live key's URL must be https: a certificate for 127.0.0.1, trusted by the doctor process only.
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${dir}/receiver.key`, "-out", `${dir}/receiver.pem`,
+      "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "2")
+    // /ok answers 204, /fail 500, /silent never.
+    receiver = Https.createServer({ key: Fs.readFileSync(`${dir}/receiver.key`), cert: Fs.readFileSync(`${dir}/receiver.pem`) }, (req, res) => {
+      let body = ""
+      req.on("data", (chunk) => body += chunk)
+      req.on("end", () => {
+        const request: (typeof received)[number] = { path: req.url ?? "", method: req.method ?? "", headers: req.headers, body }
+        received.push(request)
+        const arrived = Date.now()
+        res.on("close", () => request.waited = Date.now() - arrived)
+        if (req.url === "/ok") res.writeHead(204).end()
+        else if (req.url === "/fail") res.writeHead(500).end("receiver broke")
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    base = `https://127.0.0.1:${(receiver.address() as Net.AddressInfo).port}`
+    databaseUrl = await freshDatabase()
+  })
+  afterAll(async () => {
+    receiver?.closeAllConnections()
+    await new Promise((resolve) => receiver?.close(resolve))
+    Fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("a receiver answering 2xx: ok, after one unsigned test POST", async () => {
+    const r = await doctor(`${base}/ok`, opened)
+    expect(r.target).toEqual([{ check: "webhook-target", status: "ok", message: "answered 204 to an unsigned test POST", fix: "" }])
+    expect(r.status, r.stderr).toBe(0)
+    const posts = received.filter((p) => p.path === "/ok")
+    expect(posts).toHaveLength(1)
+    expect(posts[0]).toMatchObject({ method: "POST", body: JSON.stringify({ type: "doctor.test" }) })
+    expect(Object.keys(posts[0]!.headers).filter((h) => h.includes("signature"))).toEqual([])
+  })
+
+  it("a receiver answering 500: warn (exit 0), check its logs", async () => {
+    const r = await doctor(`${base}/fail`, opened)
+    expect(r.target).toEqual([{ check: "webhook-target", status: "warn", message: "answered 500 to an unsigned test POST", fix: "check the receiver's logs" }])
+    expect(r.status, r.stderr).toBe(0)
+  })
+
+  it("a private address without WEBHOOK_ALLOW_PRIVATE: fatal with the policy's reason (exit 1), nothing sent", async () => {
+    const before = received.length
+    const r = await doctor(`${base}/ok`)
+    expect(r.target).toEqual([
+      expect.objectContaining({ check: "webhook-target", status: "fatal",
+        message: "the policy refuses it: webhookUrl host 127.0.0.1 is not a public address (loopback)", fix: expect.stringMatching(/WEBHOOK_ALLOW_PRIVATE/) })
+    ])
+    expect(r.status).toBe(1)
+    expect(received.length).toBe(before)
+  })
+
+  it("a receiver that never answers: warn \"no answer\" within the documented 8 s bound (exit 0)", async () => {
+    const r = await doctor(`${base}/silent`, opened)
+    expect(r.target).toEqual([
+      expect.objectContaining({ check: "webhook-target", status: "warn", message: expect.stringMatching(/^no answer: .*timeout/),
+        fix: expect.stringMatching(/receiver is up/) })
+    ])
+    expect(r.status, r.stderr).toBe(0)
+    // Measured at the receiver, without the process's start-up: doctor hangs up after its 8 s, not the check's 10 s backstop.
+    const silent = received.filter((p) => p.path === "/silent")
+    expect(silent).toHaveLength(1)
+    await waitFor("the receiver sees doctor hang up", async () => silent[0]!.waited !== undefined, 5_000)
+    expect(silent[0]!.waited).toBeGreaterThan(7_000)
+    expect(silent[0]!.waited).toBeLessThan(9_500)
+  }, 30_000)
 })
