@@ -8,7 +8,7 @@
  * A SENT batch found after a restart (or whose status wait failed) is resubmitted from its stored bytes
  * (a duplicate commits as DUPLICATE_TXID; the status reports the first commit).
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Ref } from "effect"
 import { BatchStore } from "../anchoring/BatchStore.ts"
 import type { BatchRow } from "../anchoring/model.ts"
 import { parseBlock } from "./blocks.ts"
@@ -27,6 +27,12 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
   const batches = yield* BatchStore
   const store = yield* FabricStore
   const log = (message: string, fields: Record<string, unknown>) => Effect.logInfo(message).pipe(Effect.annotateLogs(fields))
+  /**
+   * Set when the chaincode refused `anchorWithLogRoot` (deployed before issue 27): later batches of this
+   * connection go out with `anchor` alone, without a refused endorsement first and a warning each; the
+   * EVM writer asks once per connection too. A chaincode upgraded meanwhile is used from the next connection.
+   */
+  const oldChaincode = yield* Ref.make(false)
   /** Batches not to touch before this time (backoff after a failure), by batch id. */
   const retryAt = new Map<string, number>()
   const backoff = (b: BatchRow, attempts: number) =>
@@ -127,6 +133,10 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
   const send = Effect.fn("FabricWriter.send")(function*(b: BatchRow) {
     let attempts = b.attempts
     let logRoot = b.logRoot
+    if (logRoot !== null && (yield* Ref.get(oldChaincode))) {
+      yield* batches.clearLogRoot(b.id)
+      logRoot = null
+    }
     for (;;) {
       const endorsed = yield* client.endorseAnchor(b.merkleRoot, b.leafCount, b.id, logRoot).pipe(
         Effect.catchReasons("FabricError", {
@@ -141,8 +151,10 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
       if (endorsed === OLD_CHAINCODE) {
         // Chaincode deployed before issue 27: the batch goes out with its root alone (no receipts for it).
         yield* batches.clearLogRoot(b.id)
-        yield* Effect.logWarning("chaincode has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts)")
-          .pipe(Effect.annotateLogs({ networkId: config.networkId, batchId: b.id }))
+        yield* Ref.set(oldChaincode, true)
+        yield* Effect.logWarning(
+          "chaincode has no anchorWithLogRoot: batches are anchored without their RFC 9162 root (no COSE receipts) until it is upgraded"
+        ).pipe(Effect.annotateLogs({ networkId: config.networkId, batchId: b.id }))
         logRoot = null
         continue
       }
