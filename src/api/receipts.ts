@@ -38,7 +38,7 @@ export class ReceiptsApi extends HttpApiGroup.make("receipts")
       .annotate(OpenApi.Summary, "Get a record's COSE Receipt (RFC 9942)")
       .annotate(OpenApi.Description, "application/cose: the record's inclusion in its batch's RFC 9162 tree, signed by the node's receipt key " +
         "(/.well-known/scitt-keys), with the transaction that anchored the tree root. 409 NOT_ANCHORED before the record is " +
-        "anchored; 404 NOT_FOUND when its batch has no RFC 9162 tree (anchored before receipts existed) or the node has no receipt key.")
+        "anchored; 404 NOT_FOUND when its batch has no RFC 9162 tree (anchored before receipts existed, or by a contract or chaincode deployed before them) or the node has no receipt key.")
   )
   .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)

@@ -7,7 +7,7 @@
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { Cause, Duration, Effect, Option, Redacted, Schema } from "effect"
+import { Cause, Duration, Effect, Option, Redacted, Result, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { createPublicClient, http, keccak256, toHex, type PublicClient } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
@@ -91,6 +91,13 @@ export const webhookPolicyCheck = (raw: string | undefined): CheckResult => {
   )
 }
 
+/** Why a test POST got no answer, in the operator's words: the bound, or the connection's error code. */
+const noAnswer = (e: unknown, timeoutMillis: number): string => {
+  if (e instanceof Error && e.name === "TimeoutError") return `no answer within ${timeoutMillis} ms`
+  const cause = e instanceof Error ? e.cause as NodeJS.ErrnoException | undefined : undefined
+  return `no answer: ${cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e))}`
+}
+
 /** A webhook test target: passes the policy, and answers a POST without a secret. */
 export const webhookTargetCheck = (url: string, allowPrivate: string | undefined, timeoutMillis: number) =>
   Effect.gen(function*() {
@@ -100,15 +107,21 @@ export const webhookTargetCheck = (url: string, allowPrivate: string | undefined
     if (!verdict.ok) {
       return fatal("webhook-target", `the policy refuses it: ${verdict.reason}`, "use a public HTTPS receiver, or open its range with WEBHOOK_ALLOW_PRIVATE")
     }
-    const response = yield* Effect.tryPromise(() =>
-      fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", "user-agent": "anchord-doctor" },
-        body: JSON.stringify({ type: "doctor.test" }),
-        redirect: "manual",
-        signal: AbortSignal.timeout(timeoutMillis)
-      })
-    )
+    const sent = yield* Effect.tryPromise({
+      try: () =>
+        fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", "user-agent": "anchord-doctor" },
+          body: JSON.stringify({ type: "doctor.test" }),
+          redirect: "manual",
+          signal: AbortSignal.timeout(timeoutMillis)
+        }),
+      catch: (e) => e
+    }).pipe(Effect.result)
+    if (Result.isFailure(sent)) {
+      return warn("webhook-target", noAnswer(sent.failure, timeoutMillis), "check the receiver is up and reachable from this machine")
+    }
+    const response = sent.success
     yield* Effect.promise(() => response.arrayBuffer().catch(() => undefined))
     return response.status < 500
       ? ok("webhook-target", `answered ${response.status} to an unsigned test POST`)

@@ -31,7 +31,7 @@ export class NoReceipt extends Schema.TaggedError<NoReceipt>()("NoReceipt", { re
   }
   override get message() {
     const where = this.networkId === undefined ? "" : ` on network ${this.networkId}`
-    return `Record ${this.recordId} has no COSE receipt${where}: its batch was anchored without an RFC 9162 tree (before receipts existed); its proof bundle (/proof) proves it`
+    return `Record ${this.recordId} has no COSE receipt${where}: its batch was anchored without an RFC 9162 tree (before receipts existed, or by a contract or chaincode deployed before them); its proof bundle (/proof) proves it`
   }
 }
 

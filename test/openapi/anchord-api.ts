@@ -466,7 +466,7 @@ export interface paths {
         };
         /**
          * Get a record's COSE Receipt (RFC 9942)
-         * @description application/cose: the record's inclusion in its batch's RFC 9162 tree, signed by the node's receipt key (/.well-known/scitt-keys), with the transaction that anchored the tree root. 409 NOT_ANCHORED before the record is anchored; 404 NOT_FOUND when its batch has no RFC 9162 tree (anchored before receipts existed) or the node has no receipt key.
+         * @description application/cose: the record's inclusion in its batch's RFC 9162 tree, signed by the node's receipt key (/.well-known/scitt-keys), with the transaction that anchored the tree root. 409 NOT_ANCHORED before the record is anchored; 404 NOT_FOUND when its batch has no RFC 9162 tree (anchored before receipts existed, or by a contract or chaincode deployed before them) or the node has no receipt key.
          */
         get: operations["receipts.recordReceipt"];
         put?: never;
