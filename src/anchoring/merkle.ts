@@ -127,7 +127,7 @@ export interface MerkleLevels {
   /** The StandardMerkleTree root, 0x + 64 lowercase hex. */
   readonly root: Hex
   /** Every node, in the layout of ./batchTrees.ts (`merkleProofOffsets`): the node array reversed, leaves first. */
-  readonly levels: Buffer
+  readonly levels: Uint8Array
   /** `positions[i]`: the leaf position (0 = smallest leaf hash) of `hashes[i]`. */
   readonly positions: Int32Array
 }
@@ -139,9 +139,10 @@ export interface MerkleLevels {
  */
 export function buildTreeLevels(hashes: ReadonlyArray<string>): MerkleLevels {
   const { TREE, mem, nodeOfInput, size } = hashTree(hashes, "buildTreeLevels")
-  const levels = Buffer.allocUnsafe(size * 32)
+  // Plain Uint8Array operations: this module also runs in the browser (web/shims/node-buffer.ts has no copy).
+  const levels = new Uint8Array(size * 32)
   // Node t at byte 32 (size - 1 - t): sorted leaf p at 32 p.
-  for (let t = 0; t < size; t++) mem.copy(levels, (size - 1 - t) * 32, TREE + t * 32, TREE + t * 32 + 32)
+  for (let t = 0; t < size; t++) levels.set(mem.subarray(TREE + t * 32, TREE + t * 32 + 32), (size - 1 - t) * 32)
   const positions = new Int32Array(nodeOfInput.length)
   for (let i = 0; i < positions.length; i++) positions[i] = size - 1 - nodeOfInput[i]!
   return { root: `0x${mem.toString("hex", TREE, TREE + 32)}`, levels, positions }
