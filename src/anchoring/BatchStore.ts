@@ -19,8 +19,8 @@ import { append } from "../outbox/Outbox.ts"
 import { fence } from "./Leadership.ts"
 import { observeAnchored } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
-import { buildTree, type Hex } from "./merkle.ts"
-import { buildRecordLog } from "./recordLog.ts"
+import { buildTreeLevels, type Hex } from "./merkle.ts"
+import { buildRecordLogLevels } from "./recordLog.ts"
 import { stateJoin } from "./recordState.ts"
 import { AnchorChainType, BatchMeta, BatchRow, BatchState, CountRow, Environment, IdRow } from "./model.ts"
 
@@ -89,6 +89,8 @@ const nextCursor = (claimed: ReadonlyArray<{ readonly xid: string; readonly id: 
 const QueueRow = Schema.Struct({ count: Schema.Number, oldest: Schema.NullOr(Schema.Date) })
 const ClaimedRow = Schema.Struct({ id: Schema.String, hash: Schema.String, xid: Schema.String, horizon: Schema.String })
 const ExistingBatchRow = Schema.Struct({ id: Schema.String, state: BatchState })
+/** A live batch the cut's records join; `hasLevels`: its trees are stored (cut since migration 0025). */
+const LiveBatchRow = Schema.Struct({ id: Schema.String, state: BatchState, hasLevels: Schema.Boolean })
 
 /** A record that reached ANCHORED in this transaction; `announced`: soft-deleted and announced before. */
 const CompletedRow = Schema.Struct({
@@ -162,16 +164,16 @@ const statementsOf = (sql: Sql) => ({
       sql`
     WITH back AS (
       DELETE FROM failed_anchors fa WHERE fa.batch_id = ${batchId}
-      RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof
+      RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, merkle_index, log_index, log_proof
     ), r AS (
       UPDATE records r SET status = 'QUEUED', updated_at = now()
       FROM back WHERE back.record_id = r.id AND r.status = 'FAILED'
         AND NOT EXISTS (SELECT 1 FROM anchors a WHERE a.record_id = r.id AND a.network_id = back.network_id)
       RETURNING r.id
     ), ins AS (
-      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)
+      INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, merkle_index, log_index, log_proof)
       SELECT back.record_id, back.network_id, back.chain_type, back.batch_id, back.leaf_index, back.merkle_proof,
-        back.log_index, back.log_proof
+        back.merkle_index, back.log_index, back.log_proof
       FROM back JOIN r ON r.id = back.record_id
       RETURNING 1
     )
@@ -335,7 +337,7 @@ export class BatchStore extends Context.Service<BatchStore, {
     { readonly count: number; readonly oldest: Date | null },
     SqlError.SqlError
   >
-  /** Claims up to `max` queued records, builds the tree, persists batch + proofs (the records then read BATCHING), moves the cursor. */
+  /** Claims up to `max` queued records, builds both trees, persists the batch with them and its anchors (the records then read BATCHING), moves the cursor. */
   readonly cutBatch: (networkId: string, max: number, meta: BatchMeta, hybridEnvironment?: Environment) => Effect.Effect<
     CutBatch | undefined,
     SqlError.SqlError
@@ -417,10 +419,10 @@ export class BatchStore extends Context.Service<BatchStore, {
       })
       const findLiveByRoot = SqlSchema.findOneOption({
         Request: Schema.Struct({ networkId: Schema.String, root: Schema.String }),
-        Result: ExistingBatchRow,
+        Result: LiveBatchRow,
         execute: ({ networkId, root }) =>
           sql`
-            SELECT id::text AS id, state FROM anchor_batches
+            SELECT id::text AS id, state, merkle_levels IS NOT NULL AS has_levels FROM anchor_batches
             WHERE network_id = ${networkId} AND merkle_root = ${root} AND state NOT IN ('DROPPED', 'FAILED')
             FOR UPDATE`
       })
@@ -431,18 +433,24 @@ export class BatchStore extends Context.Service<BatchStore, {
           leafCount: Schema.Number,
           logRoot: Schema.String,
           newest: Schema.String,
-          meta: BatchMeta
+          meta: BatchMeta,
+          merkleLevels: Schema.Uint8Array,
+          logLevels: Schema.Uint8Array
         }),
         Result: IdRow,
-        execute: ({ leafCount, logRoot, meta, networkId, newest, root }) =>
+        execute: ({ leafCount, logLevels, logRoot, merkleLevels, meta, networkId, newest, root }) =>
           meta.chainType === "fabric"
             ? sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, log_root, max_insert_xid)
-                VALUES (${networkId}, 'fabric', ${root}, ${leafCount}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${logRoot}, ${newest}::numeric)
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, channel, chaincode, log_root, max_insert_xid,
+                  merkle_levels, log_levels)
+                VALUES (${networkId}, 'fabric', ${root}, ${leafCount}, 'PENDING', ${meta.channel}, ${meta.chaincode}, ${logRoot}, ${newest}::numeric,
+                  ${merkleLevels}, ${logLevels})
                 RETURNING id::text AS id`
             : sql`
-                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, log_root, max_insert_xid)
-                VALUES (${networkId}, 'evm', ${root}, ${leafCount}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${logRoot}, ${newest}::numeric)
+                INSERT INTO anchor_batches (network_id, chain_type, merkle_root, leaf_count, state, chain_id, contract_address, log_root, max_insert_xid,
+                  merkle_levels, log_levels)
+                VALUES (${networkId}, 'evm', ${root}, ${leafCount}, 'PENDING', ${meta.chainId}, ${meta.contractAddress.toLowerCase()}, ${logRoot},
+                  ${newest}::numeric, ${merkleLevels}, ${logLevels})
                 RETURNING id::text AS id`
       })
       const findBatches = SqlSchema.findAll({
@@ -487,10 +495,10 @@ export class BatchStore extends Context.Service<BatchStore, {
           sql`
             WITH gone AS (
               DELETE FROM anchors WHERE batch_id = ${batchId}
-              RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof
+              RETURNING record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, merkle_index, log_index, log_proof
             ), kept AS (
-              INSERT INTO failed_anchors (batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof)
-              SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, log_index, log_proof FROM gone
+              INSERT INTO failed_anchors (batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, merkle_index, log_index, log_proof)
+              SELECT batch_id, record_id, network_id, chain_type, leaf_index, merkle_proof, merkle_index, log_index, log_proof FROM gone
             )
             UPDATE records r SET status = 'FAILED', updated_at = now()
             FROM gone WHERE gone.record_id = r.id AND r.status = 'QUEUED'
@@ -508,17 +516,27 @@ export class BatchStore extends Context.Service<BatchStore, {
               UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
       })
       /**
+       * A batch cut before migration 0025 that records join gets its trees: their anchors carry no proofs. The same
+       * root, so the same hashes, so the same trees.
+       */
+      const storeLevels = SqlSchema.void({
+        Request: Schema.Struct({ batchId: BatchId, merkleLevels: Schema.Uint8Array, logLevels: Schema.Uint8Array }),
+        execute: ({ batchId, logLevels, merkleLevels }) =>
+          sql`
+              UPDATE anchor_batches SET merkle_levels = ${merkleLevels}, log_levels = ${logLevels} WHERE id = ${batchId} AND merkle_levels IS NULL`
+      })
+      /**
        * The cut's anchors, as one JSON document (`anchorsJson`, built by `cutBatch` from the trees it just
-       * computed): a cut of thousands of records does no per-anchor schema work.
+       * computed): a cut of thousands of records does no per-anchor schema work. No proofs: each record's leaf
+       * positions in its batch's stored trees (migration 0025, src/anchoring/batchTrees.ts).
        */
       const insertAnchors = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, networkId: Schema.String, chainType: AnchorChainType, anchorsJson: Schema.String }),
         execute: ({ anchorsJson, batchId, chainType, networkId }) =>
           sql`
-            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_proof, log_index, log_proof)
-            SELECT x.r, ${networkId}, ${chainType}, ${batchId}, x.i,
-              ARRAY(SELECT jsonb_array_elements_text(x.p)), x.li, decode(x.lp, 'hex')
-            FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, p jsonb, li int, lp text)`
+            INSERT INTO anchors (record_id, network_id, chain_type, batch_id, leaf_index, merkle_index, log_index)
+            SELECT x.r, ${networkId}, ${chainType}, ${batchId}, x.i, x.mi, x.li
+            FROM jsonb_to_recordset(${anchorsJson}::jsonb) AS x(r text, i int, mi int, li int)`
       })
       const updateBatch = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, change: Schema.Literals(["resetToPending", "clearLogRoot", "noteError"]), error: Schema.String }),
@@ -565,10 +583,11 @@ export class BatchStore extends Context.Service<BatchStore, {
           if (next.xid !== from.xid || next.id !== from.id) {
             yield* rowDefects(moveCursor({ networkId, to: next }))
           }
-          const tree = buildTree(claimed.map((r) => r.hash))
+          // Both trees stored once on the batch, their levels (src/anchoring/batchTrees.ts): proofs are derived when read.
+          const tree = buildTreeLevels(claimed.map((r) => r.hash))
           // The batch's second tree, RFC 9162 over the same hashes (COSE Receipts): its root goes on chain in
           // the same transaction. Sorted leaves, so a joined batch (below) has the same log root too.
-          const log = buildRecordLog(claimed.map((r) => r.hash))
+          const log = buildRecordLogLevels(claimed.map((r) => r.hash))
           // The newest record of the cut (anchor_batches.max_insert_xid, migration 0020: how the status filters
           // tell a recent batch, src/anchoring/recordState.ts).
           const newest = claimed.reduce((m, r) => BigInt(r.xid) > m ? BigInt(r.xid) : m, 0n).toString()
@@ -576,15 +595,21 @@ export class BatchStore extends Context.Service<BatchStore, {
           const existing = Option.getOrUndefined(yield* rowDefects(findLiveByRoot({ networkId, root: tree.root })))
           const batchId = existing !== undefined
             ? existing.id
-            : (yield* rowDefects(insertBatch({ networkId, root: tree.root, leafCount: claimed.length, logRoot: log.root, newest, meta }))).id
+            : (yield* rowDefects(insertBatch({
+              networkId,
+              root: tree.root,
+              leafCount: claimed.length,
+              logRoot: log.root,
+              newest,
+              meta,
+              merkleLevels: tree.levels,
+              logLevels: log.levels
+            }))).id
           if (existing !== undefined) yield* rowDefects(raiseNewest({ batchId, newest }))
-          const anchorsJson = JSON.stringify(claimed.map((r, i) => ({
-            r: r.id,
-            i,
-            p: tree.proofs[i],
-            li: log.entries[i]!.index,
-            lp: log.entries[i]!.proofHex
-          })))
+          if (existing !== undefined && !existing.hasLevels) {
+            yield* rowDefects(storeLevels({ batchId, merkleLevels: tree.levels, logLevels: log.levels }))
+          }
+          const anchorsJson = JSON.stringify(claimed.map((r, i) => ({ r: r.id, i, mi: tree.positions[i], li: log.indices[i] })))
           yield* rowDefects(insertAnchors({ batchId, networkId, chainType: meta.chainType, anchorsJson }))
           if (existing?.state === "CONFIRMED") {
             yield* completeRecords(sql, batchId, claimed.map((r) => r.id))

@@ -12,6 +12,7 @@ import { type SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { rowDefects } from "../db/rows.ts"
 import type { Anchor } from "../api/recordSchemas.ts"
 import { AnchorChainType } from "./model.ts"
+import { merkleProofOf, merkleProofOffsets, readNodes } from "./batchTrees.ts"
 
 /** Numbers PostgreSQL keeps as bigint, read as text (`::text`) and decoded here. */
 const BigIntText = Schema.NumberFromString
@@ -41,6 +42,14 @@ export const AnchorRow = Schema.Struct({
 })
 export type AnchorRow = typeof AnchorRow.Type
 
+/** An `anchors` row as read: its proof stored (cut before migration 0025) or its leaf position in its batch's stored tree. */
+const StoredAnchorRow = Schema.Struct({
+  ...AnchorRow.fields,
+  merkleProof: Schema.NullOr(Schema.Array(Schema.String)),
+  merkleIndex: Schema.NullOr(Schema.Number),
+  batchId: Schema.String
+})
+
 /**
  * The anchors of the given records whose transaction is in a block, by record id (one query), each
  * record's in (chain type, network) order. Written as per-record lookups behind fences (OFFSET 0): as a
@@ -54,10 +63,10 @@ export const anchorRows = (
 ): Effect.Effect<Map<string, Array<AnchorRow>>, SqlError.SqlError> =>
   ids.length === 0 ? Effect.succeed(new Map()) : rowDefects(SqlSchema.findAll({
     Request: Schema.Array(Schema.String),
-    Result: AnchorRow,
+    Result: StoredAnchorRow,
     execute: (ids) =>
       sql`
-    SELECT a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
+    SELECT a.batch_id::text AS batch_id, a.merkle_index, a.record_id, a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
       b.block_number::text AS block_number, b.block_hash, b.merkle_root, a.merkle_proof, a.leaf_index, b.leaf_count,
       b.state = 'CONFIRMED' AS confirmed, b.anchored_at, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
     FROM unnest(string_to_array(${ids.join(",")}, ',')) AS x(id)
@@ -67,6 +76,16 @@ export const anchorRows = (
     ) b
     ORDER BY a.record_id, a.chain_type, a.network_id`
   })(ids)).pipe(
+    Effect.flatMap((stored) => {
+      // Proofs of anchors cut since 0025 from their batches' stored trees, each batch's nodes read once (batchTrees.ts).
+      const derived = stored.filter((r) => r.merkleProof === null)
+      if (derived.length === 0) return Effect.succeed(stored as ReadonlyArray<AnchorRow>)
+      const offsets = new Map(derived.map((r) => [r, merkleProofOffsets(r.leafCount, r.merkleIndex ?? NaN)]))
+      return Effect.map(
+        readNodes(sql, "merkle", derived.map((r) => ({ batchId: r.batchId, merkleRoot: r.merkleRoot, offsets: offsets.get(r)! }))),
+        (node) => stored.map((r): AnchorRow => r.merkleProof !== null ? r as AnchorRow : { ...r, merkleProof: merkleProofOf(node, r.batchId, offsets.get(r)!) })
+      )
+    }),
     Effect.map((rows) => {
       const out = new Map<string, Array<AnchorRow>>()
       for (const r of rows) {

@@ -79,14 +79,12 @@ const memoryBuffer = (k: KeccakWasm, minBytes: number): Buffer => {
 }
 
 /**
- * Builds the StandardMerkleTree (`["bytes32"]`) of record hashes and every leaf's proof.
- * @param hashes record hashes, 64 hex characters each (0x prefix and upper case accepted).
- * Duplicates are allowed (as in OpenZeppelin's library): each occurrence is its own leaf.
- * @throws TypeError on an empty list or a malformed hash.
+ * The hashed tree in the keccak memory: node t at byte `tree + 32 t` of `mem`, input hash i at node
+ * `nodeOfInput[i]`. Valid until the next use of the shared keccak instance.
  */
-export function buildTree(hashes: ReadonlyArray<string>): MerkleTree {
+function hashTree(hashes: ReadonlyArray<string>, what: string) {
   const n = hashes.length
-  if (n === 0) throw new TypeError("buildTree: at least one hash is required")
+  if (n === 0) throw new TypeError(`${what}: at least one hash is required`)
   const size = 2 * n - 1
 
   // Memory: leaf hashes in input order at [0, 32n), the tree at [TREE, TREE + 32 size).
@@ -96,7 +94,7 @@ export function buildTree(hashes: ReadonlyArray<string>): MerkleTree {
 
   for (let i = 0; i < n; i++) {
     const off = i * 32
-    parseHashInto(hashes[i]!, mem, off, `buildTree: hashes[${i}]`)
+    parseHashInto(hashes[i]!, mem, off, `${what}: hashes[${i}]`)
     k.k32(off, off)
     k.k32(off, off)
   }
@@ -122,6 +120,42 @@ export function buildTree(hashes: ReadonlyArray<string>): MerkleTree {
   for (let t = size - 1 - n; t >= 0; t--) {
     hashPair(k, mem, TREE + (2 * t + 1) * 32, TREE + (2 * t + 2) * 32, TREE + t * 32)
   }
+  return { n, size, TREE, mem, nodeOfInput }
+}
+
+export interface MerkleLevels {
+  /** The StandardMerkleTree root, 0x + 64 lowercase hex. */
+  readonly root: Hex
+  /** Every node, in the layout of ./batchTrees.ts (`merkleProofOffsets`): the node array reversed, leaves first. */
+  readonly levels: Uint8Array
+  /** `positions[i]`: the leaf position (0 = smallest leaf hash) of `hashes[i]`. */
+  readonly positions: Int32Array
+}
+
+/**
+ * The same tree as `buildTree`, without the proofs: its nodes as stored on the batch (`anchor_batches.merkle_levels`,
+ * migration 0025) and each input's leaf position, from which ./batchTrees.ts derives any proof.
+ * @throws TypeError on an empty list or a malformed hash.
+ */
+export function buildTreeLevels(hashes: ReadonlyArray<string>): MerkleLevels {
+  const { TREE, mem, nodeOfInput, size } = hashTree(hashes, "buildTreeLevels")
+  // Plain Uint8Array operations: this module also runs in the browser (web/shims/node-buffer.ts has no copy).
+  const levels = new Uint8Array(size * 32)
+  // Node t at byte 32 (size - 1 - t): sorted leaf p at 32 p.
+  for (let t = 0; t < size; t++) levels.set(mem.subarray(TREE + t * 32, TREE + t * 32 + 32), (size - 1 - t) * 32)
+  const positions = new Int32Array(nodeOfInput.length)
+  for (let i = 0; i < positions.length; i++) positions[i] = size - 1 - nodeOfInput[i]!
+  return { root: `0x${mem.toString("hex", TREE, TREE + 32)}`, levels, positions }
+}
+
+/**
+ * Builds the StandardMerkleTree (`["bytes32"]`) of record hashes and every leaf's proof.
+ * @param hashes record hashes, 64 hex characters each (0x prefix and upper case accepted).
+ * Duplicates are allowed (as in OpenZeppelin's library): each occurrence is its own leaf.
+ * @throws TypeError on an empty list or a malformed hash.
+ */
+export function buildTree(hashes: ReadonlyArray<string>): MerkleTree {
+  const { TREE, mem, n, nodeOfInput, size } = hashTree(hashes, "buildTree")
 
   // Hex of every node (each is the root, a leaf or a proof element): one native conversion,
   // then 64-character slices, each shared by all the proofs it appears in.

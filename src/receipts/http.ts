@@ -9,6 +9,7 @@ import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { toWire } from "../api/errors.ts"
 import { hashBytes, splitProof, toHex } from "../anchoring/rfc9162.ts"
+import { logProofOffsets, readNodes } from "../anchoring/batchTrees.ts"
 import { atEdge } from "../db/errors.ts"
 import { rowDefects } from "../db/rows.ts"
 import { NotAnchored } from "../records/errors.ts"
@@ -48,7 +49,9 @@ const ReceiptRow = Schema.Struct({
   logRoot: Schema.String,
   leafCount: Schema.Number,
   logIndex: Schema.Number,
-  logProof: Schema.Uint8Array,
+  /** NULL for anchors cut since migration 0025: derived from the batch's stored tree. */
+  logProof: Schema.NullOr(Schema.Uint8Array),
+  batchId: Schema.String,
   contractAddress: Schema.NullOr(Schema.String),
   chainId: Schema.NullOr(Schema.String),
   channel: Schema.NullOr(Schema.String),
@@ -68,7 +71,7 @@ export const ReceiptsHttpLayer = HttpApiBuilder.group(Api, "receipts", (handlers
         sql`
           SELECT a.chain_type, a.network_id, b.chain_batch_id::text AS chain_batch_id, b.chain_batch_ref, b.tx_hash,
             b.block_number::text AS block_number, b.block_hash, b.anchored_at, b.merkle_root, b.log_root, b.leaf_count,
-            a.log_index, a.log_proof, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
+            a.log_index, a.log_proof, a.batch_id::text AS batch_id, b.contract_address, b.chain_id::text AS chain_id, b.channel, b.chaincode
           FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id
           WHERE a.record_id = ${recordId} AND b.state = 'CONFIRMED' AND b.log_root IS NOT NULL AND a.log_index IS NOT NULL
             AND b.tx_hash IS NOT NULL AND b.block_number IS NOT NULL
@@ -101,7 +104,11 @@ export const ReceiptsHttpLayer = HttpApiBuilder.group(Api, "receipts", (handlers
         const key = signer.value
         const prot = protectedHeader(key.kid)
         const root = hashBytes(a.logRoot)
-        const inclusion = { treeSize: a.leafCount, leafIndex: a.logIndex, path: splitProof(a.logProof) }
+        const path = a.logProof !== null ? splitProof(a.logProof) : yield* Effect.map(
+          readNodes(sql, "log", [{ batchId: a.batchId, merkleRoot: a.merkleRoot, offsets: logProofOffsets(a.leafCount, a.logIndex) }]),
+          (node) => logProofOffsets(a.leafCount, a.logIndex).map((o) => node(a.batchId, o))
+        )
+        const inclusion = { treeSize: a.leafCount, leafIndex: a.logIndex, path }
         const receipt = encodeReceipt(prot, inclusion, anchor, key.sign(sigStructure(prot, root)))
         // The stored proof must give the stored root: a receipt that would not verify is never served.
         const computed = receiptRoot(parseReceipt(receipt), hashBytes(row.hash))

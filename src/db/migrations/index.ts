@@ -21,6 +21,7 @@ import batchInsertXid from "./0020_batch_insert_xid.ts"
 import logTree from "./0022_log_tree.ts"
 import chunkDeliveries from "./0023_chunk_deliveries.ts"
 import rulesInOnePlace from "./0024_rules_in_one_place.ts"
+import batchTreeLevels from "./0025_batch_tree_levels.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -46,5 +47,6 @@ export const migrations = {
   "0020_batch_insert_xid": batchInsertXid,
   "0022_log_tree": logTree,
   "0023_chunk_deliveries": chunkDeliveries,
-  "0024_rules_in_one_place": rulesInOnePlace
+  "0024_rules_in_one_place": rulesInOnePlace,
+  "0025_batch_tree_levels": batchTreeLevels
 }
