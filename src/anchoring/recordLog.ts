@@ -15,6 +15,16 @@ export interface RecordLog {
   readonly entries: ReadonlyArray<{ readonly index: number; readonly proofHex: string }>
 }
 
+/** RFC 9162's leaf hash, SHA-256(0x00 ‖ record hash), written at `offset` of `out` (`scratch`: 65 bytes of the caller's). */
+const leafHashInto = (h: string, scratch: Buffer, out: Buffer, offset: number, what: string) => {
+  const body = h.length === 66 && h.startsWith("0x") ? h.slice(2) : h
+  scratch[0] = 0
+  if (body.length !== 64 || scratch.write(body, 1, 32, "hex") !== 32) {
+    throw new TypeError(`${what}: expected 64 hex characters, got ${JSON.stringify(h)}`)
+  }
+  hash("sha256", scratch.subarray(0, 33), "buffer").copy(out, offset)
+}
+
 /**
  * The RFC 9162 tree of a batch's record hashes: leaf input = the 32 hash bytes, leaves in `logLeafOrder`
  * (ascending hash), and each hash's leaf index and proof.
@@ -34,13 +44,7 @@ export function buildRecordLog(hashes: ReadonlyArray<string>): RecordLog {
   const build = (lo: number, hi: number): number => {
     const id = next++
     if (hi - lo === 1) {
-      const h = hashes[order[lo]!]!
-      const body = h.length === 66 && h.startsWith("0x") ? h.slice(2) : h
-      scratch[0] = 0
-      if (body.length !== 64 || scratch.write(body, 1, 32, "hex") !== 32) {
-        throw new TypeError(`buildRecordLog: expected 64 hex characters, got ${JSON.stringify(h)}`)
-      }
-      hash("sha256", scratch.subarray(0, 33), "buffer").copy(nodes, id * 32)
+      leafHashInto(hashes[order[lo]!]!, scratch, nodes, id * 32, "buildRecordLog")
       left[id] = -1
       return id
     }
@@ -115,13 +119,7 @@ export function buildRecordLogLevels(hashes: ReadonlyArray<string>): RecordLogLe
   const scratch = Buffer.alloc(65)
   const indices = new Int32Array(n)
   for (let j = 0; j < n; j++) {
-    const h = hashes[order[j]!]!
-    const body = h.length === 66 && h.startsWith("0x") ? h.slice(2) : h
-    scratch[0] = 0
-    if (body.length !== 64 || scratch.write(body, 1, 32, "hex") !== 32) {
-      throw new TypeError(`buildRecordLogLevels: expected 64 hex characters, got ${JSON.stringify(h)}`)
-    }
-    hash("sha256", scratch.subarray(0, 33), "buffer").copy(levels, j * 32)
+    leafHashInto(hashes[order[j]!]!, scratch, levels, j * 32, "buildRecordLogLevels")
     indices[order[j]!] = j
   }
   scratch[0] = 1
