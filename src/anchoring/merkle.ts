@@ -152,6 +152,8 @@ export function buildTreeLevels(hashes: ReadonlyArray<string>): MerkleLevels {
  * Builds the StandardMerkleTree (`["bytes32"]`) of record hashes and every leaf's proof.
  * @param hashes record hashes, 64 hex characters each (0x prefix and upper case accepted).
  * Duplicates are allowed (as in OpenZeppelin's library): each occurrence is its own leaf.
+ * The node cuts with `buildTreeLevels` since migration 0025; this is the reference its stored levels and derived
+ * proofs are held to (test/anchoring/batch-trees.test.ts) and what the tests build proofs with.
  * @throws TypeError on an empty list or a malformed hash.
  */
 export function buildTree(hashes: ReadonlyArray<string>): MerkleTree {

@@ -27,7 +27,8 @@ const leafHashInto = (h: string, scratch: Buffer, out: Buffer, offset: number, w
 
 /**
  * The RFC 9162 tree of a batch's record hashes: leaf input = the 32 hash bytes, leaves in `logLeafOrder`
- * (ascending hash), and each hash's leaf index and proof.
+ * (ascending hash), and each hash's leaf index and proof. The node cuts with `buildRecordLogLevels` since migration
+ * 0025; this is the reference those levels are held to (test/anchoring/batch-trees.test.ts).
  * @throws TypeError on an empty list or a hash that is not 64 hex characters.
  */
 export function buildRecordLog(hashes: ReadonlyArray<string>): RecordLog {
