@@ -54,7 +54,7 @@ export const logProofOffsets = (leafCount: number, index: number): Array<number>
 }
 
 /** The nodes at `offsets` of stored levels. */
-export const nodesAt = (levels: Uint8Array, offsets: ReadonlyArray<number>): Array<Uint8Array> => offsets.map((o) => levels.subarray(o, o + 32))
+const nodesAt = (levels: Uint8Array, offsets: ReadonlyArray<number>): Array<Uint8Array> => offsets.map((o) => levels.subarray(o, o + 32))
 
 /** A proof of the first tree as the API shows it (0x + 64 hex each). */
 export const merkleProofFrom = (levels: Uint8Array, leafCount: number, position: number): Array<string> =>

@@ -104,9 +104,10 @@ export const ReceiptsHttpLayer = HttpApiBuilder.group(Api, "receipts", (handlers
         const key = signer.value
         const prot = protectedHeader(key.kid)
         const root = hashBytes(a.logRoot)
+        const offsets = a.logProof === null ? logProofOffsets(a.leafCount, a.logIndex) : []
         const path = a.logProof !== null ? splitProof(a.logProof) : yield* Effect.map(
-          readNodes(sql, "log", [{ batchId: a.batchId, merkleRoot: a.merkleRoot, offsets: logProofOffsets(a.leafCount, a.logIndex) }]),
-          (node) => logProofOffsets(a.leafCount, a.logIndex).map((o) => node(a.batchId, o))
+          readNodes(sql, "log", [{ batchId: a.batchId, merkleRoot: a.merkleRoot, offsets }]),
+          (node) => offsets.map((o) => node(a.batchId, o))
         )
         const inclusion = { treeSize: a.leafCount, leafIndex: a.logIndex, path }
         const receipt = encodeReceipt(prot, inclusion, anchor, key.sign(sigStructure(prot, root)))
