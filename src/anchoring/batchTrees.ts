@@ -56,9 +56,12 @@ export const logProofOffsets = (leafCount: number, index: number): Array<number>
 /** The nodes at `offsets` of stored levels. */
 const nodesAt = (levels: Uint8Array, offsets: ReadonlyArray<number>): Array<Uint8Array> => offsets.map((o) => levels.subarray(o, o + 32))
 
+/** A node as the API shows it: 0x + 64 hex (a view on the stored bytes, not a copy). */
+const hexNode = (b: Uint8Array) => `0x${Buffer.from(b.buffer, b.byteOffset, 32).toString("hex")}`
+
 /** A proof of the first tree as the API shows it (0x + 64 hex each). */
 export const merkleProofFrom = (levels: Uint8Array, leafCount: number, position: number): Array<string> =>
-  nodesAt(levels, merkleProofOffsets(leafCount, position)).map((b) => `0x${Buffer.from(b.buffer, b.byteOffset, 32).toString("hex")}`)
+  nodesAt(levels, merkleProofOffsets(leafCount, position)).map(hexNode)
 
 /** An RFC 9162 proof as `anchors.log_proof` stored it: the siblings concatenated. */
 export const logProofFrom = (levels: Uint8Array, leafCount: number, index: number): Uint8Array =>
@@ -165,4 +168,4 @@ export const readNodes = (
 
 /** A proof of the first tree as the API shows it, from what `readNodes` read. */
 export const merkleProofOf = (node: (batchId: string, offset: number) => Uint8Array, batchId: string, offsets: ReadonlyArray<number>) =>
-  offsets.map((o) => `0x${Buffer.from(node(batchId, o)).toString("hex")}`)
+  offsets.map((o) => hexNode(node(batchId, o)))
