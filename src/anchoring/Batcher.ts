@@ -21,29 +21,35 @@ export interface BatchTarget {
   readonly hybridEnvironment?: Environment | undefined
 }
 
+/**
+ * Cuts what is due; answers how much longer than the window the oldest queued record had waited when the
+ * tick began (0 when it had not, or none was queued): the pipeline's lag (AnchoringLag).
+ */
 export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTarget, onCut: Effect.Effect<void>) {
   const store = yield* BatchStore
   // Cut as many full batches as are waiting, then one partial batch once the window has passed.
   let lockedRetries = 0
+  let excess: number | undefined
   for (;;) {
     // The window first (one index step): when the next record has waited a window, cut without counting.
     // (The first by id is not always the oldest: ids order by the second, then by process. So when it has
     // not waited a window, the count's min(created_at) decides.)
     const first = (yield* store.queueState(network.networkId, 1, network.hybridEnvironment)).oldest
-    if (first === null) return
+    if (first === null) return excess ?? 0
     const now = yield* Clock.currentTimeMillis
+    excess ??= Math.max(0, now - first.getTime() - network.batchWindowMs)
     const overdue = now - first.getTime() >= network.batchWindowMs
     const q = overdue
       ? { count: network.batchMaxSize, oldest: first }
       : yield* store.queueState(network.networkId, network.batchMaxSize, network.hybridEnvironment)
-    if (q.count === 0) return
+    if (q.count === 0) return excess ?? 0
     const due = overdue || q.count >= network.batchMaxSize ||
       (q.oldest !== null && now - q.oldest.getTime() >= network.batchWindowMs)
-    if (!due) return
+    if (!due) return excess ?? 0
     const cut = yield* store.cutBatch(network.networkId, network.batchMaxSize, network.meta, network.hybridEnvironment)
     if (cut === undefined) {
       // Every counted record was taken meanwhile (a cut of the same network by a leader that lost its lock): look again shortly.
-      if (lockedRetries++ >= 20) return
+      if (lockedRetries++ >= 20) return excess ?? 0
       yield* Effect.sleep("25 millis")
       continue
     }
@@ -63,7 +69,7 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
       yield* Effect.sleep("25 millis")
       continue
     }
-    return
+    return excess ?? 0
   }
 })
 

@@ -18,6 +18,7 @@
 import { Cause, type Duration, Effect, Schedule, type Scope } from "effect"
 import { SqlClient, Statement } from "effect/sql"
 import type { AnchorChain } from "./AnchorChain.ts"
+import { AnchoringLag } from "./AnchoringLag.ts"
 import { batcherPeriodMs, batcherTick } from "./Batcher.ts"
 import type { AnchorChainType } from "./model.ts"
 import { CurrentLeadership, LEADER_LEASE_MS, type LeaderLease, leaderLockKey } from "./Leadership.ts"
@@ -104,10 +105,18 @@ export const runAnchorChain = <E, R>(chain: AnchorChain<E, R>) => {
     leaderLockKey(chain.chainType, networkId),
     networkId,
     Effect.gen(function*() {
+      const lag = yield* AnchoringLag
+      // Not leading (or stopped): this node's view of the network's lag no longer counts.
+      yield* Effect.addFinalizer(() => lag.clear(networkId))
       const connected = yield* chain.connect
+      // The lag counts once the batches it cut went out: a tick that fails (the endpoint is down) holds no deliveries back.
+      const batchAndSubmit = batcherTick(chain.target, Effect.void).pipe(
+        Effect.tap(() => connected.submit),
+        Effect.flatMap((excess) => lag.report(networkId, excess)),
+        Effect.tapCause(() => lag.clear(networkId))
+      )
       yield* Effect.all([
-        loop("batcher/writer", `${batcherPeriodMs(chain.target)} millis`, networkId, Effect.andThen(batcherTick(chain.target, Effect.void), connected.submit),
-          chain.isUnavailable),
+        loop("batcher/writer", `${batcherPeriodMs(chain.target)} millis`, networkId, batchAndSubmit, chain.isUnavailable),
         loop("watcher", connected.watchPeriod, networkId, connected.watch, chain.isUnavailable)
       ], { concurrency: "unbounded", discard: true })
     })

@@ -8,6 +8,7 @@ import { ConfiguredNetworks, Networks } from "../anchoring/Networks.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseGuard } from "../db/guard.ts"
 import { DatabaseLive } from "./database.ts"
+import { AnchoringLag } from "../anchoring/AnchoringLag.ts"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import * as EvmAnchoring from "../evm/Anchoring.ts"
 import { EvmNetworks } from "../evm/config.ts"
@@ -86,8 +87,9 @@ export const makeNodeLayer = <E, R, E2 = Layer.Error<typeof FabricNetworks.layer
     // /metrics on its own listener when METRICS_PORT is set (src/app/metrics.ts).
     MetricsLayer
   ).pipe(
-    // The anchoring pipelines report their networks' states; /v1/health reads them.
-    Layer.provideMerge(NetworkHealth.layer),
+    // The anchoring pipelines report their networks' states (/v1/health reads them) and their lag (the
+    // webhook dispatcher yields to it).
+    Layer.provideMerge(Layer.merge(NetworkHealth.layer, AnchoringLag.layer)),
     Layer.provideMerge(ApiServices),
     // The console lists them; ingest chooses among them (NetworksLayer).
     Layer.provideMerge(ConfiguredNetworksLayer),

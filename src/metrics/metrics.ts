@@ -82,6 +82,12 @@ export const observeAttempt = (ctx: Ctx, outcome: AttemptOutcome, seconds: numbe
   if (lastAttemptFailed) exhausted("", () => ({})).updateUnsafe(1, ctx)
 }
 
+const rateLimit = gauge(
+  "anchord_webhook_rate_limit_events_per_second",
+  "Deliveries per second this node may start while its anchoring pipelines are behind (0: no limit; docs/webhooks.md, Anchoring first)"
+)
+export const setDeliveryRateLimit = (ctx: Ctx, eventsPerSecond: number) => rateLimit("", () => ({})).updateUnsafe(Math.round(eventsPerSecond), ctx)
+
 // ---- Sampled state (src/app/metrics.ts: one fiber per node, every METRICS_SAMPLE_INTERVAL_MS)
 
 export const sampled = {
@@ -114,5 +120,6 @@ export const sampled = {
 export const initialize = (ctx: Ctx) => {
   for (const outcome of ["success", "http_error", "connection_error"] as const) attempts(outcome, () => ({ outcome })).updateUnsafe(0, ctx)
   exhausted("", () => ({})).updateUnsafe(0, ctx)
+  rateLimit("", () => ({})).updateUnsafe(0, ctx)
   for (const query of ["queue", "batches", "webhooks", "connections"]) sampled.sampleFailures(query, () => ({ query })).updateUnsafe(0, ctx)
 }

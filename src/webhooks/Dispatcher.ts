@@ -14,20 +14,24 @@
  *    that hangs cannot take every slot), and records outcomes in batches (one statement logs the
  *    attempts and moves the deliveries on the ladder) while the next attempts go out: at most
  *    UNWRITTEN_FACTOR × WEBHOOK_CONCURRENCY claimed deliveries wait for their outcome's statement;
+ *  - yields to anchoring: while this node's anchoring pipelines are behind (AnchoringLag), deliveries start at a
+ *    limited rate (./governor.ts), so the batcher, writer and watcher keep the CPU and the database they need;
  *  - logs one structured line per failed attempt (no secrets, no URL path or query);
  *  - on shutdown stops claiming and waits for the attempts in flight and their outcomes (every permit
  *    back), bounded by the attempt timeout;
  *  - deletes finished deliveries and their attempt logs after WEBHOOK_RETENTION_DAYS (default 30).
  */
 import * as Crypto from "node:crypto"
-import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Queue, Semaphore } from "effect"
+import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Queue, Ref, Semaphore } from "effect"
 import { PgClient } from "@effect/sql-pg"
-import { observeAttempt } from "../metrics/metrics.ts"
+import { AnchoringLag } from "../anchoring/AnchoringLag.ts"
+import { observeAttempt, setDeliveryRateLimit } from "../metrics/metrics.ts"
 import { VERSION } from "../version.ts"
 import { WebhookConfig } from "./config.ts"
 import { type Chunk, type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
+import * as Governor from "./governor.ts"
 import { retryDelayMillis } from "./schedule.ts"
 import { attempt, attemptHeaders, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
@@ -43,6 +47,9 @@ const RETENTION_BATCH = 5_000
  * how far the sends may run ahead of the writes (memory, and what a crash resends).
  */
 const UNWRITTEN_FACTOR = 4
+
+/** Anchoring lag (beyond the batch window) that deliveries yield to: below it, they run unlimited. */
+const LAG_TOLERANCE_MS = 500
 
 interface Outcome extends Completion {
   readonly deliveryId: string
@@ -97,6 +104,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const deliveryLog = yield* DeliveryLog
   const pg = yield* PgClient.PgClient
   const egress = yield* WebhookEgress
+  const anchoringLag = yield* AnchoringLag
   const extraCa = config.caFile === undefined ? undefined : loadExtraCa(config.caFile)
   if (typeof extraCa === "object") return yield* Effect.die(new Error(extraCa.error))
   const agents = yield* Effect.acquireRelease(Effect.sync(() => makeAgents(extraCa)), (a) => Effect.sync(() => destroyAgents(a)))
@@ -345,18 +353,44 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     return fanned.found
   })
 
+  const governor = yield* Ref.make(Governor.initial(yield* Clock.currentTimeMillis))
+
   /**
-   * One claim: waits for a free slot, takes as many as are free (at most a claim batch), and gives
-   * back those the claim did not fill. Uninterruptible once the permits are taken, so shutdown never
-   * cuts a claim between the database and the sends (nor loses track of its permits).
+   * Waits until the governor lets one more delivery start; how many may start now. Logs when deliveries
+   * start and stop yielding to anchoring.
+   */
+  const admitted = Effect.gen(function*() {
+    while (true) {
+      const now = yield* Clock.currentTimeMillis
+      const lag = yield* anchoringLag.current
+      const before = yield* Ref.get(governor)
+      const g = Governor.step(before, now, lag > LAG_TOLERANCE_MS)
+      yield* Ref.set(governor, g)
+      if (g.rate !== before.rate) {
+        setDeliveryRateLimit(metrics, g.rate ?? 0)
+        if (before.rate === undefined) {
+          yield* Effect.logInfo("webhook deliveries yielding to anchoring", { anchoringLagMs: lag, eventsPerSecond: Math.round(g.rate!) })
+        } else if (g.rate === undefined) yield* Effect.logInfo("webhook deliveries at full rate again")
+      }
+      const wait = Governor.waitMillis(g)
+      if (wait === 0) return Governor.allowance(g)
+      yield* Effect.sleep(wait)
+    }
+  })
+
+  /**
+   * One claim: waits for a free slot and the governor, takes as many as are free and admitted (at most a
+   * claim batch), and gives back those the claim did not fill. Uninterruptible once the permits are taken,
+   * so shutdown never cuts a claim between the database and the sends (nor loses track of its permits).
    */
   const claimOnce = Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
+      const limit = yield* restore(admitted)
       yield* restore(unwritten.take(1))
       yield* restore(slots.take(1)).pipe(Effect.onInterrupt(() => unwritten.release(1)))
       // `release(0)` releases nothing and answers how many permits are free. Only this fiber takes
       // permits while the dispatcher runs, so they are still free on the next lines.
-      const more = Math.min(config.claimBatch - 1, yield* slots.release(0), yield* unwritten.release(0))
+      const more = Math.min(config.claimBatch - 1, yield* slots.release(0), yield* unwritten.release(0), limit - 1)
       if (more > 0) yield* Effect.andThen(slots.take(more), unwritten.take(more))
       const want = 1 + more
       const progress = { started: 0 }
@@ -364,7 +398,10 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         const short = want - progress.started
         return short > 0 ? Effect.andThen(slots.release(short), unwritten.release(short)) : Effect.void
       })
-      const waiting = yield* claimAndStart(want, progress).pipe(Effect.onError(() => giveBack))
+      const waiting = yield* claimAndStart(want, progress).pipe(
+        Effect.onError(() => giveBack),
+        Effect.ensuring(Effect.suspend(() => Ref.update(governor, (g) => Governor.started(g, progress.started))))
+      )
       yield* giveBack
       return waiting ? "more" as const : "idle" as const
     })
