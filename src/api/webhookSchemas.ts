@@ -28,6 +28,21 @@ export const DeliveryEventKind = Schema.Literals([...EventKind.literals, "webhoo
 export const PayloadFormat = Schema.Literals(["multichain", "envelope"])
 export const DeliveryState = Schema.Literals(["PENDING", "SUCCEEDED", "FAILED"])
 
+export const DeliveryMode = Schema.Literals(["single", "batch"])
+
+/** How an environment's deliveries go out (docs/webhooks.md, "Batched delivery"). */
+export const DeliverySettings = Schema.Struct({
+  mode: DeliveryMode.annotate({
+    description: "single: one event per request (the default). batch: up to maxEvents events of one kind per request, as a JSON object { events: [...] }"
+  }),
+  maxEvents: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 })).annotate({
+    description: "batch: the most events one request carries (1-1000)"
+  }),
+  maxWaitMs: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10000 })).annotate({
+    description: "batch: the longest a partial batch waits for more events before it goes out, in milliseconds (0-10000; 0: at once)"
+  })
+}).annotate({ identifier: "WebhookDelivery" })
+
 export const WebhookSettingsView = Schema.Struct({
   url: Schema.NullOr(Schema.String),
   events: Schema.Array(EventKind),
@@ -39,14 +54,20 @@ export const WebhookSettingsView = Schema.Struct({
   rotation: Schema.NullOr(Schema.Struct({
     startedAt: DateTimeString,
     previousSecretExpiresAt: DateTimeString
-  }))
+  })),
+  delivery: DeliverySettings
 }).annotate({ identifier: "WebhookSettings" })
 
 export const WebhookSettingsPatch = Schema.Struct({
   url: Schema.optionalKey(Schema.NullOr(Schema.String)),
   events: Schema.optionalKey(Schema.Array(EventKind)),
   payloadFormat: Schema.optionalKey(PayloadFormat),
-  enabled: Schema.optionalKey(Schema.Boolean)
+  enabled: Schema.optionalKey(Schema.Boolean),
+  delivery: Schema.optionalKey(Schema.Struct({
+    mode: Schema.optionalKey(DeliverySettings.fields.mode),
+    maxEvents: Schema.optionalKey(DeliverySettings.fields.maxEvents),
+    maxWaitMs: Schema.optionalKey(DeliverySettings.fields.maxWaitMs)
+  }).annotate({ identifier: "WebhookDeliveryUpdate", description: "Members left out keep their value" }))
 }).annotate({ identifier: "WebhookSettingsUpdate", description: "Members left out keep their value" })
 
 export const RotationResult = Schema.Struct({

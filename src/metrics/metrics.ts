@@ -82,6 +82,28 @@ export const observeAttempt = (ctx: Ctx, outcome: AttemptOutcome, seconds: numbe
   if (lastAttemptFailed) exhausted("", () => ({})).updateUnsafe(1, ctx)
 }
 
+const batchEvents = histogram("anchord_webhook_batch_size_events", "Events per batched webhook request (receivers in batch mode), by outcome", [
+  1,
+  2,
+  5,
+  10,
+  25,
+  50,
+  100,
+  250,
+  500,
+  1000
+])
+const batchDuration = histogram(
+  "anchord_webhook_batch_duration_seconds",
+  "Duration of batched webhook requests (request sent to answer or failure), by outcome",
+  [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+)
+export const observeBatch = (ctx: Ctx, outcome: AttemptOutcome, events: number, seconds: number) => {
+  batchEvents(outcome, () => ({ outcome })).updateUnsafe(events, ctx)
+  batchDuration(outcome, () => ({ outcome })).updateUnsafe(seconds, ctx)
+}
+
 const rateLimit = gauge(
   "anchord_webhook_rate_limit_events_per_second",
   "Deliveries per second this node may start while its anchoring pipelines are behind (0: no limit; docs/webhooks.md, Anchoring first)"

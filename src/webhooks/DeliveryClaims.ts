@@ -25,7 +25,7 @@ import * as Crypto from "node:crypto"
 import { anchorConfirmedPayloads } from "../anchoring/anchorViews.ts"
 import { render, type RenderInput, StableHeaders } from "./payload.ts"
 import { inOverlap } from "./rotation.ts"
-import { DeliveryEventKind, DeliveryState, DeliveryTarget, dieOnSchemaError, Environment, PayloadFormat } from "./rows.ts"
+import { DeliveryEventKind, DeliveryMode, DeliveryState, DeliveryTarget, dieOnSchemaError, Environment, PayloadFormat } from "./rows.ts"
 
 /** LISTEN/NOTIFY channel of the dispatchers (the deliveries trigger of migrations 0003/0007 notifies it too). */
 export const WEBHOOK_CHANNEL = "anchord_webhooks"
@@ -49,7 +49,11 @@ export const Claimed = Schema.Struct({
    * the attempt's timestamp): the newest, and the previous one during a rotation overlap.
    */
   secret: Schema.String,
-  secretPrevious: Schema.NullOr(Schema.String)
+  secretPrevious: Schema.NullOr(Schema.String),
+  /** How the delivery's environment sends (./batch.ts): one by one, or batched with its receiver's other events. */
+  deliveryMode: DeliveryMode,
+  batchMaxEvents: Schema.Number,
+  batchMaxWaitMs: Schema.Number
 })
 export type Claimed = typeof Claimed.Type
 
@@ -233,7 +237,10 @@ const FanRow = Schema.Struct({
   environment: Environment,
   target: DeliveryTarget,
   url: Schema.String,
-  host: Schema.String
+  host: Schema.String,
+  deliveryMode: DeliveryMode,
+  batchMaxEvents: Schema.Number,
+  batchMaxWaitMs: Schema.Number
 })
 type FanRow = typeof FanRow.Type
 
@@ -341,7 +348,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             -- the secrets of the delivery's environment (migration 0013)
             WHERE d.seq = ANY (ARRAY(SELECT seq FROM due)) AND s.account_id = d.account_id AND s.environment = d.environment
             RETURNING d.seq::text AS seq, d.id, d.url, d.host, d.environment, d.attempts, d.round, d.body, d.signature,
-              d.signature_next, d.headers, s.secret,
+              d.signature_next, d.headers, s.secret, s.delivery_mode, s.batch_max_events, s.batch_max_wait_ms,
               -- the rotation overlap rule of rotation.ts, on the Clock's time
               CASE WHEN ${inOverlap(sql, now, "s")} THEN s.previous_secret END AS secret_previous`
       })
@@ -371,6 +378,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
               CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
               ${targetUrl} AS url, ${hostOf(sql, targetUrl)} AS host,
               s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap(sql, now, "s")}) AS overlap,
+              s.delivery_mode, s.batch_max_events, s.batch_max_wait_ms,
               -- the state of a record its anchor.confirmed announces (migration 0016: read, not stored)
               r.hash, r.package_mode, r.chain_type, r.network_id, r.metadata::text AS metadata_text, 'ANCHORED' AS status, r.collection,
               -- anchor.confirmed: no prior anchor to show
@@ -715,7 +723,10 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
                 signatureNext: rendered.signatureNext,
                 headers: rendered.headers,
                 secret: e.secret,
-                secretPrevious: input.nextSecret === null ? null : e.previous
+                secretPrevious: input.nextSecret === null ? null : e.previous,
+                deliveryMode: e.deliveryMode,
+                batchMaxEvents: e.batchMaxEvents,
+                batchMaxWaitMs: e.batchMaxWaitMs
               })
             }
             if (unrendered.length > 0) {

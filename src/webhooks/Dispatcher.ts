@@ -25,8 +25,9 @@ import * as Crypto from "node:crypto"
 import { Cause, Clock, Effect, Fiber, FiberSet, Layer, Queue, Ref, Semaphore } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { AnchoringLag } from "../anchoring/AnchoringLag.ts"
-import { observeAttempt, setDeliveryRateLimit } from "../metrics/metrics.ts"
+import { observeAttempt, observeBatch, setDeliveryRateLimit } from "../metrics/metrics.ts"
 import { VERSION } from "../version.ts"
+import { ANSWER_MAX_BYTES, batchBody, batchHeaders, failedEventIds, groupRequests } from "./batch.ts"
 import { WebhookConfig } from "./config.ts"
 import { type Chunk, type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
@@ -62,7 +63,28 @@ interface Outcome extends Completion {
 type Ready = Claimed & { readonly body: string; readonly signature: string; readonly headers: NonNullable<Claimed["headers"]> }
 
 /** What an attempt needs: a claimed delivery once rendered, or a record of a leased chunk. */
-type Sendable = Pick<Ready, "id" | "url" | "environment" | "attempts" | "body" | "headers" | "signature" | "signatureNext" | "secret" | "secretPrevious">
+type Sendable = Pick<
+  Ready,
+  | "id"
+  | "url"
+  | "environment"
+  | "attempts"
+  | "body"
+  | "headers"
+  | "signature"
+  | "signatureNext"
+  | "secret"
+  | "secretPrevious"
+  | "deliveryMode"
+  | "batchMaxEvents"
+  | "batchMaxWaitMs"
+>
+
+/** Deliveries that may share a request: one receiver, one account's environment (its secret), one kind of event. */
+const requestKey = (row: Sendable) => `${row.environment}\n${row.url}\n${row.secret}\n${row.headers.event}`
+
+/** What a receiver's answer says of an event it named as not taken (a batch's partial failure). */
+const NOT_TAKEN = "not taken: the receiver named this event in failedEventIds"
 
 const isReady = (row: Claimed): row is Ready => row.body !== null && row.signature !== null && row.headers !== null
 
@@ -159,6 +181,49 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     return { startedAt: new Date(startedMillis), ...outcome, retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale) }
   })
 
+  /**
+   * One attempt of a batch (./batch.ts): every event's outcome, in the batch's order. A 2xx takes them all
+   * but those its answer names; anything else fails them all. Never fails.
+   */
+  const attemptBatch = Effect.fn("WebhookDispatcher.sendBatch")(function*(rows: ReadonlyArray<Sendable>) {
+    yield* annotateSampled(() => ({ "anchord.batch_events": rows.length, "anchord.event": rows[0]!.headers.event }))
+    const startedMillis = yield* Clock.currentTimeMillis
+    const first = rows[0]!
+    const body = batchBody(rows)
+    const headers = batchHeaders(rows, body, { secret: first.secret, previous: first.secretPrevious }, Math.floor(startedMillis / 1000), userAgent)
+    const outcome = yield* Effect.promise((signal) =>
+      attempt(
+        { url: first.url, environment: first.environment, body, headers, timeoutMillis: config.timeoutMillis, readAnswer: ANSWER_MAX_BYTES },
+        agents,
+        egress,
+        signal
+      )
+    ).pipe(
+      Effect.catchDefect((defect) =>
+        Effect.map(Clock.currentTimeMillis,
+          (now) => ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}`, answer: undefined }))
+      )
+    )
+    observeBatch(metrics, outcome.ok ? "success" : outcome.statusCode === null ? "connection_error" : "http_error", rows.length, outcome.latencyMs / 1000)
+    const notTaken = outcome.ok ? failedEventIds(outcome.answer, rows.map((r) => r.headers.eventId)) : new Set<string>()
+    const startedAt = new Date(startedMillis)
+    return rows.map((row) => {
+      const ok = outcome.ok && !notTaken.has(row.headers.eventId)
+      return {
+        startedAt,
+        ok,
+        statusCode: outcome.statusCode,
+        latencyMs: outcome.latencyMs,
+        error: ok ? null : outcome.ok ? NOT_TAKEN : outcome.error,
+        retryInMillis: ok ? null : retryDelayMillis(row.attempts, config.retryScale)
+      }
+    })
+  })
+
+  /** One request's attempt: a single delivery's, or a batch's; the outcomes in the request's order. */
+  const attemptRequest = (rows: ReadonlyArray<Sendable>) =>
+    rows[0]!.deliveryMode === "batch" ? attemptBatch(rows) : Effect.map(attemptOnce(rows[0]!), (o) => [o])
+
   /** The slots and in-flight counts of attempts whose responses are in: the next claim need not wait for their outcomes' statement. */
   const responded = (hosts: ReadonlyArray<string>) =>
     Effect.suspend(() => {
@@ -166,29 +231,30 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       return Effect.andThen(slots.release(hosts.length), Queue.offer(freed, undefined))
     })
 
-  const send = (row: Ready, token: string) => {
-    let handedOver = false
-    return attemptOnce(row).pipe(
-      Effect.ensuring(responded([row.host])),
-      Effect.flatMap((outcome) =>
-        Queue.offer(results, {
-          seq: row.seq,
-          token,
-          round: row.round,
-          attempt: row.attempts,
-          ...outcome,
-          deliveryId: row.id,
-          eventId: row.headers.eventId,
-          host: logHostOf(row.url)
-        })
+  /** One request of claimed deliveries (one, or a batch), its outcomes handed to the writer. */
+  const send = (rows: ReadonlyArray<Ready>, token: string) => {
+    let handedOver = 0
+    return attemptRequest(rows).pipe(
+      Effect.ensuring(responded(rows.map((row) => row.host))),
+      Effect.flatMap((outcomes) =>
+        Effect.forEach(rows, (row, k) =>
+          Queue.offer(results, {
+            seq: row.seq,
+            token,
+            round: row.round,
+            attempt: row.attempts,
+            ...outcomes[k]!,
+            deliveryId: row.id,
+            eventId: row.headers.eventId,
+            host: logHostOf(row.url)
+          }).pipe(Effect.tap(() =>
+            Effect.sync(() => {
+              handedOver++
+            })
+          )), { discard: true })
       ),
-      Effect.tap(() =>
-        Effect.sync(() => {
-          handedOver = true
-        })
-      ),
-      // Interrupted before the writer had it: nothing will write it (its lease brings it back), so its permit is returned here.
-      Effect.ensuring(Effect.suspend(() => handedOver ? Effect.void : unwritten.release(1)))
+      // Interrupted before the writer had them: nothing will write them (their leases bring them back), so their permits are returned here.
+      Effect.ensuring(Effect.suspend(() => handedOver === rows.length ? Effect.void : unwritten.release(rows.length - handedOver)))
     )
   }
 
@@ -226,7 +292,10 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
       return responded(chunk.items.map((item) => item.host))
     })
     return Effect.gen(function*() {
-      const outcomes = yield* Effect.forEach(chunk.items, attemptOnce, { concurrency: "unbounded" })
+      const requests = groupRequests(chunk.items, requestKey)
+      const answered = yield* Effect.forEach(requests, attemptRequest, { concurrency: "unbounded" })
+      const byItem = new Map(requests.flatMap((rows, r) => rows.map((row, k) => [row, answered[r]![k]!] as const)))
+      const outcomes = chunk.items.map((item) => byItem.get(item)!)
       yield* answer
       const written = yield* claims.completeChunk(
         chunk,
@@ -316,9 +385,9 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     progress: { started: number },
     chunks: ReadonlyArray<Chunk> = []
   ) {
-    for (const row of ready) {
-      track(row.host, 1)
-      yield* FiberSet.run(sends, send(row, token))
+    for (const rows of groupRequests(ready, requestKey)) {
+      for (const row of rows) track(row.host, 1)
+      yield* FiberSet.run(sends, send(rows, token))
     }
     for (const chunk of chunks) {
       for (const item of chunk.items) track(item.host, 1)

@@ -1,6 +1,6 @@
 /**
- * An account's webhook settings per environment (`webhook_settings`, migrations 0007 and 0013): the
- * global webhook (url, subscribed events, payload format, enabled), the signing secret and its rotation
+ * An account's webhook settings per environment (`webhook_settings`): the global webhook (url, subscribed
+ * events, payload format, enabled), how deliveries go out (one by one or batched), the signing secret and its rotation
  * (SPEC 5.5, ./rotation.ts). Test and live are separate rows: a key reads and changes only its own
  * environment's, and a delivery is routed and signed with its record's. Every account has both rows
  * from its creation on (a trigger on `accounts`), so every read finds one.
@@ -11,13 +11,16 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import { inOverlap, overlapEnd } from "./rotation.ts"
-import { dieOnSchemaError, Environment as EnvironmentColumn, type EventKind, PayloadFormat, WebhookSettingsRow } from "./rows.ts"
+import { DeliveryMode, dieOnSchemaError, Environment as EnvironmentColumn, type EventKind, PayloadFormat, WebhookSettingsRow } from "./rows.ts"
 
 export interface SettingsPatch {
   readonly url?: string | null | undefined
   readonly events?: ReadonlyArray<EventKind> | undefined
   readonly payloadFormat?: PayloadFormat | undefined
   readonly enabled?: boolean | undefined
+  readonly deliveryMode?: DeliveryMode | undefined
+  readonly batchMaxEvents?: number | undefined
+  readonly batchMaxWaitMs?: number | undefined
 }
 
 /** Which settings row, and the Clock's time the rotation is read at. */
@@ -35,7 +38,10 @@ const SettingsUpdate = Schema.Struct({
   setEvents: Schema.Boolean,
   events: Schema.String,
   payloadFormat: Schema.NullOr(PayloadFormat),
-  enabled: Schema.NullOr(Schema.Boolean)
+  enabled: Schema.NullOr(Schema.Boolean),
+  deliveryMode: Schema.NullOr(DeliveryMode),
+  batchMaxEvents: Schema.NullOr(Schema.Number),
+  batchMaxWaitMs: Schema.NullOr(Schema.Number)
 })
 
 export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, {
@@ -58,7 +64,7 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
         Result: WebhookSettingsRow,
         execute: ({ accountId, environment, now }) =>
           sql`
-            SELECT url, events, payload_format, enabled, secret,
+            SELECT url, events, payload_format, enabled, secret, delivery_mode, batch_max_events, batch_max_wait_ms,
               CASE WHEN ${inOverlap(sql, now)} THEN rotated_at END AS rotation_started_at,
               CASE WHEN ${inOverlap(sql, now)} THEN ${overlapEnd(sql, sql`rotated_at`)} END AS previous_secret_expires_at
             FROM webhook_settings WHERE account_id = ${accountId} AND environment = ${environment}`
@@ -72,7 +78,10 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
               url = CASE WHEN ${p.setUrl} THEN ${p.url} ELSE url END,
               events = CASE WHEN ${p.setEvents} THEN string_to_array(${p.events}, ',') ELSE events END,
               payload_format = COALESCE(${p.payloadFormat}, payload_format),
-              enabled = COALESCE(${p.enabled}::boolean, enabled)
+              enabled = COALESCE(${p.enabled}::boolean, enabled),
+              delivery_mode = COALESCE(${p.deliveryMode}, delivery_mode),
+              batch_max_events = COALESCE(${p.batchMaxEvents}::integer, batch_max_events),
+              batch_max_wait_ms = COALESCE(${p.batchMaxWaitMs}::integer, batch_max_wait_ms)
             WHERE account_id = ${p.accountId} AND environment = ${p.environment}`
       })
 
@@ -119,7 +128,10 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
             setEvents: patch.events !== undefined,
             events: (patch.events ?? []).join(","),
             payloadFormat: patch.payloadFormat ?? null,
-            enabled: patch.enabled ?? null
+            enabled: patch.enabled ?? null,
+            deliveryMode: patch.deliveryMode ?? null,
+            batchMaxEvents: patch.batchMaxEvents ?? null,
+            batchMaxWaitMs: patch.batchMaxWaitMs ?? null
           }))
           return yield* get(accountId, environment)
         }),

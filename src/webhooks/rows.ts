@@ -7,10 +7,11 @@
 import { Effect, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { RecordView } from "../api/recordSchemas.ts"
-import { DeliveryEventKind, DeliveryState, DeliveryView, EventKind, PayloadFormat } from "../api/webhookSchemas.ts"
+import { DeliveryEventKind, DeliveryMode, DeliveryState, DeliveryView, EventKind, PayloadFormat } from "../api/webhookSchemas.ts"
 
-/** `events` and `webhook_settings.events`, `payload_format`, delivery states and targets: the wire's literals. */
-export { DeliveryEventKind, DeliveryState, EventKind, PayloadFormat }
+/** `events` and `webhook_settings.events`, `payload_format`, `delivery_mode`, delivery states and targets: the wire's literals. */
+export { DeliveryEventKind, DeliveryMode, DeliveryState, EventKind, PayloadFormat }
+export type DeliveryMode = typeof DeliveryMode.Type
 export type DeliveryEventKind = typeof DeliveryEventKind.Type
 export type DeliveryState = typeof DeliveryState.Type
 export type PayloadFormat = typeof PayloadFormat.Type
@@ -34,7 +35,10 @@ export const WebhookSettingsRow = Schema.Struct({
   enabled: Schema.Boolean,
   secret: Schema.String,
   rotationStartedAt: Schema.NullOr(Schema.Date),
-  previousSecretExpiresAt: Schema.NullOr(Schema.Date)
+  previousSecretExpiresAt: Schema.NullOr(Schema.Date),
+  deliveryMode: DeliveryMode,
+  batchMaxEvents: Schema.Number,
+  batchMaxWaitMs: Schema.Number
 })
 export type WebhookSettingsRow = typeof WebhookSettingsRow.Type
 

@@ -23,6 +23,8 @@ export interface AttemptOutcome {
   readonly statusCode: number | null
   readonly latencyMs: number
   readonly error: string | null
+  /** The answer's body (its first bytes), when the request asked for it (`readAnswer`). */
+  readonly answer?: string | undefined
 }
 
 class Refused extends Error {
@@ -99,6 +101,8 @@ export interface AttemptRequest {
   readonly body: string
   readonly headers: Record<string, string>
   readonly timeoutMillis: number
+  /** Keep up to this many bytes of the answer's body (a batch's partial failures); the rest is drained. */
+  readonly readAnswer?: number | undefined
 }
 
 /** What an attempt's headers are made of: the delivery's stored rendering and the secrets of its claim. */
@@ -218,6 +222,8 @@ export const attempt = (
       req?.destroy(new Error("aborted"))
       finish(null, "aborted: node shutting down")
     }
+    const answer: Array<Buffer> = []
+    let answered = 0
     const finish = (statusCode: number | null, error: string | null) => {
       if (settled) return
       settled = true
@@ -229,7 +235,9 @@ export const attempt = (
         statusCode,
         // A refusal happens before any connection: its latency would only time the resolver.
         latencyMs: error?.startsWith("refused: ") ? 0 : Math.round(performance.now() - started),
-        error: error ?? (ok ? null : `HTTP ${statusCode}${statusCode !== null && statusCode >= 300 && statusCode < 400 ? " (redirects are not followed)" : ""}`)
+        error: error ??
+          (ok ? null : `HTTP ${statusCode}${statusCode !== null && statusCode >= 300 && statusCode < 400 ? " (redirects are not followed)" : ""}`),
+        ...(request.readAnswer === undefined ? {} : { answer: Buffer.concat(answer).toString("utf8") })
       })
     }
     const target = targetOf(request.url, request.environment, egress)
@@ -251,8 +259,14 @@ export const attempt = (
     const secure = target.secure
     req = (secure ? Https : Http).request(options, (res) => {
       const status = res.statusCode ?? null
-      // Drain (the socket goes back to the pool); only the status matters.
-      res.on("data", () => {})
+      // Drain (the socket goes back to the pool); only the status matters, and a batch's answer up to its bound.
+      const keep = request.readAnswer ?? 0
+      res.on("data", (chunk: Buffer) => {
+        if (answered >= keep) return
+        const part = chunk.subarray(0, keep - answered)
+        answer.push(part)
+        answered += part.length
+      })
       res.on("end", () => finish(status, null))
       res.on("error", () => finish(status, null))
       res.on("aborted", () => finish(status, null))

@@ -21,7 +21,8 @@ export const settingsView = (row: WebhookSettingsRow) => ({
   secret: row.secret,
   rotation: row.rotationStartedAt !== null && row.previousSecretExpiresAt !== null
     ? { startedAt: row.rotationStartedAt.toISOString(), previousSecretExpiresAt: row.previousSecretExpiresAt.toISOString() }
-    : null
+    : null,
+  delivery: { mode: row.deliveryMode, maxEvents: row.batchMaxEvents, maxWaitMs: row.batchMaxWaitMs }
 })
 
 export const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>) => ({
@@ -78,7 +79,10 @@ export const updateSettings = (
       events: patch.events === undefined ? undefined : [...new Set(patch.events)],
       payloadFormat: patch.payloadFormat,
       // Clearing the url disables the webhook.
-      enabled: patch.url === null && patch.enabled === undefined ? false : patch.enabled
+      enabled: patch.url === null && patch.enabled === undefined ? false : patch.enabled,
+      deliveryMode: patch.delivery?.mode,
+      batchMaxEvents: patch.delivery?.maxEvents,
+      batchMaxWaitMs: patch.delivery?.maxWaitMs
     })
   })
 

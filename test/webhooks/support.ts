@@ -24,7 +24,7 @@ export interface Received {
   readonly at: number
 }
 
-export type Reply = number | "hang" | { status: number; headers?: Record<string, string>; delayMs?: number }
+export type Reply = number | "hang" | { status: number; headers?: Record<string, string>; delayMs?: number; body?: string }
 
 export interface Receiver {
   readonly url: string
@@ -56,11 +56,11 @@ export const startReceiver = async (reply: (request: Received, index: number) =>
         hanging.push(res)
         return
       }
-      const { status, headers, delayMs } = typeof r === "number" ? { status: r, headers: {}, delayMs: 0 } : r
+      const { body, delayMs, headers, status } = typeof r === "number" ? { status: r, headers: {}, delayMs: 0, body: undefined } : r
       const respond = () => {
         if (res.destroyed) return
         res.writeHead(status, { "content-type": "text/plain", ...headers })
-        res.end("ok")
+        res.end(body ?? "ok")
       }
       if (delayMs) setTimeout(respond, delayMs)
       else respond()

@@ -22,6 +22,7 @@ import logTree from "./0022_log_tree.ts"
 import chunkDeliveries from "./0023_chunk_deliveries.ts"
 import rulesInOnePlace from "./0024_rules_in_one_place.ts"
 import batchTreeLevels from "./0025_batch_tree_levels.ts"
+import batchedWebhooks from "./0026_batched_webhooks.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -48,5 +49,6 @@ export const migrations = {
   "0022_log_tree": logTree,
   "0023_chunk_deliveries": chunkDeliveries,
   "0024_rules_in_one_place": rulesInOnePlace,
-  "0025_batch_tree_levels": batchTreeLevels
+  "0025_batch_tree_levels": batchTreeLevels,
+  "0026_batched_webhooks": batchedWebhooks
 }

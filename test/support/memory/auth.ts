@@ -83,7 +83,10 @@ export const AccountsMemory = Layer.effect(
               enabled: false,
               secret: newSecret(),
               previousSecret: null,
-              rotatedAt: null
+              rotatedAt: null,
+              deliveryMode: "single",
+              batchMaxEvents: 100,
+              batchMaxWaitMs: 0
             })
           }
           return account

@@ -24,6 +24,9 @@ export interface SettingsRow {
   secret: string
   previousSecret: string | null
   rotatedAt: Date | null
+  deliveryMode: "single" | "batch"
+  batchMaxEvents: number
+  batchMaxWaitMs: number
 }
 
 /** `idempotency_keys`. */

@@ -46,7 +46,10 @@ export const WebhookSettingsStoreMemory = Layer.effect(
         enabled: r.enabled,
         secret: r.secret,
         rotationStartedAt: overlap ? r.rotatedAt : null,
-        previousSecretExpiresAt: overlap ? new Date(r.rotatedAt!.getTime() + OVERLAP_MS) : null
+        previousSecretExpiresAt: overlap ? new Date(r.rotatedAt!.getTime() + OVERLAP_MS) : null,
+        deliveryMode: r.deliveryMode,
+        batchMaxEvents: r.batchMaxEvents,
+        batchMaxWaitMs: r.batchMaxWaitMs
       }
     }
 
@@ -59,6 +62,9 @@ export const WebhookSettingsStoreMemory = Layer.effect(
           if (patch.events !== undefined) r.events = [...patch.events]
           if (patch.payloadFormat !== undefined) r.payloadFormat = patch.payloadFormat
           if (patch.enabled !== undefined) r.enabled = patch.enabled
+          if (patch.deliveryMode !== undefined) r.deliveryMode = patch.deliveryMode
+          if (patch.batchMaxEvents !== undefined) r.batchMaxEvents = patch.batchMaxEvents
+          if (patch.batchMaxWaitMs !== undefined) r.batchMaxWaitMs = patch.batchMaxWaitMs
           return view(accountId, environment)
         }),
       rotate: (accountId, environment) =>

@@ -1,0 +1,147 @@
+/**
+ * Batched delivery (docs/webhooks.md, "Batched delivery"): an environment that opts in gets its events in
+ * requests of up to maxEvents, one kind per request, each event's own body spliced in unchanged; one
+ * signature over the whole body in both schemes (checked here with node:crypto and the npm
+ * `standardwebhooks` library); a 2xx naming events in `failedEventIds` retries only those, each on its own
+ * ladder; a non-2xx retries every event of the request.
+ */
+import { Webhook } from "standardwebhooks"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { query } from "../support/db.ts"
+import { expectError } from "../support/expect.ts"
+import { call } from "../support/node.ts"
+import { confirmBatch, deliveryRow, type Received, type Receiver, startReceiver, startWebhookNode, verifySignature, waitFor,
+  type WebhookNode } from "./support.ts"
+
+interface Entry {
+  eventId: string
+  event: string
+  hash: string
+  chain: string
+  network: string
+  attempt: number
+  payload: { type: string; recordId: string; hash: string }
+}
+
+const entriesOf = (r: Received): Array<Entry> => JSON.parse(r.body).events
+
+describe("batched webhook delivery", () => {
+  let node: WebhookNode
+  let receiver: Receiver
+  let key: string
+  let secret: string
+  const api = (method: string, path: string, body?: unknown) => call(node.baseUrl, method, path, { key, body })
+
+  beforeAll(async () => {
+    receiver = await startReceiver()
+    // 6 ms before a retry (the ladder × 0.0001): retries here come at once.
+    node = await startWebhookNode({ env: { WEBHOOK_RETRY_SCALE: "0.0001", WEBHOOK_POLL_MS: "200" } })
+    const accountId = await node.createAccount()
+    key = await node.createKey(accountId)
+    secret = await node.secretOf(accountId)
+  })
+  afterAll(async () => {
+    await node?.stop()
+    await receiver?.close()
+  })
+
+  const postRecords = async (n: number, tag: string): Promise<Array<string>> => {
+    const r = await api("POST", "/v1/anchor/batch", { records: Array.from({ length: n }, (_, i) => ({ data: { tag, i } })) })
+    expect(r.status).toBe(202)
+    return r.json.data.results.map((x: any) => x.data.recordId as string)
+  }
+
+  it("the settings take a delivery mode, checked; single by default", async () => {
+    const before = await api("GET", "/v1/webhooks")
+    expect(before.json.data.delivery).toEqual({ mode: "single", maxEvents: 100, maxWaitMs: 0 })
+    expectError(await api("PUT", "/v1/webhooks", { delivery: { mode: "bulk" } }), 400, "VALIDATION_ERROR", /mode/)
+    expectError(await api("PUT", "/v1/webhooks", { delivery: { mode: "batch", maxEvents: 0 } }), 400, "VALIDATION_ERROR", /maxEvents/)
+    expectError(await api("PUT", "/v1/webhooks", { delivery: { mode: "batch", maxEvents: 1001 } }), 400, "VALIDATION_ERROR", /maxEvents/)
+    expectError(await api("PUT", "/v1/webhooks", { delivery: { maxWaitMs: 10_001 } }), 400, "VALIDATION_ERROR", /maxWaitMs/)
+    expectError(await api("PUT", "/v1/webhooks", { delivery: { mode: "batch", maxEvents: 2.5 } }), 400, "VALIDATION_ERROR", /maxEvents/)
+    // refused bodies changed nothing
+    expect((await api("GET", "/v1/webhooks")).json.data.delivery).toEqual({ mode: "single", maxEvents: 100, maxWaitMs: 0 })
+    const put = await api("PUT", "/v1/webhooks", { url: `${receiver.url}/batched`, enabled: true, events: ["anchor.confirmed"],
+      delivery: { mode: "batch", maxEvents: 40 } })
+    expect(put.status).toBe(200)
+    expect(put.json.data.delivery).toEqual({ mode: "batch", maxEvents: 40, maxWaitMs: 0 })
+    // members left out keep their value
+    const again = await api("PUT", "/v1/webhooks", { delivery: { maxWaitMs: 0 } })
+    expect(again.json.data.delivery).toEqual({ mode: "batch", maxEvents: 40, maxWaitMs: 0 })
+  })
+
+  it("events arrive in batches, signed as a whole; a 2xx naming events retries only those", async () => {
+    let failedOnce: Array<string> = []
+    receiver.reply = (request, index) => {
+      if (index !== 0) return 200
+      // The first request: three of its events not taken.
+      failedOnce = entriesOf(request).slice(0, 3).map((e) => e.eventId)
+      return { status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify({ failedEventIds: [...failedOnce, "evt_notinthisrequest"] }) }
+    }
+    const ids = await postRecords(100, "partial")
+    const { eventIds } = await confirmBatch(node.databaseUrl, ids)
+    const expected = new Set(eventIds.values())
+    const seen = async () => receiver.received.flatMap(entriesOf).map((e) => e.eventId)
+    await waitFor("every event, and the three named ones again", async () => {
+      const all = await seen()
+      return new Set(all).size === 100 && all.length === 103 ? all : undefined
+    }, 30_000)
+    const all = await seen()
+    expect(new Set(all)).toEqual(expected)
+    for (const id of expected) expect(all.filter((x) => x === id).length).toBe(failedOnce.includes(id) ? 2 : 1)
+
+    for (const r of receiver.received) {
+      const entries = entriesOf(r)
+      expect(entries.length).toBeGreaterThanOrEqual(1)
+      expect(entries.length).toBeLessThanOrEqual(40)
+      expect(r.headers["x-service-event"]).toBe("ANCHORED")
+      expect(r.headers["x-service-event-count"]).toBe(String(entries.length))
+      expect(r.headers["x-service-batch-id"]).toMatch(/^whb_[0-9a-f]{32}$/)
+      expect(r.headers["webhook-id"]).toBe(r.headers["x-service-batch-id"])
+      expect(r.headers["x-service-chain"]).toBe("evm")
+      expect(r.headers["x-service-event-id"]).toBeUndefined()
+      // one signature over the raw body, both schemes
+      expect(verifySignature(secret, r.body, r.headers["x-webhook-signature"])).toBe(true)
+      expect(new Webhook(secret).verify(r.body, r.headers as Record<string, string>)).toEqual(JSON.parse(r.body))
+      for (const e of entries) {
+        expect(e.event).toBe("ANCHORED")
+        expect(e.payload.type).toBe("ANCHORED")
+        expect(ids).toContain(e.payload.recordId)
+        expect(e.payload.hash).toBe(e.hash)
+      }
+    }
+    // Record order inside a request: the batch's order, as one-by-one deliveries go out.
+    const first = entriesOf(receiver.received[0]!).map((e) => e.payload.recordId)
+    expect(first).toEqual(ids.filter((id) => first.includes(id)))
+
+    // The named events: retried each on its own ladder (attempt 1), their stored bodies spliced in byte for byte.
+    const retried = receiver.received.slice(1).filter((r) => entriesOf(r).some((e) => failedOnce.includes(e.eventId)))
+    expect(retried.length).toBeGreaterThanOrEqual(1)
+    for (const r of retried) for (const e of entriesOf(r).filter((x) => failedOnce.includes(x.eventId))) expect(e.attempt).toBe(1)
+    for (const eventId of failedOnce) {
+      await waitFor(`${eventId} SUCCEEDED`, async () => (await deliveryRow(node.databaseUrl, { eventId }))?.state === "SUCCEEDED", 10_000)
+      const [{ body }] = await query<{ body: string }>(node.databaseUrl, "SELECT body FROM webhook_deliveries WHERE event_id = $1", [eventId])
+      expect(receiver.received[0]!.body).toContain(`"payload":${body}}`)
+    }
+  })
+
+  it("a non-2xx retries every event of the request", async () => {
+    const start = receiver.received.length
+    let failedRequest: Array<string> = []
+    receiver.reply = (request, index) => {
+      if (index !== start) return 200
+      failedRequest = entriesOf(request).map((e) => e.eventId)
+      return 503
+    }
+    const ids = await postRecords(30, "whole")
+    const { eventIds } = await confirmBatch(node.databaseUrl, ids)
+    const mine = new Set(eventIds.values())
+    const seen = () => receiver.received.slice(start).flatMap(entriesOf).map((e) => e.eventId)
+    await waitFor("every event of the refused request again", async () => {
+      const all = seen()
+      return failedRequest.length > 0 && new Set(all).size === 30 && failedRequest.every((id) => all.filter((x) => x === id).length === 2)
+    }, 30_000)
+    expect(new Set(seen())).toEqual(mine)
+    for (const id of mine) expect(seen().filter((x) => x === id).length).toBe(failedRequest.includes(id) ? 2 : 1)
+  })
+})
