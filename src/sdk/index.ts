@@ -5,4 +5,4 @@
 export { AnchordClient, AnchordError, type AnchorOptions, type AnchordClientOptions } from "./client.ts"
 export { type BundleAnchorCheck, verifyBundle, type VerifyBundleResult } from "./bundle.ts"
 export type * from "./types.ts"
-export { type VerifyWebhookInput, type VerifyWebhookResult, verifyWebhook, type WebhookHeaders } from "./webhooks.ts"
+export { type VerifyWebhookInput, type VerifyWebhookResult, verifyWebhook, type WebhookEvent, type WebhookHeaders } from "./webhooks.ts"

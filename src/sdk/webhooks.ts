@@ -7,6 +7,8 @@
  *    HMAC-SHA256 of the raw body keyed with the whole secret string. It has no timestamp.
  * When the Standard Webhooks headers are present they decide alone (falling back to the seed's
  * signature would let a replay through). Over the raw body only; digests compared in constant time.
+ * A batched request (`X-Service-Batch-Id`, docs/webhooks.md "Batched delivery") is signed as a whole; its
+ * events come back in `events`, each with its own id.
  */
 import { Buffer } from "node:buffer"
 import { createHmac, timingSafeEqual } from "node:crypto"
@@ -28,16 +30,52 @@ export interface VerifyWebhookInput {
   readonly requireTimestamp?: boolean
 }
 
+/** One event of a verified delivery: its id (deduplicate on it), its kind (`ANCHORED`, …) and its body, parsed. */
+export interface WebhookEvent {
+  readonly eventId: string | null
+  readonly event: string | null
+  readonly payload: unknown
+}
+
 export type VerifyWebhookResult =
   | {
     readonly valid: true
     readonly scheme: "standard-webhooks" | "x-webhook-signature"
-    /** `webhook-id` (= `X-Service-Event-Id`): deduplicate on it. */
+    /** One event per request: `webhook-id` (= `X-Service-Event-Id`); a batch: null (each event has its own). */
     readonly eventId: string | null
+    /** A batched request's id (`X-Service-Batch-Id` = its `webhook-id`); null for one event per request. */
+    readonly batchId: string | null
     /** `webhook-timestamp` in Unix seconds (null with the seed's scheme). */
     readonly timestamp: number | null
+    /** The request's events: one, or a batch's in order (empty if the body is not JSON). */
+    readonly events: ReadonlyArray<WebhookEvent>
   }
   | { readonly valid: false; readonly reason: string }
+
+/** The events of a verified body: a batch's entries (`X-Service-Batch-Id` set), else the one event of the request. */
+const eventsOf = (headers: WebhookHeaders, body: Uint8Array,
+  eventId: string | null): Pick<VerifyWebhookResult & { valid: true }, "batchId" | "eventId" | "events"> =>
+{
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(Buffer.from(body).toString("utf8"))
+  } catch {
+    parsed = undefined
+  }
+  const batchId = header(headers, "x-service-batch-id") ?? null
+  if (batchId !== null) {
+    const entries = (parsed as { events?: unknown } | undefined)?.events
+    const events = Array.isArray(entries)
+      ? entries.map((e: { eventId?: unknown; event?: unknown; payload?: unknown }) => ({
+        eventId: typeof e.eventId === "string" ? e.eventId : null,
+        event: typeof e.event === "string" ? e.event : null,
+        payload: e.payload
+      }))
+      : []
+    return { batchId, eventId: null, events }
+  }
+  return { batchId: null, eventId, events: parsed === undefined ? [] : [{ eventId, event: header(headers, "x-service-event") ?? null, payload: parsed }] }
+}
 
 const header = (headers: WebhookHeaders, name: string): string | undefined => {
   if (typeof (headers as { get?: unknown }).get === "function") {
@@ -85,7 +123,9 @@ export const verifyWebhook = (input: VerifyWebhookInput): VerifyWebhookResult =>
     })
     for (const secret of secrets) {
       const expected = createHmac("sha256", standardKey(secret)).update(`${id}.${timestamp.trim()}.`, "utf8").update(body).digest()
-      if (given.some((g) => equalDigest(g, expected))) return { valid: true, scheme: "standard-webhooks", eventId: id, timestamp: seconds }
+      if (given.some((g) => equalDigest(g, expected))) {
+        return { valid: true, scheme: "standard-webhooks", timestamp: seconds, ...eventsOf(headers, body, header(headers, "x-service-event-id") ?? id) }
+      }
     }
     return { valid: false, reason: "no webhook-signature matches the secret" }
   }
@@ -97,7 +137,7 @@ export const verifyWebhook = (input: VerifyWebhookInput): VerifyWebhookResult =>
   for (const secret of secrets) {
     const expected = createHmac("sha256", secret).update(body).digest()
     if (seed.some((g) => equalDigest(g, expected))) {
-      return { valid: true, scheme: "x-webhook-signature", eventId: header(headers, "x-service-event-id") ?? null, timestamp: null }
+      return { valid: true, scheme: "x-webhook-signature", timestamp: null, ...eventsOf(headers, body, header(headers, "x-service-event-id") ?? null) }
     }
   }
   return { valid: false, reason: "no x-webhook-signature matches the secret" }

@@ -48,7 +48,9 @@ describe("verifyWebhook (anchord/client)", () => {
       valid: true,
       scheme: "standard-webhooks",
       eventId: r.headers["x-service-event-id"],
-      timestamp: Number(r.headers["webhook-timestamp"])
+      batchId: null,
+      timestamp: Number(r.headers["webhook-timestamp"]),
+      events: [{ eventId: r.headers["x-service-event-id"], event: "UPDATED", payload: JSON.parse(r.body) }]
     })
     expect(verifyWebhook({ rawBody: Buffer.from(r.body), headers: new Headers(headersOf(r)), secret })).toMatchObject({ valid: true,
       scheme: "standard-webhooks" })
@@ -56,7 +58,9 @@ describe("verifyWebhook (anchord/client)", () => {
       valid: true,
       scheme: "x-webhook-signature",
       eventId: r.headers["x-service-event-id"],
-      timestamp: null
+      batchId: null,
+      timestamp: null,
+      events: [{ eventId: r.headers["x-service-event-id"], event: "UPDATED", payload: JSON.parse(r.body) }]
     })
     // the seed's signature alone proves no freshness: refused when a timestamp is required
     expect(verifyWebhook({ rawBody: r.body, headers: seedOnly(r), secret, requireTimestamp: true }).valid).toBe(false)
@@ -120,5 +124,37 @@ describe("verifyWebhook (anchord/client)", () => {
     const r = await fire()
     expect(verifyWebhook({ rawBody: r.body, headers: r.headers, secret: legacy })).toMatchObject({ valid: true, scheme: "standard-webhooks" })
     expect(verifyWebhook({ rawBody: r.body, headers: seedOnly(r), secret: legacy })).toMatchObject({ valid: true, scheme: "x-webhook-signature" })
+  })
+  it("a batched request verifies as a whole and gives back its events, each with its own id; a changed byte fails it", async () => {
+    expect((await call(node.baseUrl, "PUT", "/v1/webhooks", { key, body: { delivery: { mode: "batch", maxEvents: 10 } } })).status).toBe(200)
+    const secret = await node.secretOf(account) // the newest (an earlier test rotated it)
+    try {
+      const n = receiver.received.length
+      const recs =
+        (await call(node.baseUrl, "POST", "/v1/anchor/batch", { key,
+          body: { records: [1, 2, 3].map((i) => ({ data: { batched: i }, webhookUrl: `${receiver.url}/hook` })) } })).json.data.results
+      const ids = recs.map((x: any) => x.data.recordId as string)
+      // three record.updated events committed at once: claimed together, one request
+      const rows = await query<{ id: string }>(node.databaseUrl, `
+        INSERT INTO events (event_id, account_id, record_id, kind, payload)
+        SELECT 'evt_' || substr(md5(id || random()::text), 1, 24), account_id, id, 'record.deleted',
+          jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')
+        FROM records WHERE id = ANY($1) ORDER BY id RETURNING event_id AS id`, [ids])
+      const got = (await receiver.waitFor(n + 1)).slice(n)
+      const events = got.flatMap((r) => {
+        const v = verifyWebhook({ rawBody: r.body, headers: r.headers, secret })
+        expect(v).toMatchObject({ valid: true, scheme: "standard-webhooks", eventId: null, batchId: r.headers["x-service-batch-id"] })
+        expect(verifyWebhook({ rawBody: r.body, headers: seedOnly(r), secret })).toMatchObject({ valid: true, scheme: "x-webhook-signature" })
+        expect(verifyWebhook({ rawBody: r.body.replace("DELETED", "DELETEE"), headers: r.headers, secret }).valid).toBe(false)
+        return v.valid ? v.events : []
+      })
+      expect(new Set(events.map((e) => e.eventId))).toEqual(new Set(rows.map((r) => r.id)))
+      for (const e of events) {
+        expect(e.event).toBe("DELETED")
+        expect(ids).toContain((e.payload as { data: { recordId: string } }).data.recordId)
+      }
+    } finally {
+      await call(node.baseUrl, "PUT", "/v1/webhooks", { key, body: { delivery: { mode: "single" } } })
+    }
   })
 })

@@ -97,7 +97,8 @@ describe("webhook delivery", () => {
       payloadFormat: "multichain",
       enabled: false,
       secret,
-      rotation: null
+      rotation: null,
+      delivery: { mode: "single", maxEvents: 100, maxWaitMs: 0 }
     })
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/)
     expectError(await api("PUT", "/v1/webhooks", { enabled: true }), 400, "VALIDATION_ERROR", /url/)
