@@ -684,7 +684,7 @@ export interface components {
             status: "pass" | "fail" | "error" | "skip";
             message: string;
         };
-        WebhookDelivery: {
+        WebhookDelivery_1: {
             /** @description A delivery id: dlv_ and 32 lowercase hex characters as this node issues them */
             id: string;
             /** @description An event id (X-Service-Event-Id, webhook-id): evt_ and 24 lowercase hex characters as this node makes them */
@@ -720,7 +720,7 @@ export interface components {
             retryInMs: number | null;
         };
         WebhookDeliveryList: {
-            deliveries: components["schemas"]["WebhookDelivery"][];
+            deliveries: components["schemas"]["WebhookDelivery_1"][];
             nextCursor: string | null;
         };
         WebhookSettings: {
@@ -737,6 +737,18 @@ export interface components {
                 /** Format: date-time */
                 previousSecretExpiresAt: string;
             } | null;
+            delivery: components["schemas"]["WebhookDelivery"];
+        };
+        WebhookDelivery: {
+            /**
+             * @description single: one event per request (the default). batch: up to maxEvents events of one kind per request, as a JSON object { events: [...] }
+             * @enum {string}
+             */
+            mode: "single" | "batch";
+            /** @description batch: the most events one request carries (1-1000) */
+            maxEvents: number;
+            /** @description batch: the longest a partial batch waits for more events before it goes out, in milliseconds (0-10000; 0: at once) */
+            maxWaitMs: number;
         };
         WebhookSecretRotation: {
             secret: string;
@@ -972,6 +984,19 @@ export interface components {
             /** @enum {string} */
             payloadFormat?: "multichain" | "envelope";
             enabled?: boolean;
+            delivery?: components["schemas"]["WebhookDeliveryUpdate"];
+        };
+        /** @description Members left out keep their value */
+        WebhookDeliveryUpdate: {
+            /**
+             * @description single: one event per request (the default). batch: up to maxEvents events of one kind per request, as a JSON object { events: [...] }
+             * @enum {string}
+             */
+            mode?: "single" | "batch";
+            /** @description batch: the most events one request carries (1-1000) */
+            maxEvents?: number;
+            /** @description batch: the longest a partial batch waits for more events before it goes out, in milliseconds (0-10000; 0: at once) */
+            maxWaitMs?: number;
         };
         /** @description {} */
         Empty: Record<string, never>;
@@ -3918,7 +3943,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["WebhookDelivery"];
+                        data: components["schemas"]["WebhookDelivery_1"];
                     };
                 };
             };
@@ -4069,7 +4094,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["WebhookDelivery"];
+                        data: components["schemas"]["WebhookDelivery_1"];
                     };
                 };
             };
