@@ -41,7 +41,7 @@ export const DeliverySettings = Schema.Struct({
   maxWaitMs: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10000 })).annotate({
     description: "batch: the longest a partial batch waits for more events before it goes out, in milliseconds (0-10000; 0: at once)"
   })
-}).annotate({ identifier: "WebhookDelivery" })
+}).annotate({ identifier: "WebhookDeliverySettings" })
 
 export const WebhookSettingsView = Schema.Struct({
   url: Schema.NullOr(Schema.String),
@@ -67,7 +67,7 @@ export const WebhookSettingsPatch = Schema.Struct({
     mode: Schema.optionalKey(DeliverySettings.fields.mode),
     maxEvents: Schema.optionalKey(DeliverySettings.fields.maxEvents),
     maxWaitMs: Schema.optionalKey(DeliverySettings.fields.maxWaitMs)
-  }).annotate({ identifier: "WebhookDeliveryUpdate", description: "Members left out keep their value" }))
+  }).annotate({ identifier: "WebhookDeliverySettingsUpdate", description: "Members left out keep their value" }))
 }).annotate({ identifier: "WebhookSettingsUpdate", description: "Members left out keep their value" })
 
 export const RotationResult = Schema.Struct({

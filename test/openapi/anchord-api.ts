@@ -684,7 +684,7 @@ export interface components {
             status: "pass" | "fail" | "error" | "skip";
             message: string;
         };
-        WebhookDelivery_1: {
+        WebhookDelivery: {
             /** @description A delivery id: dlv_ and 32 lowercase hex characters as this node issues them */
             id: string;
             /** @description An event id (X-Service-Event-Id, webhook-id): evt_ and 24 lowercase hex characters as this node makes them */
@@ -720,7 +720,7 @@ export interface components {
             retryInMs: number | null;
         };
         WebhookDeliveryList: {
-            deliveries: components["schemas"]["WebhookDelivery_1"][];
+            deliveries: components["schemas"]["WebhookDelivery"][];
             nextCursor: string | null;
         };
         WebhookSettings: {
@@ -737,9 +737,9 @@ export interface components {
                 /** Format: date-time */
                 previousSecretExpiresAt: string;
             } | null;
-            delivery: components["schemas"]["WebhookDelivery"];
+            delivery: components["schemas"]["WebhookDeliverySettings"];
         };
-        WebhookDelivery: {
+        WebhookDeliverySettings: {
             /**
              * @description single: one event per request (the default). batch: up to maxEvents events of one kind per request, as a JSON object { events: [...] }
              * @enum {string}
@@ -984,10 +984,10 @@ export interface components {
             /** @enum {string} */
             payloadFormat?: "multichain" | "envelope";
             enabled?: boolean;
-            delivery?: components["schemas"]["WebhookDeliveryUpdate"];
+            delivery?: components["schemas"]["WebhookDeliverySettingsUpdate"];
         };
         /** @description Members left out keep their value */
-        WebhookDeliveryUpdate: {
+        WebhookDeliverySettingsUpdate: {
             /**
              * @description single: one event per request (the default). batch: up to maxEvents events of one kind per request, as a JSON object { events: [...] }
              * @enum {string}
@@ -3943,7 +3943,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["WebhookDelivery_1"];
+                        data: components["schemas"]["WebhookDelivery"];
                     };
                 };
             };
@@ -4094,7 +4094,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: components["schemas"]["WebhookDelivery_1"];
+                        data: components["schemas"]["WebhookDelivery"];
                     };
                 };
             };
