@@ -78,6 +78,14 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const INGEST_SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? (ROOTS === undefined ? 20 : 0))
 const INGEST_CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 32)
 type Config = "production" | "dev"
+/**
+ * BENCH_WEBHOOK_MODES: the receiver's delivery modes, each run in turn on the same node (default "single,batch": one
+ * request per record, then batched requests of up to BENCH_BATCH_MAX_EVENTS, default 100). A batched run's
+ * configuration is labelled `<config>+batch`.
+ */
+const MODES = (process.env.BENCH_WEBHOOK_MODES ?? "single,batch").split(",").map((m) => m.trim()) as Array<"single" | "batch">
+const BATCH_MAX_EVENTS = Number(process.env.BENCH_BATCH_MAX_EVENTS ?? 100)
+const labelOf = (config: Config, mode: "single" | "batch") => mode === "single" ? config : `${config}+batch`
 const CONFIGS: ReadonlyArray<Config> = process.argv.includes("--dev") || process.env.BENCH_DEV === "1" ? ["production", "dev"] : ["production"]
 /** The machine's busy share before the run from which the run is labelled as on a loaded machine. */
 const LOADED_PERCENT = 15
@@ -446,8 +454,11 @@ const main = async () => {
       req.on("end", () => {
         const at = performance.now()
         try {
-          const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { recordId?: string }
-          if (body.recordId !== undefined && !deliveredAt.has(body.recordId)) deliveredAt.set(body.recordId, at)
+          const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { recordId?: string; events?: Array<{ payload?: { recordId?: string } }> }
+          // one event per request, or a batch of them (docs/webhooks.md, "Batched delivery")
+          for (const recordId of body.events === undefined ? [body.recordId] : body.events.map((e) => e.payload?.recordId)) {
+            if (recordId !== undefined && !deliveredAt.has(recordId)) deliveredAt.set(recordId, at)
+          }
         } catch {}
         res.writeHead(200, { "content-type": "text/plain" })
         res.end("ok")
@@ -604,8 +615,8 @@ const main = async () => {
     // metrics on, the dev account and key it creates; the account's global webhook for every kind (no
     // `events`), loopback allowed by dev's default. Only the ports differ (any free one: the machine is
     // shared), and the environment of this process does not reach it (no DATABASE_URL, networks, LOG_LEVEL).
-    const startDev = async (): Promise<Target> => {
-      const dataDir = Path.join(tmp, "dev")
+    const startDev = async (name: string): Promise<Target> => {
+      const dataDir = Path.join(tmp, name)
       Fs.mkdirSync(dataDir, { recursive: true, mode: 0o755 })
       const clean = Object.fromEntries(
         Object.entries(process.env).filter(([k]) => !/^(DATABASE_URL|EVM_|FABRIC_|LOG_LEVEL|METRICS_|WEBHOOK_|OTEL_|PORT$|HOST$|DEV_|ANCHORD_)/.test(k))
@@ -902,31 +913,42 @@ const main = async () => {
     }
 
     for (const config of CONFIGS) {
-      const target = config === "production" ? await startProduction() : await startDev()
-      try {
-        for (const chain of CHAINS) {
-          for (const rate of rates) {
-            const r = await runRate(target, chain, rate)
-            // Past a rate not held, a higher one is not held either, and its backlog would weigh on the next.
-            if (!r.held && !LADDER_ALL) {
-              log(`${config} ${chain}: ${rate}/s not held; the higher rates are skipped (BENCH_LADDER_ALL=1 runs them)`)
-              break
+      for (const mode of MODES) {
+        // A node of its own per mode: the previous mode's backlog weighs on nothing.
+        const started = config === "production" ? await startProduction() : await startDev(`dev-${mode}`)
+        const target = { ...started, config: labelOf(config, mode) }
+        try {
+          const put = await fetch(`${target.base}/v1/webhooks`, { method: "PUT", headers: target.headers,
+            body: JSON.stringify({ delivery: { mode, maxEvents: BATCH_MAX_EVENTS, maxWaitMs: 0 } }) })
+          if (put.status !== 200) throw new Error(`PUT /v1/webhooks delivery ${mode}: ${put.status} ${await put.text()}`)
+          for (const chain of CHAINS) {
+            for (const rate of rates) {
+              const r = await runRate(target, chain, rate)
+              // Past a rate not held, a higher one is not held either, and its backlog would weigh on the next.
+              if (!r.held && !LADDER_ALL) {
+                log(`${target.config} ${chain}: ${rate}/s not held; the higher rates are skipped (BENCH_LADDER_ALL=1 runs them)`)
+                break
+              }
+              // Let the node settle before the next rate.
+              await new Promise((r) => setTimeout(r, 3_000))
             }
-            // Let the node settle before the next rate.
-            await new Promise((r) => setTimeout(r, 3_000))
           }
+        } finally {
+          await target.stop()
         }
-      } finally {
-        await target.stop()
       }
     }
     agent.destroy()
 
     // Report
-    const heldBy = (config: Config, chain: string) =>
+    const heldBy = (config: string, chain: string) =>
       Math.max(0, ...results.filter((r) => r.config === config && r.chain === chain && r.held).map((r) => r.rate))
-    const configLabel = (c: Config) => c === "production" ? "production (`anchord start`)" : "npm start (`anchord dev`)"
-    const headline = (c: Config, chain: string) => {
+    const configLabel = (c: string) =>
+      `${c.startsWith("production") ? "production (`anchord start`)" : "npm start (`anchord dev`)"}${
+        c.endsWith("+batch") ? `, batched webhooks (≤ ${BATCH_MAX_EVENTS} events per request)` : ", one webhook request per record"
+      }`
+    const labels = CONFIGS.flatMap((c) => MODES.map((m) => labelOf(c, m)))
+    const headline = (c: string, chain: string) => {
       const held = heldBy(c, chain)
       const ratio = ingestAlone === undefined ? "" : held > 0
         ? ` — **${(held / ingestAlone.rate).toFixed(2)} × the ingest-alone rate**`
@@ -942,7 +964,7 @@ const main = async () => {
       `## bench:pipeline — ${new Date().toISOString()}${loaded ? " (LOADED machine: figures not comparable)" : ""}`,
       "",
       `Machine: ${machine}; ${loadBefore.toFixed(0)}% busy in the 5 s before the run${loaded ? " (other processes: a loaded machine)" : ""}. ` +
-      `Configurations: ${CONFIGS.map(configLabel).join(", ")}. Production: \`anchord start\` (own process), PostgreSQL ${
+      `Configurations: ${labels.map(configLabel).join("; ")}. Production: \`anchord start\` (own process), PostgreSQL ${
         db.embedded ? "embedded" : "external"
       }, anvil (automine, confirmations 1), window ${WINDOW_MS} ms, LOG_LEVEL=warn, ` +
       `the account's global webhook (anchor.confirmed). ` +
@@ -996,7 +1018,7 @@ const main = async () => {
       ),
       "",
       ...(process.env.BENCH_PROFILE === "1" ? profiles : []),
-      ...CONFIGS.flatMap((c) => CHAINS.map((chain) => headline(c, chain))),
+      ...labels.flatMap((c) => CHAINS.map((chain) => headline(c, chain))),
       ""
     ]
     console.log(lines.join("\n"))
