@@ -28,6 +28,8 @@ export const ERROR_CODES = {
   413: ["PAYLOAD_TOO_LARGE"],
   415: ["UNSUPPORTED_MEDIA_TYPE"],
   422: ["IMMUTABLE_FIELD", "CERTIFICATE_TOO_LARGE"],
+  // Request headers past node:http's limit (RFC 6585): answered before any route, so no operation declares it.
+  431: ["HEADERS_TOO_LARGE"],
   429: ["RATE_LIMIT_EXCEEDED", "QUOTA_EXCEEDED", "SIGN_IN_THROTTLED"],
   500: ["INTERNAL_ERROR"],
   503: ["SERVICE_UNAVAILABLE"]
@@ -85,6 +87,7 @@ export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("Un
 export class Unprocessable extends Schema.Error<Unprocessable>("Unprocessable")(
   ...wire(422, "The request changes an immutable field, or the certificate's QR code cannot hold the proof")
 ) {}
+export class HeadersTooLarge extends Schema.Error<HeadersTooLarge>("HeadersTooLarge")(...wire(431, "The request's header fields are larger than the limit")) {}
 export class InternalError extends Schema.Error<InternalError>("InternalError")(...wire(500, "An unexpected error; the message never carries internals")) {}
 
 /** 429 and 503 say when to come back: `Retry-After` (seconds), carried by the error as `retryAfter`. */
@@ -123,6 +126,7 @@ export type WireError =
   | PayloadTooLarge
   | UnsupportedMediaType
   | Unprocessable
+  | HeadersTooLarge
   | TooManyRequests
   | InternalError
   | ServiceUnavailable
@@ -138,6 +142,7 @@ export type WireFor<C extends ErrorCode> = C extends CodesOf<400> ? BadRequest
   : C extends CodesOf<413> ? PayloadTooLarge
   : C extends CodesOf<415> ? UnsupportedMediaType
   : C extends CodesOf<422> ? Unprocessable
+  : C extends CodesOf<431> ? HeadersTooLarge
   : C extends CodesOf<429> ? TooManyRequests
   : C extends CodesOf<500> ? InternalError
   : C extends CodesOf<503> ? ServiceUnavailable
@@ -177,6 +182,8 @@ export const wireError = <C extends ErrorCode>(errorCode: C, message: string, re
       return new UnsupportedMediaType(body) as WireFor<C>
     case 422:
       return new Unprocessable(body) as WireFor<C>
+    case 431:
+      return new HeadersTooLarge(body) as WireFor<C>
     case 429:
       return new TooManyRequests({ ...body, retryAfter }) as WireFor<C>
     case 500:

@@ -48,6 +48,13 @@ export const VerifyResult = Schema.Struct({
   results: Schema.Array(VerifyRecordResult)
 }).annotate({ identifier: "VerifyResult" })
 
+/**
+ * The endpoint's deadline (DatabaseBound): it asks the chains too, so it is longer than other endpoints'.
+ * Its chain calls have their own, shorter budget (VERIFY_CHAIN_BUDGET_MS, src/verify/http.ts), so this
+ * one is only reached by the database's part.
+ */
+export const VERIFY_DEADLINE_MS = 25_000
+
 export class VerifyApi extends HttpApiGroup.make("verify")
   .add(
     HttpApiEndpoint.post("verify", "/verify", {
@@ -55,15 +62,18 @@ export class VerifyApi extends HttpApiGroup.make("verify")
       success: ok(VerifyResult),
       error: [BadRequest, Unauthorized, TooManyRequestsSchema]
     }).middleware(DatabaseBound).middleware(JsonBodyFraming)
-      // It asks the chains too (each RPC call bounded): its own, longer bound.
-      .annotate(RequestDeadline, 25_000)
+      .annotate(RequestDeadline, VERIFY_DEADLINE_MS)
       .annotate(OpenApi.Summary, "Verify data or a hash against the chains")
       .annotate(
         OpenApi.Description,
         "Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the " +
           "contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. " +
           "The API key is optional: without one (the public verify page), the request must carry a bundle, only its " +
-          "Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address."
+          "Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address. " +
+          "Bounded per request: a bundle holds at most 2 anchors (400 VALIDATION_ERROR beyond), at most 4 anchors are " +
+          "checked on chain (a lookup by hash checks the newest records), at most 8 per second per account or client " +
+          "address (429 RATE_LIMIT_EXCEEDED with Retry-After), and an anchor the chain does not answer for within the " +
+          "request's chain budget is an `error` check (outcome could-not-check), not a failed request."
       )
   )
   .middleware(DatabaseBound)

@@ -49,6 +49,12 @@ const METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "POST", "PUT", "PAT
 const pageRoute = (path: string) =>
   path === "/console" || path.startsWith("/console/") ? "/console" : path === "/verify" || path.startsWith("/verify/") ? "/verify" : "other"
 
+/** An HTTP/1.1 request without `Host` (RFC 9112 3.2: a 400; HTTP/1.0 may leave it out). */
+const missingHost = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers.host === undefined && (request.source as { readonly httpVersion?: string }).httpVersion !== "1.0"
+
+const noHost = () => errorResponse("VALIDATION_ERROR", "Malformed HTTP request: no Host header (HTTP/1.1 requires one)", { connection: "close" })
+
 export const GatewayLayer = HttpRouter.middleware(
   Effect.gen(function*() {
     const admission = yield* Admission
@@ -200,6 +206,9 @@ export const GatewayLayer = HttpRouter.middleware(
         const started = clock.currentTimeNanosUnsafe()
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const path = pathOf(request.url)
+        if (missingHost(request)) {
+          return measured(fiber, request, started, "unmatched", leave(request, byAddress(request, noHost)))
+        }
         if (!path.startsWith("/v1/") && path !== "/v1") {
           if (config.ingestFastPath && path === "/tsa" && request.method === "POST") {
             return measured(fiber, request, started, pageRoute(path), Effect.suspend(() => serveStamp(request)).pipe(Effect.catchCause(failure)))

@@ -135,7 +135,10 @@ export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
       headersTimeout: config.httpHeadersTimeoutMillis,
       requestTimeout: config.httpRequestTimeoutMillis,
       // How often those two are checked (Node's default, 30 s, would let a slow client stay that much longer).
-      connectionsCheckingInterval: 1_000
+      connectionsCheckingInterval: 1_000,
+      // node:http would answer an HTTP/1.1 request without Host with a bare 400 (no body, no rate-limit
+      // headers): the gateway answers it like every other malformed request (src/app/gateway.ts).
+      requireHostHeader: false
     }
     // node:https is node:http over TLS: the same parser, limits and events (answerMalformed) either way.
     server = pair === undefined ? Http.createServer(options) : Https.createServer({ ...options, ...httpsServerOptions(pair) })

@@ -7,7 +7,7 @@
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { Cause, Duration, Effect, Option, Redacted, Result, Schema } from "effect"
+import { Cause, Duration, Effect, Option, Redacted, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { createPublicClient, http, keccak256, toHex, type PublicClient } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
@@ -22,7 +22,7 @@ import type { EvmNetworkConfig } from "../evm/config.ts"
 import { makeFabricClient } from "../fabric/client.ts"
 import type { FabricNetworkConfig } from "../fabric/config.ts"
 import { publicUrlRefusal } from "../http/publicUrl.ts"
-import { checkWebhookUrl, describeAllowlist, parseAllowlist, WebhookResolver } from "../webhooks/urlPolicy.ts"
+import { describeAllowlist, parseAllowlist } from "../webhooks/urlPolicy.ts"
 
 export type CheckStatus = "ok" | "warn" | "fatal"
 
@@ -90,43 +90,6 @@ export const webhookPolicyCheck = (raw: string | undefined): CheckResult => {
     "intended? Every API key of every account can then aim webhooks there (docs/security.md)"
   )
 }
-
-/** Why a test POST got no answer, in the operator's words: the bound, or the connection's error code. */
-const noAnswer = (e: unknown, timeoutMillis: number): string => {
-  if (e instanceof Error && e.name === "TimeoutError") return `no answer within ${timeoutMillis} ms`
-  const cause = e instanceof Error ? e.cause as NodeJS.ErrnoException | undefined : undefined
-  return `no answer: ${cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e))}`
-}
-
-/** A webhook test target: passes the policy, and answers a POST without a secret. */
-export const webhookTargetCheck = (url: string, allowPrivate: string | undefined, timeoutMillis: number) =>
-  Effect.gen(function*() {
-    const parsed = parseAllowlist(allowPrivate ?? "")
-    const resolve = yield* WebhookResolver
-    const verdict = yield* Effect.promise(() => checkWebhookUrl(url, "live", parsed.ok ? { resolve, allowlist: parsed.allowlist } : { resolve }))
-    if (!verdict.ok) {
-      return fatal("webhook-target", `the policy refuses it: ${verdict.reason}`, "use a public HTTPS receiver, or open its range with WEBHOOK_ALLOW_PRIVATE")
-    }
-    const sent = yield* Effect.tryPromise({
-      try: () =>
-        fetch(url, {
-          method: "POST",
-          headers: { "content-type": "application/json", "user-agent": "anchord-doctor" },
-          body: JSON.stringify({ type: "doctor.test" }),
-          redirect: "manual",
-          signal: AbortSignal.timeout(timeoutMillis)
-        }),
-      catch: (e) => e
-    }).pipe(Effect.result)
-    if (Result.isFailure(sent)) {
-      return warn("webhook-target", noAnswer(sent.failure, timeoutMillis), "check the receiver is up and reachable from this machine")
-    }
-    const response = sent.success
-    yield* Effect.promise(() => response.arrayBuffer().catch(() => undefined))
-    return response.status < 500
-      ? ok("webhook-target", `answered ${response.status} to an unsigned test POST`)
-      : warn("webhook-target", `answered ${response.status} to an unsigned test POST`, "check the receiver's logs")
-  })
 
 /** TLS_CERT_FILE / TLS_KEY_FILE: both or neither; readable; the key is the certificate's; in date. */
 export const tlsFilesCheck = (certFile: string | undefined, keyFile: string | undefined, now: Date): CheckResult => {

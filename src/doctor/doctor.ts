@@ -12,7 +12,8 @@ import { tsaFilesReport } from "../tsa/keys.ts"
 import { signerFromPem } from "../receipts/key.ts"
 import * as Fs from "node:fs"
 import { anchorableCheck, bounded, type CheckResult, databaseChecks, dataDirCheck, evmChecks, fabricChecks, fatal, ok, publicUrlCheck, redisCheck,
-  tlsFilesCheck, warn, webhookPolicyCheck, webhookTargetCheck } from "./checks.ts"
+  tlsFilesCheck, warn, webhookPolicyCheck } from "./checks.ts"
+import { webhookTargetCheck } from "./webhookTarget.ts"
 
 export interface DoctorOptions {
   /**
@@ -110,8 +111,8 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
   }
   if (full && options.webhookTestUrl !== undefined) {
     work.push(
-      bounded(10_000, webhookTargetCheck(options.webhookTestUrl, allowPrivate, 8_000), (m) =>
-        warn("webhook-target", `no answer: ${m}`, "check the receiver is up and reachable from this machine"))
+      bounded(10_000, webhookTargetCheck(options.webhookTestUrl, { allowPrivate, caFile: yield* optionalString("WEBHOOK_CA_FILE"), timeoutMillis: 8_000 }),
+        (m) => warn("webhook-target", `no answer: ${m}`, "check the receiver is up and reachable from this machine"))
     )
   }
   results.push(...yield* Effect.all(work, { concurrency: "unbounded" }))

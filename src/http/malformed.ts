@@ -10,13 +10,19 @@ import type * as Http from "node:http"
 import type * as Net from "node:net"
 import { errorBody, type ErrorCode, statusOf } from "../api/errors.ts"
 
-const REASONS: Record<number, string> = { 400: "Bad Request", 405: "Method Not Allowed", 413: "Content Too Large", 429: "Too Many Requests" }
+const REASONS: Record<number, string> = {
+  400: "Bad Request",
+  405: "Method Not Allowed",
+  413: "Content Too Large",
+  429: "Too Many Requests",
+  431: "Request Header Fields Too Large"
+}
 
 /** The code and message of a node:http parse error. */
 export const describeClientError = (error: Error & { readonly code?: string }): { readonly code: ErrorCode; readonly message: string } => {
   switch (error.code) {
     case "HPE_HEADER_OVERFLOW":
-      return { code: "PAYLOAD_TOO_LARGE", message: "Malformed HTTP request: the request headers are too large" }
+      return { code: "HEADERS_TOO_LARGE", message: "The request's header fields are larger than the limit (16 KiB in all)" }
     case "HPE_INVALID_CONTENT_LENGTH":
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
       return { code: "VALIDATION_ERROR", message: "Malformed HTTP request: invalid Content-Length" }

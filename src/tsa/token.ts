@@ -129,12 +129,19 @@ export const quickRequest = (root: asn1js.AsnType, policy: string): StampRequest
 /** A DER TimeStampReq, checked: what to stamp, or why not (as a PKIFailureInfo). */
 export const parseRequest = (der: Uint8Array, policy: string): ParsedRequest => {
   if (der.length === 0) return refused("badDataFormat", "empty request: expected a DER TimeStampReq")
-  const asn1 = asn1js.fromBER(der)
-  if (asn1.offset === -1) return refused("badDataFormat", "the request is not DER")
-  if (asn1.offset !== der.length) return refused("badDataFormat", "bytes after the TimeStampReq")
-  const quick = quickRequest(asn1.result, policy)
-  if (quick !== undefined) return { _tag: "Stamp", request: quick }
-  return parseWithPkijs(asn1.result, policy)
+  // asn1js throws (rather than reporting offset -1) on some malformed primitives, e.g. a UniversalString,
+  // BMPString or GeneralizedTime whose length does not fit its type; and reading a decoded tree's values
+  // can throw as well. Whatever the bytes, the answer is a refusal, never an exception.
+  try {
+    const asn1 = asn1js.fromBER(der)
+    if (asn1.offset === -1) return refused("badDataFormat", "the request is not DER")
+    if (asn1.offset !== der.length) return refused("badDataFormat", "bytes after the TimeStampReq")
+    const quick = quickRequest(asn1.result, policy)
+    if (quick !== undefined) return { _tag: "Stamp", request: quick }
+    return parseWithPkijs(asn1.result, policy)
+  } catch {
+    return refused("badDataFormat", "the request is not DER")
+  }
 }
 
 const readings = new Map<string, string>()

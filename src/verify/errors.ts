@@ -32,3 +32,16 @@ export class AnonymousVerifyLimited extends Schema.TaggedError<AnonymousVerifyLi
     return "Rate limit exceeded: anonymous verifications are limited per client address"
   }
 }
+
+/** More chain checks than an account (or, without a key, a client address) may ask of this node's endpoints per second. */
+export class VerifyChainLimited extends Schema.TaggedError<VerifyChainLimited>()("VerifyChainLimited", {
+  perSecond: Schema.Number,
+  retryAfterSeconds: Schema.Number
+}) {
+  get errorCode() {
+    return "RATE_LIMIT_EXCEEDED" as const
+  }
+  override get message() {
+    return `Rate limit exceeded: at most ${this.perSecond} anchors are checked against the chains per second for one account (or, without a key, one client address)`
+  }
+}

@@ -54,7 +54,12 @@ export const readCaPems = (pem: string, name: string): Array<pkijs.Certificate> 
 
 /** The token (a CMS ContentInfo) from a TimeStampResp (.tsr) or a bare token (`openssl ts -token_out`). */
 const tokenOf = (der: Uint8Array): { token: pkijs.ContentInfo } | { refused: string } | { notToken: string } => {
-  const asn1 = asn1js.fromBER(der)
+  let asn1: ReturnType<typeof asn1js.fromBER>
+  try {
+    asn1 = asn1js.fromBER(der) // throws on some malformed primitives (a bad-length BMPString, GeneralizedTime, ...)
+  } catch {
+    return { notToken: "not a DER TimeStampResp or time-stamp token" }
+  }
   if (asn1.offset === -1 || asn1.offset !== der.length) return { notToken: "not a DER TimeStampResp or time-stamp token" }
   try {
     const response = new pkijs.TimeStampResp({ schema: asn1.result })

@@ -4,6 +4,8 @@
  * Shared by `anchord verify` (no node, no database) and `POST /v1/verify`.
  */
 // Sub-module imports (not the "effect" barrel): `anchord verify` must start fast (scripts/bench-verify.ts).
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { recordHash } from "../canonical/jcs.ts"
 import { verifyProof } from "../anchoring/merkle.ts"
@@ -29,6 +31,30 @@ export interface VerifyOptions {
   readonly fabricFor?: ((anchor: BundleAnchor) => FabricOptions | undefined) | undefined
   /** Offline: only the hash and the Merkle proof; chain checks are skipped, not errors. */
   readonly offline?: boolean | undefined
+  /**
+   * The node's bound on a request's chain calls (POST /v1/verify): past `at` (Clock millis) an anchor's
+   * chain check is not started, or not waited for, and is an `error` check saying so (could not check).
+   */
+  readonly chainDeadline?: { readonly at: number; readonly budgetMillis: number } | undefined
+}
+
+/** An anchor's chain checks, within the request's chain budget when there is one. */
+const withinBudget = (
+  checks: Effect.Effect<ReadonlyArray<Check>>,
+  anchor: BundleAnchor,
+  deadline: VerifyOptions["chainDeadline"]
+): Effect.Effect<ReadonlyArray<Check>> => {
+  if (deadline === undefined) return checks
+  const ranOut: ReadonlyArray<Check> = [{
+    id: `${anchor.chainType}.chain`,
+    networkId: anchor.networkId,
+    status: "error",
+    message: `not checked: this request's ${deadline.budgetMillis} ms for chain calls ran out (a slow endpoint); retry, or check it with anchord verify`
+  }]
+  return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    now >= deadline.at
+      ? Effect.succeed(ranOut)
+      : Effect.timeoutOrElse(checks, { duration: Duration.millis(deadline.at - now), orElse: () => Effect.succeed(ranOut) }))
 }
 
 const HASH = /^[0-9a-f]{64}$/
@@ -95,9 +121,13 @@ export const verifyInput = Effect.fn("verify.input")(function*(input: VerifyInpu
       const rpc = options.rpcFor(anchor)
       if (rpc === undefined) {
         own.push({ id: "evm.rpc", networkId: net, status: "error", message: `no JSON-RPC endpoint for ${net} (chain ${anchor.chainId}): give --rpc <url>` })
-      } else own.push(...yield* checkEvmAnchor(hash, anchor, { rpc, minConfirmations: options.minConfirmations ?? 1 }))
+      } else {
+        own.push(
+          ...yield* withinBudget(checkEvmAnchor(hash, anchor, { rpc, minConfirmations: options.minConfirmations ?? 1 }), anchor, options.chainDeadline)
+        )
+      }
     } else {
-      own.push(...yield* checkFabricAnchor(anchor, options.fabricFor?.(anchor) ?? options.fabric ?? {}))
+      own.push(...yield* withinBudget(checkFabricAnchor(anchor, options.fabricFor?.(anchor) ?? options.fabric ?? {}), anchor, options.chainDeadline))
     }
     checks.push(...own)
     perAnchor.push({ chainType: anchor.chainType, networkId: net, checks: own })

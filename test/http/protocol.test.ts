@@ -216,7 +216,15 @@ describe("HTTP behaviour", () => {
       ["two Content-Lengths", "POST /v1/anchor HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", 400, "VALIDATION_ERROR"],
       ["invalid method", "G@T /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", 400, "VALIDATION_ERROR"],
       ["invalid header name", "GET /v1/health HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", 400, "VALIDATION_ERROR"],
-      ["headers too large", `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 413, "PAYLOAD_TOO_LARGE"],
+      ["headers too large", `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431, "HEADERS_TOO_LARGE"],
+      ["a 64 KB Authorization", `GET /v1/records HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${"k".repeat(64 * 1024)}\r\n\r\n`, 431, "HEADERS_TOO_LARGE"],
+      ["a 1 MB Authorization", `GET /v1/records HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${"k".repeat(1024 * 1024)}\r\n\r\n`, 431, "HEADERS_TOO_LARGE"],
+      ["10,000 headers", `GET /v1/health HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 10_000 }, (_, i) => `X-H${i}: 1\r\n`).join("")}\r\n`, 431,
+        "HEADERS_TOO_LARGE"],
+      ["no Host", "GET /v1/health HTTP/1.1\r\n\r\n", 400, "VALIDATION_ERROR"],
+      ["no Host, a POST with a key",
+        `POST /v1/anchor HTTP/1.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`, 400, "VALIDATION_ERROR"],
+      ["no Host, a page", "GET /console/ HTTP/1.1\r\n\r\n", 400, "VALIDATION_ERROR"],
       ["not HTTP", "HELLO\r\n\r\n", 400, "VALIDATION_ERROR"],
       ["unknown Expect", "GET /v1/health HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 400, "VALIDATION_ERROR"],
       ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 405, "METHOD_NOT_ALLOWED"],
@@ -234,6 +242,11 @@ describe("HTTP behaviour", () => {
       expect(r.headers["connection"], name).toBe("close")
       expect(await c.closed()).toBe(true)
     }
+    // HTTP/1.0 may leave Host out (RFC 9112 3.2 asks it of HTTP/1.1 only).
+    const old = raw(port)
+    await old.write("GET /v1/health HTTP/1.0\r\n\r\n")
+    expect(parseResponse(await old.waitUntil("HTTP/1.0 without Host", responseComplete)).status).toBe(200)
+    old.end()
   })
 
   it("%00 and other odd bytes in paths and queries: 400 or 404 with the error body, never 5xx", async () => {

@@ -351,7 +351,7 @@ export interface paths {
         put?: never;
         /**
          * Verify data or a hash against the chains
-         * @description Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. The API key is optional: without one (the public verify page), the request must carry a bundle, only its Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address.
+         * @description Checks data or a hash against the chains, from this node (trusting it): the hash, the Merkle proof, the contract's view, the Anchored log, the block. Auditors who trust no one use `anchord verify` instead. The API key is optional: without one (the public verify page), the request must carry a bundle, only its Fabric anchors are checked (a browser checks EVM anchors itself), and it is limited per client address. Bounded per request: a bundle holds at most 2 anchors (400 VALIDATION_ERROR beyond), at most 4 anchors are checked on chain (a lookup by hash checks the newest records), at most 8 per second per account or client address (429 RATE_LIMIT_EXCEEDED with Retry-After), and an anchor the chain does not answer for within the request's chain budget is an `error` check (outcome could-not-check), not a failed request.
          */
         post: operations["verify.verify"];
         delete?: never;
