@@ -35,6 +35,7 @@ import { render } from "./payload.ts"
 import * as Governor from "./governor.ts"
 import { retryDelayMillis } from "./schedule.ts"
 import { attempt, attemptHeaders, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
+import { makeOpenBatches } from "./openBatches.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { supervised } from "../supervision.ts"
@@ -82,6 +83,9 @@ type Sendable = Pick<
 
 /** Deliveries that may share a request: one receiver, one account's environment (its secret), one kind of event. */
 const requestKey = (row: Sendable) => `${row.environment}\n${row.url}\n${row.secret}\n${row.headers.event}`
+
+/** An event's outcome of an attempt (alone or in a batch). */
+type BatchOutcome = Omit<Completion, "seq" | "token" | "round" | "attempt">
 
 /** What a receiver's answer says of an event it named as not taken (a batch's partial failure). */
 const NOT_TAKEN = "not taken: the receiver named this event in failedEventIds"
@@ -220,9 +224,20 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     })
   })
 
-  /** One request's attempt: a single delivery's, or a batch's; the outcomes in the request's order. */
-  const attemptRequest = (rows: ReadonlyArray<Sendable>) =>
-    rows[0]!.deliveryMode === "batch" ? attemptBatch(rows) : Effect.map(attemptOnce(rows[0]!), (o) => [o])
+  /** Partial batches held up to their maxWaitMs for more events (at most until their claims would expire). */
+  const openBatches = yield* makeOpenBatches<Sendable, BatchOutcome>({
+    send: attemptBatch,
+    key: requestKey,
+    holdCapMillis: Math.max(0, config.leaseMillis - config.timeoutMillis - 1_000),
+    fibers: sends
+  })
+
+  /** One request's attempt: a single delivery's, or a batch's (held for more events first when its environment says so); the outcomes in order. */
+  const attemptRequest = (rows: ReadonlyArray<Sendable>): Effect.Effect<ReadonlyArray<BatchOutcome>> => {
+    const first = rows[0]!
+    if (first.deliveryMode !== "batch") return Effect.map(attemptOnce(first), (o) => [o])
+    return first.batchMaxWaitMs > 0 ? openBatches.add(rows) : attemptBatch(rows)
+  }
 
   /** The slots and in-flight counts of attempts whose responses are in: the next claim need not wait for their outcomes' statement. */
   const responded = (hosts: ReadonlyArray<string>) =>

@@ -144,4 +144,35 @@ describe("batched webhook delivery", () => {
     expect(new Set(seen())).toEqual(mine)
     for (const id of mine) expect(seen().filter((x) => x === id).length).toBe(failedRequest.includes(id) ? 2 : 1)
   })
+  it("maxWaitMs: events committed apart go out in one request, held at most that long; a full batch goes at once", async () => {
+    receiver.reply = () => 200
+    const put = await api("PUT", "/v1/webhooks", { events: ["anchor.confirmed", "record.deleted"], delivery: { maxEvents: 25, maxWaitMs: 1500 } })
+    expect(put.json.data.delivery).toEqual({ mode: "batch", maxEvents: 25, maxWaitMs: 1500 })
+    const ids = await postRecords(45, "held")
+    const deleteEvents = (part: Array<string>) =>
+      query(node.databaseUrl, `
+        INSERT INTO events (event_id, account_id, record_id, kind, payload)
+        SELECT 'evt_' || substr(md5(id || random()::text), 1, 24), account_id, id, 'record.deleted',
+          jsonb_build_object('recordId', id, 'hash', hash, 'status', status, 'mode', 'soft')
+        FROM records WHERE id = ANY($1) ORDER BY id`, [part])
+    const start = receiver.received.length
+    const t0 = performance.now()
+    // three commits of 5, 300 ms apart: one request of 15 once the first has waited 1.5 s
+    for (const k of [0, 1, 2]) {
+      await deleteEvents(ids.slice(5 * k, 5 * k + 5))
+      if (k < 2) await new Promise((r) => setTimeout(r, 300))
+    }
+    const [held] = await receiver.waitFor(start + 1, 10_000).then((all) => all.slice(start))
+    expect(entriesOf(held!).length).toBe(15)
+    expect(held!.at - t0).toBeGreaterThanOrEqual(1_400)
+    // 30 in one commit: a full request of 25 goes at once, the other 5 once they have waited 1.5 s
+    const next = receiver.received.length
+    const t1 = performance.now()
+    await deleteEvents(ids.slice(15, 45))
+    const [full, rest] = (await receiver.waitFor(next + 2, 10_000)).slice(next)
+    expect(entriesOf(full!).length).toBe(25)
+    expect(full!.at - t1).toBeLessThan(1_400)
+    expect(entriesOf(rest!).length).toBe(5)
+    expect(rest!.at - t1).toBeGreaterThanOrEqual(1_400)
+  })
 })
