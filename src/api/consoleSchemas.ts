@@ -1,7 +1,7 @@
 /** Wire schemas of the console's API (SPEC 9; src/api/console.ts). Shared by the server and the console's page. */
 import { Schema } from "effect"
 import { AnchorChainType, ChainType, Environment, PlanName, RecordStatus } from "./recordSchemas.ts"
-import { EventKind, PayloadFormat } from "./webhookSchemas.ts"
+import { DeliverySettings, EventKind, PayloadFormat } from "./webhookSchemas.ts"
 
 export const ConsoleRole = Schema.Literals(["admin", "viewer"])
 export type ConsoleRole = typeof ConsoleRole.Type
@@ -136,7 +136,8 @@ export const ConsoleWebhookView = Schema.Struct({
   enabled: Schema.Boolean,
   /** `whsec_` and the secret's first characters: enough to tell secrets apart, nothing to sign with. */
   secretPreview: Schema.String,
-  rotation: Schema.NullOr(Schema.Struct({ startedAt: Schema.String, previousSecretExpiresAt: Schema.String }))
+  rotation: Schema.NullOr(Schema.Struct({ startedAt: Schema.String, previousSecretExpiresAt: Schema.String })),
+  delivery: DeliverySettings
 }).annotate({ identifier: "ConsoleWebhook" })
 
 export const RevealedSecret = Schema.Struct({

@@ -393,18 +393,22 @@ describe("the console", () => {
     expect(liveSecret).not.toBe(testSecret)
     // Changed and rotated in live: test keeps its format and secret.
     await page.getByLabel("Payload format").selectOption("envelope")
+    await page.getByLabel("Delivery", { exact: true }).selectOption("batch")
+    await page.getByLabel("Most events per request (batches)").fill("250")
     await page.getByRole("button", { name: "Save" }).click()
     await expect.poll(() => page.getByRole("status").filter({ hasText: "Saved." }).count(), { timeout: WAIT_MS }).toBe(1)
     await page.getByRole("button", { name: "Rotate secret" }).click()
     await page.getByRole("dialog").getByRole("button", { name: "Rotate" }).click()
     await page.locator("#rotation").waitFor({ timeout: WAIT_MS })
     const live = await pageFetch(page, `/console/api/accounts/${accountId}/webhook?environment=live`, { method: "GET" })
-    expect(live.json.data).toMatchObject({ url: null, payloadFormat: "envelope", rotation: { previousSecretExpiresAt: expect.any(String) } })
+    expect(live.json.data).toMatchObject({ url: null, payloadFormat: "envelope", rotation: { previousSecretExpiresAt: expect.any(String) },
+      delivery: { mode: "batch", maxEvents: 250, maxWaitMs: 0 } })
 
     await page.getByRole("button", { name: "Show the test webhook" }).click()
     await expect.poll(() => which.innerText(), { timeout: WAIT_MS }).toMatch(/^Test environment\. /)
     expect(await page.locator("#rotation").count()).toBe(0)
     expect(await page.getByLabel("Payload format").inputValue()).toBe("multichain")
+    expect(await page.getByLabel("Delivery", { exact: true }).inputValue()).toBe("single")
     await page.getByRole("button", { name: "Reveal secret" }).click()
     expect(await page.locator("#secret-value").textContent({ timeout: WAIT_MS })).toBe(testSecret)
     // The console's API names the environment on every webhook call.

@@ -105,8 +105,13 @@ export const api = {
 
   // The webhook, its secret and rotation are per environment (docs/webhooks.md, "Test and live").
   webhook: (id: string, environment: Environment) => call<Webhook>("GET", `${acct(id)}/webhook${q({ environment })}`),
-  saveWebhook: (id: string, environment: Environment, body: { url: string | null; events: Array<string>; payloadFormat: string; enabled: boolean }) =>
-    call<Webhook>("PUT", `${acct(id)}/webhook${q({ environment })}`, body),
+  saveWebhook: (id: string, environment: Environment, body: {
+    url: string | null
+    events: Array<string>
+    payloadFormat: string
+    enabled: boolean
+    delivery: { mode: string; maxEvents: number; maxWaitMs: number }
+  }) => call<Webhook>("PUT", `${acct(id)}/webhook${q({ environment })}`, body),
   revealSecret: (id: string, environment: Environment) =>
     call<typeof RevealedSecret.Type>("POST", `${acct(id)}/webhook/secret/reveal${q({ environment })}`, {}),
   rotateSecret: (id: string, environment: Environment) =>

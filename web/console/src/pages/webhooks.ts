@@ -1,5 +1,5 @@
 /**
- * Webhooks: the account's global webhook (URL, kinds, payload format, enabled), its secret (reveal,
+ * Webhooks: the account's global webhook (URL, kinds, payload format, delivery mode, enabled), its secret (reveal,
  * rotate, confirm the switch with the overlap's end shown), and a test event with its outcome — all of
  * the console's environment (test and live each have their own: migration 0013). The page says which
  * one it shows and offers the other, so an admin never changes test believing it is live.
@@ -42,12 +42,21 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
   const format = h("select", { name: "payloadFormat", disabled: !ctx.canChange },
     h("option", { value: "multichain", selected: w.payloadFormat === "multichain" }, "multichain (anchor.confirmed in the seed's form B)"),
     h("option", { value: "envelope", selected: w.payloadFormat === "envelope" }, "envelope (every kind in form A)"))
+  const mode = h("select", { name: "deliveryMode", disabled: !ctx.canChange },
+    h("option", { value: "single", selected: w.delivery.mode === "single" }, "one event per request"),
+    h("option", { value: "batch", selected: w.delivery.mode === "batch" }, "batches: several events per request ({ events: [...] })"))
+  const maxEvents = h("input", { type: "number", name: "maxEvents", min: "1", max: "1000", step: "1", value: String(w.delivery.maxEvents),
+    disabled: !ctx.canChange })
+  const maxWait = h("input", { type: "number", name: "maxWaitMs", min: "0", max: "10000", step: "1", value: String(w.delivery.maxWaitMs),
+    disabled: !ctx.canChange })
   const enabled = h("input", { type: "checkbox", name: "enabled", id: uid("enabled"), checked: w.enabled, disabled: !ctx.canChange })
   const settings = h("form", { class: "card", novalidate: true, "aria-labelledby": "wh-settings-h" },
     h("h2", { id: "wh-settings-h" }, `Global webhook (${ctx.environment})`), field("URL", url, ctx.environment === "test"
       ? "http:// or https://, to a public address (private ones only where the node's operator allows them)."
       : "https:// only, to a public address (private ones only where the node's operator allows them)."),
     h("fieldset", {}, h("legend", {}, "Events"), ...kinds.map((k) => k.node)), field("Payload format", format),
+    field("Delivery", mode, "Batches: one signed request carries up to the most events below, of one kind, each its own body (docs/webhooks.md)."),
+    field("Most events per request (batches)", maxEvents), field("Longest wait for a partial batch, ms (batches)", maxWait),
     h("div", { class: "check" }, enabled, h("label", { for: enabled.id }, "Enabled: send events here")),
     ctx.canChange ? h("div", { class: "actions" }, h("button", { type: "submit" }, "Save")) : null)
   settings.addEventListener("submit", async (e) => {
@@ -57,7 +66,8 @@ export const webhooksPage = async (ctx: PageContext): Promise<Node> => {
         url: url.value.trim() === "" ? null : url.value.trim(),
         events: kinds.filter((k) => k.box.checked).map((k) => k.kind),
         payloadFormat: format.value,
-        enabled: enabled.checked
+        enabled: enabled.checked,
+        delivery: { mode: mode.value, maxEvents: Number(maxEvents.value), maxWaitMs: Number(maxWait.value) }
       })
       status.replaceChildren(message("ok", "Saved."))
     } catch (error) {
