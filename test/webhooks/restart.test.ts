@@ -133,6 +133,61 @@ describe("webhook durability", () => {
     }
   }, 180_000)
 
+  // Batched delivery (docs/webhooks.md): a batch in flight, and a partial batch held for its maxWaitMs, when the node dies.
+  it("SIGKILL mid-batch: every event delivered and logged once after the restart, none lost; repeats carry their event ids", async () => {
+    const receiver = await startReceiver((_, i) => ({ status: 200, delayMs: i < 2 ? 3_000 : 0 }))
+    const { account, databaseUrl, env, key } = await processNode({ WEBHOOK_CONCURRENCY: "64", WEBHOOK_TIMEOUT_MS: "5000", WEBHOOK_LEASE_MS: "8000" })
+    await query(databaseUrl, "UPDATE webhook_settings SET delivery_mode = 'batch', batch_max_events = 10, batch_max_wait_ms = 2000 WHERE account_id = $1", [
+      account.id
+    ])
+    let child = await spawnNode(env)
+    try {
+      const base = `http://127.0.0.1:${env.PORT}`
+      const r = await fetch(`${base}/v1/anchor/batch`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ records: Array.from({ length: 25 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/hook` })) })
+      })
+      expect(r.status).toBe(202)
+      const ids = ((await r.json()) as any).data.results.map((x: any) => x.data.recordId) as Array<string>
+      const { eventIds } = await confirmBatch(databaseUrl, ids)
+      // two full batches of 10 in flight (answered after 3 s), the last 5 held for their 2 s
+      await receiver.waitFor(2, 15_000)
+      await killAndWait(child, "SIGKILL")
+      const atKill = receiver.received.length
+      expect(atKill).toBe(2)
+
+      child = await spawnNode(env)
+      const seen = () => receiver.received.flatMap((x) => (JSON.parse(x.body).events as Array<{ eventId: string }>).map((e) => e.eventId))
+      await waitFor("every anchor.confirmed delivered after the restart", async () => {
+        const after = new Set(receiver.received.slice(atKill).flatMap((x) => (JSON.parse(x.body).events as Array<{ eventId: string }>).map((e) => e.eventId)))
+        return [...eventIds.values()].every((id) => after.has(id))
+      }, 30_000)
+      await waitFor("every delivery logged", async () =>
+        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_delivery_log WHERE state = 'SUCCEEDED'"))[0].n === ids.length, 15_000)
+      const rows = await query<{ record_id: string; n: number }>(databaseUrl,
+        "SELECT record_id, count(*)::int AS n FROM webhook_delivery_log GROUP BY record_id")
+      expect(rows.every((x) =>
+        x.n === 1
+      )).toBe(true)
+      expect(new Set(rows.map((x) => x.record_id))).toEqual(new Set(ids))
+      // at least once: nothing missing, and anything sent twice is one of the 20 unanswered at the kill, with its own id
+      const counts = new Map<string, number>()
+      for (const id of seen()) counts.set(id, (counts.get(id) ?? 0) + 1)
+      expect(new Set(counts.keys())).toEqual(new Set(eventIds.values()))
+      expect([...counts.values()].every((n) => n <= 2)).toBe(true)
+      for (const x of receiver.received) expect(Number(x.headers["x-service-event-count"])).toBeLessThanOrEqual(10)
+      console.log(
+        `[restart] batch: requests before kill ${atKill}, total requests ${receiver.received.length}, events sent twice ${
+          [...counts.values()].filter((n) => n > 1).length
+        }`
+      )
+    } finally {
+      await killAndWait(child, "SIGTERM")
+      await receiver.close()
+    }
+  }, 180_000)
+
   // In process: the same finalizers NodeRuntime.runMain runs on SIGTERM.
   it("shutdown: claiming stops, the attempts in flight finish and their outcomes are recorded before the node is gone", async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 300 }))
