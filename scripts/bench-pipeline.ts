@@ -525,7 +525,7 @@ const main = async () => {
           batchWindowMs: WINDOW_MS
         }])
       }),
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "warn",
       // The receiver is on loopback, which the egress policy opens only when told.
       WEBHOOK_ALLOW_PRIVATE: "loopback"
     }
