@@ -587,7 +587,8 @@ const main = async () => {
       const node = ChildProcess.spawn(process.execPath, [...nodeArgs, Path.join(nodeRoot, "src/cli/main.ts"), "start"], {
         cwd: nodeRoot,
         env: { ...process.env, ...nodeEnv, ...tracing, PORT: String(port) },
-        stdio: ["ignore", "ignore", "inherit"]
+        // BENCH_LOG_LEVEL: the node's log lines (stdout) to this process's output
+        stdio: ["ignore", process.env.BENCH_LOG_LEVEL === undefined ? "ignore" : "inherit", "inherit"]
       })
       const base = `http://127.0.0.1:${port}`
       try {
