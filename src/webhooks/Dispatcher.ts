@@ -34,7 +34,7 @@ import { DeliveryLog } from "./DeliveryLog.ts"
 import { render } from "./payload.ts"
 import * as Governor from "./governor.ts"
 import { retryDelayMillis } from "./schedule.ts"
-import { attempt, attemptHeaders, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
+import { attempt, attemptHeaders, type AttemptOutcome, type AttemptRequest, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
 import { makeOpenBatches } from "./openBatches.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
@@ -163,25 +163,21 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   }
   const userAgent = `anchord/${VERSION}`
 
-  /** One attempt of a rendered delivery (claimed, or a record of a leased chunk); never fails. */
-  const attemptOnce = Effect.fn("WebhookDispatcher.send")(function*(row: Sendable) {
-    yield* annotateSampled(() => deliveryAttributes(row))
-    const startedMillis = yield* Clock.currentTimeMillis
-    const headers = attemptHeaders(row, Math.floor(startedMillis / 1000), userAgent)
-    const outcome = yield* Effect.promise((signal) =>
-      attempt(
-        { url: row.url, environment: row.environment, body: row.body, headers, timeoutMillis: config.timeoutMillis },
-        agents,
-        egress,
-        signal
-      )
-    ).pipe(
-      // A bug in the sender must not leak the claim: it becomes a failed attempt like any other.
+  /** One POST started at `startedMillis`; never fails: a bug in the sender must not leak the claim, it becomes a failed attempt like any other. */
+  const post = (request: Omit<AttemptRequest, "timeoutMillis">, startedMillis: number): Effect.Effect<AttemptOutcome> =>
+    Effect.promise((signal) => attempt({ ...request, timeoutMillis: config.timeoutMillis }, agents, egress, signal)).pipe(
       Effect.catchDefect((defect) =>
         Effect.map(Clock.currentTimeMillis,
           (now) => ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}` }))
       )
     )
+
+  /** One attempt of a rendered delivery (claimed, or a record of a leased chunk); never fails. */
+  const attemptOnce = Effect.fn("WebhookDispatcher.send")(function*(row: Sendable) {
+    yield* annotateSampled(() => deliveryAttributes(row))
+    const startedMillis = yield* Clock.currentTimeMillis
+    const headers = attemptHeaders(row, Math.floor(startedMillis / 1000), userAgent)
+    const outcome = yield* post({ url: row.url, environment: row.environment, body: row.body, headers }, startedMillis)
     return { startedAt: new Date(startedMillis), ...outcome, retryInMillis: outcome.ok ? null : retryDelayMillis(row.attempts, config.retryScale) }
   })
 
@@ -195,19 +191,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     const first = rows[0]!
     const body = batchBody(rows)
     const headers = batchHeaders(rows, body, { secret: first.secret, previous: first.secretPrevious }, Math.floor(startedMillis / 1000), userAgent)
-    const outcome = yield* Effect.promise((signal) =>
-      attempt(
-        { url: first.url, environment: first.environment, body, headers, timeoutMillis: config.timeoutMillis, readAnswer: ANSWER_MAX_BYTES },
-        agents,
-        egress,
-        signal
-      )
-    ).pipe(
-      Effect.catchDefect((defect) =>
-        Effect.map(Clock.currentTimeMillis,
-          (now) => ({ ok: false, statusCode: null, latencyMs: now - startedMillis, error: `internal error: ${String(defect)}`, answer: undefined }))
-      )
-    )
+    const outcome = yield* post({ url: first.url, environment: first.environment, body, headers, readAnswer: ANSWER_MAX_BYTES }, startedMillis)
     observeBatch(metrics, outcome.ok ? "success" : outcome.statusCode === null ? "connection_error" : "http_error", rows.length, outcome.latencyMs / 1000)
     const notTaken = outcome.ok ? failedEventIds(outcome.answer, rows.map((r) => r.headers.eventId)) : new Set<string>()
     const startedAt = new Date(startedMillis)
