@@ -69,6 +69,10 @@ describe("anchord dev", () => {
     expect(redeemed.json.data.user).toMatchObject({ email: "dev@anchord.local", operator: true })
     expect((await call(base, "POST", "/console/api/links/redeem", { body: { token: link![1] } })).json.errorCode).toBe("INVALID_LINK")
     expect((await fetch(`${base}/console`)).status).toBe(200)
+    for (const icon of ["/console/favicon.svg", "/verify/favicon.svg"]) {
+      const r = await fetch(`${base}${icon}`)
+      expect([r.status, r.headers.get("content-type")], icon).toEqual([200, "image/svg+xml"])
+    }
     // The CLI beside it, with neither PORT nor PUBLIC_URL: its one-time link names the running node's address.
     const cliLink = JSON.parse(
       ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), "users", "sign-in-link", "dev@anchord.local", "--json"], {
