@@ -193,8 +193,7 @@ describe("HTTPS", () => {
     expect(before.serial).toBe(serialOf("one"))
     // /metrics says when the served certificate expires (docs/metrics.md; the alert AnchordTlsCertificateExpiring).
     const metricsUrl = Option.getOrThrow((await node.runtime.runPromise(MetricsListener)).url)
-    const expiry = async () =>
-      Number(/^anchord_tls_certificate_expiry_timestamp_seconds (\S+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1])
+    const expiry = async () => Number(/^anchord_tls_certificate_expiry_timestamp_seconds (\S+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1])
     expect(await expiry()).toBe(expiryOf("one"))
     install("two")
     await waitFor("the new certificate on new connections", async () => (await request(`${base}/v1/health`, { agent: false })).serial === serialOf("two"))
