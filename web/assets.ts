@@ -24,7 +24,9 @@ export const verifyPageAssets: ReadonlyArray<WebAsset> = [
   asset("/verify", "verify/index.html", "text/html; charset=utf-8"),
   asset("/verify/", "verify/index.html", "text/html; charset=utf-8"),
   asset("/verify/verify.js", "verify/verify.js", "text/javascript; charset=utf-8"),
-  asset("/verify/verify.css", "verify/verify.css", "text/css; charset=utf-8")
+  asset("/verify/verify.css", "verify/verify.css", "text/css; charset=utf-8"),
+  // The tab's icon (the page links it; without one every browser asks for /favicon.ico and logs a 404).
+  asset("/verify/favicon.svg", "favicon.svg", "image/svg+xml")
 ]
 
 /**
@@ -35,7 +37,8 @@ export const consolePageAssets: ReadonlyArray<WebAsset> = [
   asset("/console", "console/index.html", "text/html; charset=utf-8"),
   asset("/console/", "console/index.html", "text/html; charset=utf-8"),
   asset("/console/console.js", "console/console.js", "text/javascript; charset=utf-8"),
-  asset("/console/console.css", "console/console.css", "text/css; charset=utf-8")
+  asset("/console/console.css", "console/console.css", "text/css; charset=utf-8"),
+  asset("/console/favicon.svg", "favicon.svg", "image/svg+xml")
 ]
 
 /**

@@ -17,7 +17,7 @@ import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { rowDefects } from "../db/rows.ts"
 import { append } from "../outbox/Outbox.ts"
 import { fence } from "./Leadership.ts"
-import { observeAnchored } from "../metrics/metrics.ts"
+import { countBatchFailed, observeAnchored } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTreeLevels, type Hex } from "./merkle.ts"
 import { buildRecordLogLevels } from "./recordLog.ts"
@@ -659,8 +659,8 @@ export class BatchStore extends Context.Service<BatchStore, {
       })
 
       const fail = Effect.fn("BatchStore.fail")(function*(batchId: string, reason: string) {
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          if (Option.isNone(yield* rowDefects(setState({ batchId, to: "FAILED", reason })))) return 0
+        const records = yield* sql.withTransaction(Effect.gen(function*() {
+          if (Option.isNone(yield* rowDefects(setState({ batchId, to: "FAILED", reason })))) return undefined
           // The anchors go to failed_anchors: the given-up transaction may still be mined (restoreFailedAnchors).
           const failed = yield* rowDefects(failRecords(batchId))
           return yield* append(sql, failed.map((f) => ({
@@ -676,6 +676,11 @@ export class BatchStore extends Context.Service<BatchStore, {
             }
           })))
         }))
+        if (records === undefined) return 0
+        // anchord_batches_failed_total (docs/metrics.md), once the FAILED state is committed.
+        const [batch] = yield* rowDefects(sql<{ readonly networkId: string }>`SELECT network_id FROM anchor_batches WHERE id = ${batchId}`)
+        if (batch !== undefined) countBatchFailed(yield* Effect.context<never>(), batch.networkId)
+        return records
       })
 
       const forgetNetwork = Effect.fn("BatchStore.forgetNetwork")(function*(networkId: string) {

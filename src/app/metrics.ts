@@ -25,7 +25,7 @@ import { AppConfig } from "../config.ts"
 import { POOL_MAX_CONNECTIONS } from "../db/Database.ts"
 import { DatabaseGuard } from "../db/guard.ts"
 import { listenerUrl } from "../http/publicUrl.ts"
-import { initialize, sampled } from "../metrics/metrics.ts"
+import { countBatchFailed, initialize, sampled } from "../metrics/metrics.ts"
 import { VERSION } from "../version.ts"
 
 /** This node's metrics registry: provided under the whole node, so every service and fiber updates it. */
@@ -75,6 +75,8 @@ const sampleOnce = Effect.gen(function*() {
   set(sampled.breakerOpen("database", () => ({ dependency: "database" })), guard.isUp() ? 0 : 1)
   for (const n of networks) {
     const labels = () => ({ network: n.networkId, chain: n.chainType })
+    // Present at 0 from the start: an alert's increase() needs the series before the first failure.
+    countBatchFailed(ctx, n.networkId, 0)
     set(sampled.breakerOpen(`network ${n.networkId}`, () => ({ dependency: `${n.chainType}:${n.networkId}` })), n.rpc === "down" ? 1 : 0)
     set(sampled.leader(n.networkId, labels), n.leader ? 1 : 0)
     if (n.head !== undefined) set(sampled.chainHead(n.networkId, labels), Number(n.head))

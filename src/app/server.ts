@@ -29,6 +29,7 @@ import { GatewayLayer } from "./gateway.ts"
 import { SystemHttpLayer } from "../system/http.ts"
 import { TimestampHttpLayer, TsaShortHttpLayer } from "../tsa/http.ts"
 import { httpsServerOptions, loadTlsPair, watchTlsPair } from "../http/tls.ts"
+import { setTlsCertificateExpiry } from "../metrics/metrics.ts"
 import { plainPortListener } from "../http/plainPort.ts"
 
 /**
@@ -151,7 +152,8 @@ export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
   )
   if (tls === undefined || pair === undefined) return served
   const extras = Layer.effectDiscard(Effect.gen(function*() {
-    yield* watchTlsPair(server as Https.Server, tls, pair, config.tlsWatchIntervalMillis)
+    const ctx = yield* Effect.context<never>()
+    yield* watchTlsPair(server as Https.Server, tls, pair, config.tlsWatchIntervalMillis, (p) => setTlsCertificateExpiry(ctx, p.notAfter))
     if (Option.isSome(config.tlsPlainPort)) {
       const address = (yield* HttpServer.HttpServer).address
       yield* plainPortListener(config, address._tag === "UnixPathAddress" ? config.port : address.port)

@@ -4,11 +4,17 @@
  * key is read from EVM_PRIVATE_KEY, never from a flag (flags show in `ps` and shell history).
  */
 import * as Path from "node:path"
-import { Config, Console, Effect, Option, Redacted } from "effect"
-import { Command, Flag } from "effect/cli"
+// Sub-module imports, and viem and the deployer loaded only when a command runs: `anchord --help` starts fast.
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
 import type { Hex } from "viem"
-import { privateKeyToAccount } from "viem/accounts"
-import { ANCHORER_ROLE, DEFAULT_ADMIN_ROLE, deployAnchorRegistry, grantRole, writeDeploymentRecord } from "../evm/deploy.ts"
+
+const evm = Effect.promise(async () => ({ ...await import("../evm/deploy.ts"), ...await import("viem/accounts") }))
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
@@ -55,6 +61,7 @@ export const deployCommand = Command.make("deploy", {
   out: Flag.String("out").pipe(Flag.withDefault("deployments"), Flag.withDescription("Directory of the deployment record"))
 }, (o) =>
   reported(Effect.gen(function*() {
+    const { ANCHORER_ROLE, DEFAULT_ADMIN_ROLE, deployAnchorRegistry, grantRole, writeDeploymentRecord } = yield* evm
     const privateKey = yield* signerKey
     const admin = yield* address("admin", o.admin)
     const anchorer = yield* address("anchorer", o.anchorer)
@@ -80,6 +87,7 @@ export const grantAnchorerCommand = Command.make("grant-anchorer", {
   account: Flag.String("account").pipe(Flag.withDescription("Address to give ANCHORER_ROLE"))
 }, (o) =>
   reported(Effect.gen(function*() {
+    const { ANCHORER_ROLE, grantRole, privateKeyToAccount } = yield* evm
     const privateKey = yield* signerKey
     const contract = (yield* address("contract", Option.some(o.contract)))!
     const account = (yield* address("account", Option.some(o.account)))!

@@ -6,21 +6,20 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Config, Context, Effect, Layer } from "effect"
-import { freePort, isPortFree } from "./EmbeddedPostgres.ts"
 import { type DevPeer, type DevPeerOptions, startDevPeer } from "./fabric-peer/index.ts"
 
 /** `anchord dev` writes it: what `anchord verify --fabric-profile` needs to reach the dev peer. */
 export const devFabricProfilePath = (dataDir: string) => Path.resolve(dataDir, "fabric-profile.json")
 
 /**
- * The peer's port: the configured one when free (7051, Fabric's usual; 0 asks for none), else the
- * one used last time, else any free port — remembered, so a profile printed once keeps working.
+ * The ports the peer tries in turn: the configured one (7051, Fabric's usual; 0 asks for none), the
+ * one used last time, any free port — the one bound is remembered, so a profile printed once keeps
+ * working. Tried by binding, not checked first: a check and a later bind let a second dev node
+ * starting at the same moment take the port in between.
  */
-const stablePort = async (wanted: number, portFile: string) => {
+const stablePorts = (wanted: number, portFile: string): ReadonlyArray<number> => {
   const last = Fs.existsSync(portFile) ? Number(Fs.readFileSync(portFile, "utf8")) : 0
-  if (wanted !== 0 && (await isPortFree(wanted))) return wanted
-  if (last > 0 && (await isPortFree(last))) return last
-  return freePort()
+  return [...new Set([wanted, Number.isInteger(last) ? last : 0, 0].filter((p, i, all) => p > 0 || i === all.length - 1))]
 }
 
 export class FabricDevPeer extends Context.Service<FabricDevPeer, DevPeer>()("anchord/fabric/FabricDevPeer") {
@@ -39,12 +38,12 @@ export class FabricDevPeer extends Context.Service<FabricDevPeer, DevPeer>()("an
       const wanted = yield* Config.Int("DEV_FABRIC_PORT").pipe(Config.withDefault(7051))
       const dir = Path.resolve(dataDir, "fabric-devpeer")
       const portFile = Path.join(dir, "port")
-      const port = yield* Effect.promise(() => stablePort(wanted, portFile))
+      const ports = stablePorts(wanted, portFile)
       return Layer.effect(
         FabricDevPeer,
         Effect.gen(function*() {
           const peer = yield* Effect.acquireRelease(
-            Effect.promise(() => startDevPeer({ dataDir: dir, port })),
+            Effect.promise(() => startDevPeer({ dataDir: dir, ports })),
             (peer) => Effect.promise(() => peer.close())
           )
           Fs.writeFileSync(portFile, String(peer.port))

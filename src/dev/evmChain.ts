@@ -26,7 +26,7 @@ import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import type { Hex } from "viem"
 import { BatchStore } from "../anchoring/BatchStore.ts"
 import { AppConfig } from "../config.ts"
-import { freePort, isPortFree } from "./EmbeddedPostgres.ts"
+import { freePort } from "./EmbeddedPostgres.ts"
 import { EvmNetworks, fromJson } from "../evm/config.ts"
 import { deployAnchorRegistry, isAnchorRegistryDeployed } from "../evm/deploy.ts"
 import { EvmStore } from "../evm/EvmStore.ts"
@@ -62,7 +62,13 @@ const jsonRpcError = (id: unknown, e: unknown) => {
 }
 
 /** An in-process EDR chain on `host:port` (port 0: any free port), closed with the scope. */
-export const serveEdrChain = (options: { readonly host: string; readonly port: number; readonly chainId?: number }) =>
+export const serveEdrChain = (options: {
+  readonly host: string
+  readonly port: number
+  readonly chainId?: number
+  /** Bind any free port when `port` is taken (tried by binding: no check first that another process could outrun). */
+  readonly fallback?: boolean
+}) =>
   Effect.gen(function*() {
     const { provider } = yield* Effect.acquireRelease(
       Effect.promise(async () => {
@@ -117,7 +123,14 @@ export const serveEdrChain = (options: { readonly host: string; readonly port: n
     })
     const port = yield* Effect.acquireRelease(
       Effect.callback<number, Error>((resume) => {
-        server.once("error", (e) => resume(Effect.fail(e)))
+        server.once("error", (e: NodeJS.ErrnoException) => {
+          if (e.code === "EADDRINUSE" && options.fallback === true && options.port !== 0) {
+            server.once("error", (again) => resume(Effect.fail(again)))
+            server.listen(0, options.host)
+          } else {
+            resume(Effect.fail(e))
+          }
+        })
         server.listen(options.port, options.host, () => {
           const a = server.address()
           resume(Effect.succeed(typeof a === "object" && a !== null ? a.port : options.port))
@@ -250,6 +263,76 @@ export interface AnvilChainOptions {
   readonly log?: (line: string) => void
 }
 
+/**
+ * One start of Anvil on `port`: ready once it says it listens (its own bind, not another process that
+ * answers on that port) and answers eth_chainId; or its stderr when it exited at start (e.g. the port taken).
+ */
+const startAnvil = async (o: {
+  readonly host: string
+  readonly port: number
+  readonly chainId: number
+  readonly stateFile: string
+  readonly pidFile: string
+}): Promise<
+  | { readonly ok: true; readonly child: ChildProcess.ChildProcess; readonly exited: Promise<void> }
+  | { readonly ok: false; readonly stderr: string }
+> => {
+  const child = ChildProcess.spawn(anvilBinary(), [
+    "--host",
+    o.host,
+    "--port",
+    String(o.port),
+    "--chain-id",
+    String(o.chainId),
+    "--state",
+    o.stateFile,
+    "--state-interval",
+    "1",
+    // Anvil builds a genesis block at every start and keeps the loaded one too: with the time of
+    // day in it, the state file ends up with several blocks 0 and a reload may pick another
+    // (measured: docs/dev-chain.md). A fixed genesis time makes them one block.
+    "--timestamp",
+    String(DEV_GENESIS_TIMESTAMP)
+  ], { stdio: ["ignore", "pipe", "pipe"] })
+  let stderr = ""
+  let listening = false
+  child.stdout!.on("data", (d: Buffer) => {
+    if (!listening && d.toString().includes("Listening on")) listening = true
+  })
+  child.stderr!.on("data", (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000)
+  })
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  child.once("error", (e) => {
+    stderr += String(e)
+  })
+  Fs.writeFileSync(o.pidFile, JSON.stringify({ pid: child.pid, port: o.port }) + "\n")
+  const rpcUrl = `http://${o.host}:${o.port}`
+  const until = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      await exited
+      return { ok: false, stderr }
+    }
+    try {
+      if (listening) {
+        await rpcCall(rpcUrl, "eth_chainId")
+        return { ok: true, child, exited }
+      }
+    } catch (e) {
+      if (Date.now() > until) {
+        child.kill("SIGKILL")
+        throw new Error(`anvil did not answer on ${rpcUrl}: ${String(e)} ${stderr}`, { cause: e })
+      }
+    }
+    if (Date.now() > until) {
+      child.kill("SIGKILL")
+      throw new Error(`anvil did not start listening on ${rpcUrl}: ${stderr}`)
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
 /** Anvil on `host:port` with its state kept in `dir`, stopped (state dumped) with the scope. */
 export const serveAnvilChain = (options: AnvilChainOptions) =>
   Effect.acquireRelease(
@@ -263,54 +346,24 @@ export const serveAnvilChain = (options: AnvilChainOptions) =>
       await stopOrphanAnvil(pidFile, stateFile, log)
       checkStateFile(stateFile, log)
       const lastPort = Fs.existsSync(portFile) ? Number(Fs.readFileSync(portFile, "utf8")) : 0
-      let port = options.port
-      if (port !== 0 && !(await isPortFree(port))) {
+      // The configured port, the last one, any free one: tried by starting Anvil on each in turn (a
+      // port found free may be taken before Anvil binds it, e.g. by a second dev node starting at once).
+      const candidates = [...new Set([options.port, lastPort > 0 ? lastPort : 0, 0].filter((p, i, all) => p > 0 || i === all.length - 1))]
+      let started: { readonly child: ChildProcess.ChildProcess; readonly port: number; readonly exited: Promise<void> } | undefined
+      for (const [i, candidate] of candidates.entries()) {
+        const port = candidate === 0 ? await freePort() : candidate
+        const attempt = await startAnvil({ host: options.host, chainId: options.chainId ?? DEV_CHAIN_ID, port, stateFile, pidFile })
+        if (attempt.ok) {
+          started = { child: attempt.child, port, exited: attempt.exited }
+          break
+        }
+        const taken = /address already in use|addrinuse|os error 98/i.test(attempt.stderr)
+        if (!taken || i === candidates.length - 1) throw new Error(`anvil exited at start: ${attempt.stderr}`)
         log(`dev chain: ${options.host}:${port} is taken, using another port`)
-        port = 0
       }
-      if (port === 0) port = lastPort > 0 && (await isPortFree(lastPort)) ? lastPort : await freePort()
-      const child = ChildProcess.spawn(anvilBinary(), [
-        "--host",
-        options.host,
-        "--port",
-        String(port),
-        "--chain-id",
-        String(options.chainId ?? DEV_CHAIN_ID),
-        "--state",
-        stateFile,
-        "--state-interval",
-        "1",
-        // Anvil builds a genesis block at every start and keeps the loaded one too: with the time of
-        // day in it, the state file ends up with several blocks 0 and a reload may pick another
-        // (measured: docs/dev-chain.md). A fixed genesis time makes them one block.
-        "--timestamp",
-        String(DEV_GENESIS_TIMESTAMP)
-      ], { stdio: ["ignore", "ignore", "pipe"] })
-      let stderr = ""
-      child.stderr!.on("data", (d: Buffer) => {
-        stderr = (stderr + d.toString()).slice(-4000)
-      })
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
-      child.once("error", (e) => {
-        stderr += String(e)
-      })
-      Fs.writeFileSync(pidFile, JSON.stringify({ pid: child.pid, port }) + "\n")
+      const { child, port, exited } = started!
       Fs.writeFileSync(portFile, String(port))
       const rpcUrl = `http://${options.host}:${port}`
-      const until = Date.now() + 60_000
-      for (;;) {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`anvil exited at start: ${stderr}`)
-        try {
-          await rpcCall(rpcUrl, "eth_chainId")
-          break
-        } catch (e) {
-          if (Date.now() > until) {
-            child.kill("SIGKILL")
-            throw new Error(`anvil did not answer on ${rpcUrl}: ${String(e)} ${stderr}`, { cause: e })
-          }
-          await new Promise((r) => setTimeout(r, 100))
-        }
-      }
       // The fixed genesis time would otherwise also be the clock of every block mined after it, even
       // after loading later blocks: a record anchored today showed anchoredAt 2023-11-14, before its own
       // createdAt. Blocks from now on carry the time of day, never earlier than the loaded head's.
@@ -373,7 +426,7 @@ export const DevChainLayer = Layer.unwrap(Effect.gen(function*() {
     // Hardhat's EDR keeps its chain in memory: every start is a new chain, handled below as a reset
     // (records re-anchored, earlier proofs no longer verify): docs/dev-chain.md.
     const chain: DevChainServer & { readonly stateFile: string | undefined } = kind === "hardhat"
-      ? { ...(yield* serveEdrChain({ host, port: port !== 0 && (yield* Effect.promise(() => isPortFree(port))) ? port : 0 })), stateFile: undefined }
+      ? { ...(yield* serveEdrChain({ host, port, fallback: true })), stateFile: undefined }
       : yield* serveAnvilChain({ host, port, dir: Path.resolve(config.dataDir, "dev-chain"), log: (l) => logs.push(l) })
     for (const line of logs) yield* Effect.logInfo(line)
     const blockHash = (n: number) =>

@@ -107,7 +107,9 @@ export const watchTlsPair = Effect.fn("Tls.watchTlsPair")(function*(
   server: Tls.Server,
   files: TlsFiles,
   initial: TlsPair,
-  intervalMillis: number
+  intervalMillis: number,
+  /** Told of the pair served, at start and at each reload (the certificate-expiry metric). */
+  onInstalled?: (pair: TlsPair) => void
 ) {
   const triggers = yield* Queue.sliding<string>(1)
   const poke = (why: string) => () => void Queue.offerUnsafe(triggers, why)
@@ -126,6 +128,7 @@ export const watchTlsPair = Effect.fn("Tls.watchTlsPair")(function*(
         Fs.unwatchFile(files.keyFile, onChange)
       })
   )
+  onInstalled?.(initial)
   let current = initial
   /** The last refused state of the files: a poll seeing it again (the other file's mtime moved) logs nothing more. */
   let refused: string | undefined
@@ -147,6 +150,7 @@ export const watchTlsPair = Effect.fn("Tls.watchTlsPair")(function*(
     if (pair.cert === current.cert && pair.key === current.key) return
     server.setSecureContext(secureContextOptions(pair))
     current = pair
+    onInstalled?.(pair)
     yield* Effect.logInfo("TLS certificate reloaded", { why, serial: pair.serial, notAfter: pair.notAfter.toISOString() })
   })
   yield* Effect.forkScoped(Effect.forever(reload))

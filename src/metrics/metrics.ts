@@ -62,8 +62,22 @@ const anchorLatency = histogram(
 )
 export const observeAnchored = (ctx: Ctx, network: string, seconds: number) => anchorLatency(network, () => ({ network })).updateUnsafe(seconds, ctx)
 
+const batchesFailed = counter(
+  "anchord_batches_failed_total",
+  "Batches given up (state FAILED) after maxAttempts, by network: their records are FAILED (anchor.failed sent)"
+)
+export const countBatchFailed = (ctx: Ctx, network: string, n = 1) => batchesFailed(network, () => ({ network })).updateUnsafe(n, ctx)
+
 const signerBalance = gauge("anchord_evm_signer_balance_wei", "Balance of the network's signer (the anchorer account), in wei, read by the leading node")
 export const setSignerBalance = (ctx: Ctx, network: string, wei: bigint) => signerBalance(network, () => ({ network })).updateUnsafe(Number(wei), ctx)
+
+// ---- TLS (src/http/tls.ts)
+
+const tlsExpiry = gauge(
+  "anchord_tls_certificate_expiry_timestamp_seconds",
+  "When the certificate the API serves (TLS_CERT_FILE) expires, as Unix time; set at start and at each reload; absent without TLS"
+)
+export const setTlsCertificateExpiry = (ctx: Ctx, notAfter: Date) => tlsExpiry("", () => ({})).updateUnsafe(notAfter.getTime() / 1000, ctx)
 
 // ---- Webhooks (src/webhooks/Dispatcher.ts)
 

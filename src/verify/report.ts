@@ -25,7 +25,7 @@ export interface Report {
   readonly exitCode: 0 | 1 | 2
   readonly recordId: string | null
   readonly hash: string
-  /** Where the hash came from: recomputed from the data, or taken from the bundle as given. */
+  /** Where the hash came from: recomputed from the data, or taken as given (the bundle's; a receipt's `--hash`). */
   readonly hashSource: "data" | "bundle"
   readonly input: string
   readonly anchors: ReadonlyArray<{ readonly chainType: string; readonly networkId: string; readonly outcome: Outcome }>
@@ -61,7 +61,11 @@ export const formatReport = (r: Report): string => {
   if (r.input === "timestamp-token") lines.push(`record ${r.recordId ?? "(no bundle)"}  hash ${r.hash || "(none)"}`)
   else {lines.push(
       `record ${r.recordId ?? "(no id)"}  hash ${r.hash}  (input: ${r.input}; hash ${
-        r.hashSource === "data" ? "recomputed from the data" : "as stated in the bundle"
+        r.hashSource === "data"
+          ? "recomputed from the data"
+          : r.input === "cose-receipt"
+          ? "as given with --hash, not recomputed"
+          : "as stated in the bundle"
       })`
     )}
   let current: string | undefined = "\u0000"

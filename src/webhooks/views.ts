@@ -25,7 +25,20 @@ export const settingsView = (row: WebhookSettingsRow) => ({
   delivery: { mode: row.deliveryMode, maxEvents: row.batchMaxEvents, maxWaitMs: row.batchMaxWaitMs }
 })
 
-export const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>) => ({
+export const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>) => {
+  const own = attempts.filter((a) => a.deliverySeq === row.seq)
+  return deliveryFields(row, own)
+}
+
+/**
+ * `createdAt` is when the delivery began: its row's time, or its first attempt's start if earlier — a
+ * delivery written with its outcome (a chunk's first-attempt success) gets its row after it was sent, so
+ * its row's time would read after its `deliveredAt`.
+ */
+const begunAt = (row: DeliveryRow, own: ReadonlyArray<AttemptRow>) =>
+  own.reduce((first, a) => a.startedAt.getTime() < first.getTime() ? a.startedAt : first, row.createdAt)
+
+const deliveryFields = (row: DeliveryRow, own: ReadonlyArray<AttemptRow>) => ({
   id: row.id,
   eventId: row.eventId,
   event: row.kind,
@@ -38,9 +51,9 @@ export const deliveryView = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRo
   nextAttemptAt: row.state === "PENDING" ? row.nextAttemptAt?.toISOString() ?? null : null,
   lastStatusCode: row.lastStatusCode,
   lastError: row.lastError,
-  createdAt: row.createdAt.toISOString(),
+  createdAt: begunAt(row, own).toISOString(),
   deliveredAt: row.deliveredAt?.toISOString() ?? null,
-  attempts: attempts.filter((a) => a.deliverySeq === row.seq).map((a) => ({
+  attempts: own.map((a) => ({
     attempt: a.attempt,
     round: a.round,
     startedAt: a.startedAt.toISOString(),

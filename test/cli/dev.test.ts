@@ -69,6 +69,20 @@ describe("anchord dev", () => {
     expect(redeemed.json.data.user).toMatchObject({ email: "dev@anchord.local", operator: true })
     expect((await call(base, "POST", "/console/api/links/redeem", { body: { token: link![1] } })).json.errorCode).toBe("INVALID_LINK")
     expect((await fetch(`${base}/console`)).status).toBe(200)
+    for (const icon of ["/console/favicon.svg", "/verify/favicon.svg"]) {
+      const r = await fetch(`${base}${icon}`)
+      expect([r.status, r.headers.get("content-type")], icon).toEqual([200, "image/svg+xml"])
+    }
+    // The CLI beside it, with neither PORT nor PUBLIC_URL: its one-time link names the running node's address.
+    const cliLink = JSON.parse(
+      ChildProcess.execFileSync(process.execPath, [Path.join(root, "src/cli/main.ts"), "users", "sign-in-link", "dev@anchord.local", "--json"], {
+        cwd: root,
+        env: { ...process.env, ANCHORD_DATA_DIR: dataDir, DATABASE_URL: "", PORT: undefined, PUBLIC_URL: undefined, HOST: undefined },
+        encoding: "utf8"
+      })
+    )
+    expect(cliLink.url).toMatch(new RegExp(`^${base.replace(/[.]/g, "\\.")}/console/#/link/[A-Za-z0-9_-]{43}$`))
+    expect((await call(base, "POST", "/console/api/links/redeem", { body: { token: cliLink.url.split("/").pop() } })).status).toBe(200)
     // Webhooks to the developer's own machine: loopback opened, and said so in the banner.
     expect(first.output()).toContain("Webhooks:  to public addresses and 127.0.0.0/8, ::1, localhost  (WEBHOOK_ALLOW_PRIVATE)")
     expect((await call(base, "POST", "/v1/anchor", { key: first.key, body: { data: { dev: 2 }, webhookUrl: "http://127.0.0.1:9/hook" } })).status).toBe(202)

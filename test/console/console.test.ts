@@ -461,6 +461,12 @@ describe("the console", () => {
     await page.getByRole("link", { name: evmIds[2] }).click()
     await heading(page, `Record ${evmIds[2]}`)
     expect(await page.locator(".facts dt", { hasText: "Collection" }).locator("xpath=following-sibling::dd[1]").innerText()).toBe("invoices-2026")
+    // Each time says whose clock it is; the collection links to the list filtered by it.
+    expect(await page.locator(".facts dt", { hasText: "Created" }).locator("xpath=following-sibling::dd[1]").innerText()).toMatch(/UTC accepted by this node/)
+    await page.locator(".facts").getByRole("link", { name: "invoices-2026" }).click()
+    await heading(page, "Records")
+    expect(await page.getByLabel("Collection").inputValue()).toBe("invoices-2026")
+    expect(await ids()).toEqual([evmIds[2]])
     await go(page, acct("records"), "Records")
     await page.locator("main table").waitFor({ timeout: WAIT_MS })
     expect(await page.locator("tr", { hasText: evmIds[0]! }).locator("td[data-label=\"Collection\"]").innerText()).toBe("—")

@@ -4,6 +4,7 @@
  * endpoint "down" and back without touching the chain.
  */
 import { Effect, Redacted } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { createPublicClient, http, type Hex } from "viem"
 import { NetworkHealth } from "../../src/anchoring/NetworkHealth.ts"
 import { fromJson, EvmNetworks, type EvmNetworkConfig, type EvmNetworkJson } from "../../src/evm/config.ts"
@@ -21,6 +22,8 @@ export interface EvmTestNode {
   readonly createKey: (accountId: string) => Promise<string>
   /** True while this node leads (holds the advisory lock of) at least one network. */
   readonly isLeader: () => Promise<boolean>
+  /** The node's metrics as /metrics renders them (without a metrics listener). */
+  readonly metricsText: () => Promise<string>
   readonly stop: () => Promise<void>
 }
 
@@ -39,6 +42,7 @@ export const startEvmNode = async (options: {
     createKey: (accountId) => node.createKey(accountId).then((k) => k.key),
     isLeader: () =>
       node.runtime.runPromise(Effect.flatMap(NetworkHealth, (h) => Effect.map(h.snapshot, (states) => states.some((s) => s.chainType === "evm" && s.leader)))),
+    metricsText: () => node.runtime.runPromise(PrometheusMetrics.format()),
     stop: node.stop
   }
 }

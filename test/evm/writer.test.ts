@@ -85,6 +85,8 @@ describe("chain writer", () => {
     expect(events).toHaveLength(2)
     expect(events[0].payload.status).toBe("FAILED")
     expect(events[0].payload.reason).toMatch(/AccessControl|revert/i)
+    // anchord_batches_failed_total (docs/metrics.md, the alert AnchordBatchesFailed): one batch given up.
+    expect(await node.metricsText()).toMatch(/^anchord_batches_failed_total\{network="anvil-norole"\} 1$/m)
     await nodes.pop()!.stop()
   }, 30_000)
 

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { NodeLayer } from "../../src/app/layers.ts"
 import { freePort } from "../../src/dev/EmbeddedPostgres.ts"
 import { query } from "../support/db.ts"
+import { MetricsListener } from "../../src/app/metrics.ts"
 import { startNode, type TestNode } from "../support/node.ts"
 import { waitFor } from "../support/wait.ts"
 import { startWebhookNode, type WebhookNode } from "../webhooks/support.ts"
@@ -61,7 +62,9 @@ const makeCertificates = () => {
   ].join("\n"))
   const here = "IP:127.0.0.1,DNS:localhost"
   issue("one", "0x1001", here)
-  issue("two", "0x1002", here)
+  // Valid a day longer than "one": the expiry metric tells them apart.
+  const stamp = (offsetDays: number) => new Date(Date.now() + offsetDays * 86_400_000).toISOString().replace(/[-:T]|\.\d+/g, "")
+  issue("two", "0x1002", here, { start: stamp(-1), end: stamp(3) })
   issue("wronghost", "0x1003", "DNS:wrong.example")
   issue("expired", "0x1004", here, { start: "20200101000000Z", end: "20200102000000Z" })
   issue("future", "0x1005", here, { start: "20991231000000Z", end: "21000101000000Z" })
@@ -103,6 +106,7 @@ const request = (url: string, options: Https.RequestOptions & { body?: string } 
   })
 
 const serialOf = (name: string) => new Crypto.X509Certificate(Fs.readFileSync(file(`${name}.pem`))).serialNumber
+const expiryOf = (name: string) => new Date(new Crypto.X509Certificate(Fs.readFileSync(file(`${name}.pem`))).validTo).getTime() / 1000
 
 beforeAll(makeCertificates)
 afterAll(() => Fs.rmSync(dir, { recursive: true, force: true }))
@@ -124,7 +128,8 @@ describe("HTTPS", () => {
       config: {
         tls: Option.some({ certFile: file("live.pem"), keyFile: file("live.key") }),
         tlsPlainPort: Option.some(plainPort),
-        tlsWatchIntervalMillis: 100
+        tlsWatchIntervalMillis: 100,
+        metricsPort: Option.some(0)
       },
       layer: NodeLayer.pipe(Layer.provide(Logger.layer([capture, Logger.consolePretty()]))),
       evmUnserved: true
@@ -186,6 +191,10 @@ describe("HTTPS", () => {
     const agent = new Https.Agent({ keepAlive: true, maxSockets: 1, ca: Fs.readFileSync(file("ca.pem")) })
     const before = await request(`${base}/v1/health`, { agent })
     expect(before.serial).toBe(serialOf("one"))
+    // /metrics says when the served certificate expires (docs/metrics.md; the alert AnchordTlsCertificateExpiring).
+    const metricsUrl = Option.getOrThrow((await node.runtime.runPromise(MetricsListener)).url)
+    const expiry = async () => Number(/^anchord_tls_certificate_expiry_timestamp_seconds (\S+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1])
+    expect(await expiry()).toBe(expiryOf("one"))
     install("two")
     await waitFor("the new certificate on new connections", async () => (await request(`${base}/v1/health`, { agent: false })).serial === serialOf("two"))
     // The keep-alive connection made before the rotation is the same socket, still answered.
@@ -195,6 +204,7 @@ describe("HTTPS", () => {
     expect(after.serial).toBe(serialOf("one"))
     agent.destroy()
     expect(tlsLines().filter((l) => l.includes("reloaded")).length).toBeGreaterThanOrEqual(1)
+    expect(await expiry()).toBe(expiryOf("two"))
   })
 
   it("a client refuses a certificate for another host (curl exit 60, ERR_TLS_CERT_ALTNAME_INVALID)", async () => {

@@ -161,6 +161,9 @@ describe("/metrics", () => {
     await waitFor("the unreachable endpoint's breaker open",
       async () => value(await scrape(metricsUrl), "anchord_circuit_breaker_open", { dependency: `evm:${stuck}` }) === 1, 15_000)
     expect(value(families, "anchord_circuit_breaker_open", { dependency: "database" })).toBe(0)
+    // No batch given up yet: the series is there at 0 (an alert's increase() needs it before the first).
+    const failed = families.families.find((f) => f.name === "anchord_batches_failed_total")?.metrics.find((m) => m.labels?.network === stuck)
+    expect(failed?.value).toBe("0")
   })
 
   it("an anchored batch moves the batch size and POST→ANCHORED histograms; head and signer balance are reported", async () => {
@@ -229,11 +232,17 @@ describe("/metrics", () => {
       expect(["critical", "warning", "info"]).toContain((rule.labels as Record<string, string>).severity)
       expect(typeof (rule.annotations as Record<string, string>).summary).toBe("string")
       const referenced = [...(rule.expr as string).matchAll(/\banchord_[a-z0-9_]+/g)].map((m) => m[0].replace(/_(bucket|count|sum)$/, ""))
-      expect(referenced.length).toBeGreaterThan(0)
-      for (const name of referenced) expect(names, `${rule.alert} uses ${name}`).toContain(name)
+      // AnchordNodeDown reads Prometheus' own `up` series of the scrape job.
+      if (rule.alert === "AnchordNodeDown") expect(rule.expr).toMatch(/^up\{job="anchord"\} == 0$/)
+      else expect(referenced.length).toBeGreaterThan(0)
+      // Only on a node serving TLS: read in test/http/tls.test.ts.
+      for (const name of referenced.filter((n) => n !== "anchord_tls_certificate_expiry_timestamp_seconds")) {
+        expect(names, `${rule.alert} uses ${name}`).toContain(name)
+      }
     }
     for (const wanted of ["AnchordQueueAgeGrowing", "AnchordAnchoringStalled", "AnchordConfirmationLag", "AnchordSignerBalanceLow", "AnchordWebhookBacklog",
-      "AnchordWebhookFailureRate", "AnchordHigh5xxRate", "AnchordDatabaseCircuitOpen", "AnchordDatabasePoolSaturated"])
+      "AnchordWebhookFailureRate", "AnchordHigh5xxRate", "AnchordDatabaseCircuitOpen", "AnchordDatabasePoolSaturated", "AnchordNodeDown",
+      "AnchordBatchesFailed", "AnchordTlsCertificateExpiring"])
     {
       expect(seen).toContain(wanted)
     }

@@ -12,6 +12,7 @@ import { ANCHORED_TOPIC, encodeGetAnchor, encodeVerify } from "../../src/verify/
 import { fabricBlockHash } from "../../src/verify/fabric.ts"
 import { InputError, readInput } from "../../src/verify/input.ts"
 import { verifyInput } from "../../src/verify/verify.ts"
+import { formatReport, type Report } from "../../src/verify/report.ts"
 
 const abi = parseAbi([
   "function verify(bytes32 recordHash, bytes32[] proof, bytes32 root) view returns (bool)",
@@ -80,5 +81,25 @@ describe("verifier, offline", () => {
       header.setDataHash(Buffer.alloc(32, 9))
       expect(fabricBlockHash(BigInt(n), header.getPreviousHash_asU8(), header.getDataHash_asU8())).toBe(blockHeaderHash(header).toString("hex"))
     }
+  })
+})
+
+describe("the report's hash line", () => {
+  const report = (input: string, hashSource: Report["hashSource"]): Report => ({
+    outcome: "verified",
+    exitCode: 0,
+    recordId: null,
+    hash: "ab".repeat(32),
+    hashSource,
+    input,
+    anchors: [],
+    checks: []
+  })
+  it("names where the hash came from: the data, the bundle, or --hash beside a receipt (which has no bundle)", () => {
+    expect(formatReport(report("bundle", "data"))).toContain("hash recomputed from the data")
+    expect(formatReport(report("bundle", "bundle"))).toContain("hash as stated in the bundle")
+    const receipt = formatReport(report("cose-receipt", "bundle"))
+    expect(receipt).toContain("hash as given with --hash, not recomputed")
+    expect(receipt).not.toContain("bundle")
   })
 })

@@ -44,6 +44,16 @@ describe("verify page assets", () => {
     expect(inputs.filter((f) => f.includes("node_modules/effect/"))).toEqual([])
   }, 60_000)
 
+  it("both pages link an icon they serve (no /favicon.ico 404 in the browser's log)", () => {
+    for (const [html, assets] of [["web/console/index.html", consolePageAssets], ["web/verify/index.html", verifyPageAssets]] as const) {
+      const href = /<link rel="icon" type="image\/svg\+xml" href="([^"]+)">/.exec(Fs.readFileSync(Path.join(root, html), "utf8"))?.[1]
+      const served = assets.find((a) => a.urlPath === href)
+      expect(served, `${html} links ${href}`).toBeDefined()
+      expect(served!.contentType).toBe("image/svg+xml")
+      expect(Fs.readFileSync(served!.file, "utf8")).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/)
+    }
+  })
+
   it("the console has no inline script or style and no eval, and a CSP that allows only its own origin", () => {
     for (const asset of consolePageAssets) expect(Fs.existsSync(asset.file), asset.file).toBe(true)
     const html = Fs.readFileSync(Path.join(root, "web/console/index.html"), "utf8")

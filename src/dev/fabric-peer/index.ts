@@ -25,6 +25,11 @@ export interface DevPeerOptions {
   readonly host?: string
   /** Listen port; 0 (default) picks a free port. */
   readonly port?: number
+  /**
+   * Ports to try in turn instead of `port` (0: any free one): the first that binds is kept. Binding is
+   * the check: a port found free and taken before the bind (two dev nodes starting at once) is skipped.
+   */
+  readonly ports?: ReadonlyArray<number>
   /** Channel name; default `anchord`. */
   readonly channel?: string
   /** Chaincode name the contracts are deployed as; default `anchord`. */
@@ -95,9 +100,24 @@ export async function startDevPeer(options: DevPeerOptions = {}): Promise<DevPee
   const credentials = options.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(options.tls.certPem), private_key: Buffer.from(options.tls.keyPem) }], false)
     : grpc.ServerCredentials.createInsecure()
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${options.port ?? 0}`, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)))
-  )
+  const bind = (wanted: number) =>
+    new Promise<number>((resolve, reject) =>
+      server.bindAsync(`${host}:${wanted}`, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)))
+    )
+  const candidates = options.ports ?? [options.port ?? 0]
+  let port = 0
+  for (const [i, wanted] of candidates.entries()) {
+    try {
+      port = await bind(wanted)
+      break
+    } catch (e) {
+      if (i === candidates.length - 1) {
+        ledger.close()
+        throw e
+      }
+      log(`dev peer: ${host}:${wanted} cannot be bound (${(e as Error).message.split("\n")[0]}), trying ${candidates[i + 1] || "any free port"}`)
+    }
+  }
   address = `${host.includes(":") ? `[${host}]` : host}:${port}`
   log(`dev peer listening on ${address}, channel ${channel}, chaincode ${chaincode}, MSP ${mspId}, height ${ledger.height()}`)
 

@@ -46,23 +46,32 @@ export const recordsPage = async (ctx: PageContext): Promise<Node> => {
     list = page.records.length === 0
       ? h("p", { id: "records-empty" }, "No record matches.")
       : h("div", {},
-        table(`Records (${ctx.environment})`, ["Record", "Status", "Chain", "Network", "Collection", "Created", "Anchored"], page.records.map((r) => [
-          h("a", { href: accountHash(ctx.accountId, `records/${r.recordId}`) }, h("code", {}, r.recordId)),
-          badge(r.status),
-          r.chainType,
-          r.networkId,
-          r.collection ?? "—",
-          formatDate(r.createdAt),
-          formatDate(r.anchoredAt)
-        ])), page.nextCursor === null ? null : h("p", {}, h("a", {
-          href: accountHash(ctx.accountId, "records", { ...params, cursor: page.nextCursor }),
-          class: "button secondary"
-        }, "Older records")))
+        table(`Records (${ctx.environment})`, ["Record", "Status", "Chain", "Network", "Collection", "Created", "Anchored (block time)"],
+          page.records.map((r) => [
+            h("a", { href: accountHash(ctx.accountId, `records/${r.recordId}`) }, h("code", {}, r.recordId)),
+            badge(r.status),
+            r.chainType,
+            r.networkId,
+            collectionLink(ctx, r.collection, "—"),
+            formatDate(r.createdAt),
+            formatDate(r.anchoredAt)
+          ])), page.nextCursor === null ? null : h("p", {}, h("a", {
+            href: accountHash(ctx.accountId, "records", { ...params, cursor: page.nextCursor }),
+            class: "button secondary"
+          }, "Older records")))
   } catch (e) {
     list = message("error", e instanceof Error ? e.message : String(e))
   }
   return h("section", {}, h("h1", {}, "Records"), form, list)
 }
+
+/** A record's collection as a link to the list filtered by it (plain text where the node cannot filter by collection). */
+const collectionLink = (ctx: PageContext, collection: string | null, none: string): Node | string =>
+  collection === null
+    ? none
+    : ctx.config.recordFilters.collection
+    ? h("a", { href: accountHash(ctx.accountId, "records", { collection }), title: `Records of collection ${collection}` }, collection)
+    : collection
 
 const download = (name: string, text: string) => {
   const url = URL.createObjectURL(new Blob([text], { type: "application/json" }))
@@ -135,10 +144,14 @@ export const recordPage = async (ctx: PageContext): Promise<Node> => {
     ["Status", badge(r.status)],
     ["Environment", r.environment],
     ["Chain", `${r.chainType} (primary network ${r.networkId})`],
-    ["Collection", r.collection ?? "— (none)"],
+    ["Collection", collectionLink(ctx, r.collection, "— (none)")],
     ["Package mode", r.packageMode],
-    ["Created", formatDate(r.createdAt)],
-    ["Anchored", formatDate(r.anchoredAt)],
+    // Two clocks: the node's when it accepted the record, the chain's in the block. A chain whose clock is
+    // behind (a dev chain) can put the block before the acceptance.
+    ["Created", h("span", {}, formatDate(r.createdAt), h("span", { class: "hint" }, " accepted by this node (its clock)"))],
+    ["Anchored", r.anchoredAt === null
+      ? formatDate(r.anchoredAt)
+      : h("span", {}, formatDate(r.anchoredAt), h("span", { class: "hint" }, " the time in the block that confirmed it (the chain's clock)"))],
     ["Webhook URL", r.webhookUrl ?? "—"],
     ["Encrypted", r.encrypted ? "yes (stored as ciphertext)" : "no"]
   ]
