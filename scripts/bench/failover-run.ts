@@ -114,8 +114,8 @@ export interface FailoverResult {
   readonly undelivered: number
   readonly badSignatures: number
   readonly duplicateConfirmations: number
-  /** When each 202 was answered (performance.now()), and when the fault was marked. */
-  readonly acceptedAt: ReadonlyArray<number>
+  /** When each request answered 202 was sent and answered (performance.now()), and when the fault was marked. */
+  readonly acceptedTimes: ReadonlyArray<{ readonly sent: number; readonly at: number }>
   readonly faultAt: number
 }
 
@@ -405,7 +405,7 @@ export const runFailover = async (spec: FailoverSpec): Promise<FailoverResult> =
       undelivered,
       badSignatures,
       duplicateConfirmations: [...confirmations.values()].filter((s) => s.size > 1).length,
-      acceptedAt: [...accepted.values()].map((a) => a.at),
+      acceptedTimes: [...accepted.values()].map(({ at, sent }) => ({ at, sent })),
       faultAt: killAt
     }
   } finally {

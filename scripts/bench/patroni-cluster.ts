@@ -91,7 +91,7 @@ export interface PatroniCluster {
   /** GET /primary on a member: 200 on the leader only. */
   readonly isPrimary: (m: Member) => Promise<boolean>
   /** A leader and a synchronous standby, every member running and its Patroni answering, HAProxy on the leader. */
-  readonly waitHealthy: (timeoutMs: number) => Promise<{ leader: Member; sync: Member }>
+  readonly waitHealthy: (timeoutMs: number) => Promise<{ leader: Member; sync: Member | undefined }>
   /** The postmaster's pid (NaN when it is not running). */
   readonly postmasterPid: (m: Member) => number
   readonly patroniPid: (m: Member) => number
@@ -105,7 +105,18 @@ const fetchJson = async (url: string, timeoutMs = 1500): Promise<{ status: numbe
   return { status: res.status, body: await res.json().catch(() => undefined) }
 }
 
-export const startPatroniCluster = async (log: (line: string) => void, memberCount = 3): Promise<PatroniCluster> => {
+export interface ClusterOptions {
+  /** synchronous_mode as in ops/patroni/patroni.yml (true), or turned off: asynchronous replication. */
+  readonly synchronous: boolean
+  /** One-way latency of each replica's link to the primary (replication and cloning; HAProxy goes direct). */
+  readonly linkDelayMs: number
+}
+
+export const startPatroniCluster = async (
+  log: (line: string) => void,
+  { linkDelayMs, synchronous }: ClusterOptions = { synchronous: true, linkDelayMs: 0 }
+): Promise<PatroniCluster> => {
+  const memberCount = 3
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-patroni-"))
   Fs.chmodSync(dir, 0o755)
   const owner = asRoot ?
@@ -191,12 +202,16 @@ export const startPatroniCluster = async (log: (line: string) => void, memberCou
       const restPort = await freePort()
       const etcdLink = await startTcpSwitch(etcdClient)
       links.push(etcdLink)
+      // Other members reach this one at its connect_address: through a delaying link when asked.
+      const replicationLink = linkDelayMs > 0 ? await startTcpSwitch(pgPort, linkDelayMs) : undefined
+      if (replicationLink) links.push(replicationLink)
       const dataDir = Path.join(dir, name)
       const conf = structuredClone(template)
       conf.scope = "anchord-soak"
       conf.name = name
       conf.restapi = { ...conf.restapi, listen: `127.0.0.1:${restPort}`, connect_address: `127.0.0.1:${restPort}` }
       conf.etcd3 = { hosts: `127.0.0.1:${etcdLink.port}`, use_proxies: true }
+      if (!synchronous) conf.bootstrap.dcs.synchronous_mode = false
       conf.bootstrap.pg_hba = [
         "local all all trust",
         "host replication replicator 127.0.0.1/32 scram-sha-256",
@@ -205,7 +220,7 @@ export const startPatroniCluster = async (log: (line: string) => void, memberCou
       conf.postgresql = {
         ...conf.postgresql,
         listen: `127.0.0.1:${pgPort}`,
-        connect_address: `127.0.0.1:${pgPort}`,
+        connect_address: `127.0.0.1:${replicationLink?.port ?? pgPort}`,
         data_dir: dataDir,
         bin_dir: PG_BIN,
         pgpass: Path.join(dir, `pgpass-${name}`),
@@ -273,7 +288,7 @@ export const startPatroniCluster = async (log: (line: string) => void, memberCou
         const leader = members.find((m) => cl.some((c) => c.name === m.name && c.role === "leader" && c.state === "running"))
         const sync = members.find((m) => cl.some((c) => c.name === m.name && c.role === "sync_standby" && ["running", "streaming"].includes(c.state)))
         const allUp = cl.length === members.length && cl.every((c) => ["running", "streaming"].includes(c.state))
-        if (leader && sync && allUp && await isPrimary(leader)) {
+        if (leader && (sync || !synchronous) && allUp && await isPrimary(leader)) {
           // HAProxy has it too: a statement through it runs on the leader.
           try {
             const port = Number((await psql("SELECT current_setting('port')"))[0])
