@@ -13,13 +13,16 @@
  *               new leader is up, and demotes its old primary);
  *   etcd-cut    the leader cut off from etcd (its link closed): its Patroni must demote it before another
  *               is promoted; the soak watches the old primary and reports when it stopped taking writes.
+ * With SOAK_REPLICATION=async (synchronous_mode off, each replica's link delayed by SOAK_LINK_DELAY_MS, 200):
+ *   host        kill -9 of the leader's Patroni and postmaster together (its machine gone): the records
+ *               answered 202 that the promoted replica lacks are counted (lost; not a failure in this mode).
  * After each: every 202'd record present and ANCHORED once, proofs verifying, webhooks delivered, every 503
- * with Retry-After, no other 5xx, and the write pause (the fault → the first 202 to a request sent after it).
+ * with Retry-After, no other 5xx, and the write pause (the longest stretch without a 202 from the fault on).
  *
  * Installs nothing: without the packages it prints the apt-get line and exits 3. Not part of `npm test`.
  * Appends its figures to docs/benchmarks.md (SOAK_NO_APPEND=1 to skip). Exit 1 when a fault breaks a bound.
  *
- * SOAK_FAULTS ("postmaster,switchover,patroni,etcd-cut"), SOAK_RATE (records/s, 100), SOAK_BEFORE_S (load
+ * SOAK_FAULTS ("postmaster,switchover,patroni,etcd-cut"; "host" with SOAK_REPLICATION=async), SOAK_RATE (records/s, 50), SOAK_BEFORE_S (load
  * before the fault, 15), SOAK_AFTER_S (load after it, 45).
  */
 import * as Fs from "node:fs"
@@ -31,8 +34,12 @@ import { childPids } from "./bench/pg-pair.ts"
 
 const FAULTS = ["postmaster", "switchover", "patroni", "etcd-cut", "host"] as const
 type Fault = typeof FAULTS[number]
-/** 100/s: about what two nodes on a shared 2-core machine, with three PostgreSQL servers beside them, answer without shedding load. */
-const RATE = Number(process.env.SOAK_RATE ?? 100)
+/**
+ * 50/s: with three PostgreSQL servers, three Patroni, etcd and HAProxy beside two nodes on a shared 2-core
+ * machine, the nodes' database probe (1 s) times out now and then even at this rate, and more makes it
+ * the rule (503s before any fault, counted apart in the report).
+ */
+const RATE = Number(process.env.SOAK_RATE ?? 50)
 const BEFORE_S = Number(process.env.SOAK_BEFORE_S ?? 15)
 const AFTER_S = Number(process.env.SOAK_AFTER_S ?? 45)
 /** A new primary serves within this of any fault (Patroni's ttl is 20 s; the loop and a restart add to it). */
@@ -67,11 +74,14 @@ interface FaultResult extends FailoverResult {
 const waitNewPrimary = async (c: PatroniCluster, old: Member, oldPid: number): Promise<Member> => {
   const until = Date.now() + NEW_PRIMARY_BOUND_MS
   for (;;) {
-    for (const m of c.members) {
+    // All members at once (one slow to answer must not delay seeing another promoted).
+    const found = await Promise.all(c.members.map(async (m) => {
       // The same member counts once its postmaster is a new, live one (Patroni restarted it).
       const pid = c.postmasterPid(m)
-      if ((m.name !== old.name || (Number.isFinite(pid) && pid !== oldPid)) && await c.isPrimary(m)) return m
-    }
+      return (m.name !== old.name || (Number.isFinite(pid) && pid !== oldPid)) && await c.isPrimary(m) ? m : undefined
+    }))
+    const m = found.find((f) => f !== undefined)
+    if (m) return m
     if (Date.now() > until) throw new Error(`no new primary within ${NEW_PRIMARY_BOUND_MS} ms`)
     await sleep(100)
   }
@@ -220,10 +230,12 @@ const main = async () => {
     `## soak:patroni — ${new Date().toISOString()}`,
     "",
     `Machine: ${machine}; shared with other work (timings noisy, counts not). Patroni ${v.patroni}, etcd ${v.etcd}, HAProxy ${v.haproxy}, ` +
-    `PostgreSQL ${v.postgres} (Debian packages), ops/ files as committed: three members, synchronous_mode, ttl 20 / loop_wait 5 / retry_timeout 5, ` +
+    `PostgreSQL ${v.postgres} (Debian packages), ops/ files as committed: three members, ${
+      REPLICATION === "sync" ? "synchronous_mode" : "synchronous_mode off (asynchronous)"
+    }, replicas' links ${LINK_DELAY_MS} ms each way, ttl 20 / loop_wait 5 / retry_timeout 5, ` +
     `HAProxy checking GET /primary every 1 s. Two \`anchord start\` nodes on HAProxy, anvil; an open-loop client at ${RATE} records/s ` +
     `(single POST /v1/anchor, Idempotency-Key each, a 503 retried after its Retry-After) for ${BEFORE_S} s, the fault, ${AFTER_S} s more. ` +
-    "Write pause: the fault → the first 202 to a request sent after it.",
+    "Write pause: the longest stretch without any 202 from the fault on.",
     "",
     "| fault | primary | accepted (202) | lost | 503 | other 5xx / dropped / 4xx | write pause | fault → new primary | 202 again after it (per node) | slowest answer | batches confirmed / anchored twice / not on chain | proofs verifying | webhooks missing / bad signature | not ANCHORED |",
     "|---|---|---|---:|---|---|---:|---:|---|---|---|---|---|---:|",

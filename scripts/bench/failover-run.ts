@@ -99,7 +99,11 @@ export interface FailoverResult {
   readonly gaveUp: number
   /** The fault → the promotion (NaN: no promotion marked). */
   readonly faultToPromotedMs: number
-  /** The fault → the first 202 to a request sent after it, any node: the write pause. */
+  /**
+   * The write pause: the longest stretch without a 202 (any node) from the fault on, the fault itself
+   * counting as the start of the first stretch. (A primary that still takes writes after the fault, as
+   * in a switchover before its demotion, does not hide the pause that follows.)
+   */
   readonly writePauseMs: number
   readonly resumeMs: ReadonlyArray<number>
   readonly firstBatchAfterPromotionMs: number
@@ -372,7 +376,8 @@ export const runFailover = async (spec: FailoverSpec): Promise<FailoverResult> =
       const firsts = [...accepted.values()].filter((a) => a.node === n && a.at >= promotedAt).map((a) => a.at - promotedAt)
       return firsts.length === 0 ? NaN : Math.min(...firsts)
     })
-    const afterFault = [...accepted.values()].filter((a) => a.sent >= killAt).map((a) => a.at - killAt)
+    const answers = [killAt, ...[...accepted.values()].map((a) => a.at).filter((t) => t >= killAt)].sort((a, b) => a - b)
+    const writePauseMs = answers.length < 2 ? NaN : Math.max(...answers.slice(1).map((t, i) => t - answers[i]!))
     return {
       label,
       accepted: ids.length,
@@ -391,7 +396,7 @@ export const runFailover = async (spec: FailoverSpec): Promise<FailoverResult> =
       retriedRecords: counts.retried,
       gaveUp: counts.gaveUp,
       faultToPromotedMs: Number.isFinite(promotedAt) ? promotedAt - killAt : NaN,
-      writePauseMs: afterFault.length === 0 ? NaN : Math.min(...afterFault),
+      writePauseMs,
       resumeMs,
       firstBatchAfterPromotionMs,
       notAnchored,

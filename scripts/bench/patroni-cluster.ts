@@ -100,7 +100,7 @@ export interface PatroniCluster {
   readonly destroy: () => Promise<void>
 }
 
-const fetchJson = async (url: string, timeoutMs = 1500): Promise<{ status: number; body: any }> => {
+const fetchJson = async (url: string, timeoutMs = 1000): Promise<{ status: number; body: any }> => {
   const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
   return { status: res.status, body: await res.json().catch(() => undefined) }
 }
