@@ -13,7 +13,9 @@ export const UNAVAILABLE_RETRY_AFTER = 5
  * A failure to reach the database (as opposed to a statement it refused). The client reports lost
  * sockets and SQLSTATE class 08 as ConnectionError; a server shutting down (class 57P, "terminating
  * connection") arrives as UnknownError with that code. Not the message: every error of the client
- * says "PgConnection: ...".
+ * says "PgConnection: ...". A server that cannot write (SQLSTATE 25006: a demoted primary, or a standby
+ * that the endpoint still leads to during a failover, until the proxy's health check drops it) is
+ * unavailable too: the write belongs on the new primary, so the client is told to retry.
  */
 export const isConnectionFailure = (error: unknown): boolean => {
   if (!SqlError.isSqlError(error)) return false
@@ -22,7 +24,7 @@ export const isConnectionFailure = (error: unknown): boolean => {
   if (reason._tag !== "UnknownError") return false
   const cause = reason.cause as { readonly code?: unknown; readonly message?: unknown } | undefined
   const code = typeof cause?.code === "string" ? cause.code : ""
-  return code.startsWith("57P") || /^(ECONNREFUSED|ECONNRESET|EPIPE)$/.test(code) ||
+  return code.startsWith("57P") || code === "25006" || /^(ECONNREFUSED|ECONNRESET|EPIPE)$/.test(code) ||
     /ECONNREFUSED|ECONNRESET|terminat/i.test(String(cause?.message ?? ""))
 }
 

@@ -23,21 +23,10 @@ import { makeFabricClient } from "../fabric/client.ts"
 import type { FabricNetworkConfig } from "../fabric/config.ts"
 import { publicUrlRefusal } from "../http/publicUrl.ts"
 import { describeAllowlist, parseAllowlist } from "../webhooks/urlPolicy.ts"
+import { replicationCheck } from "./replication.ts"
+import { type CheckResult, fatal, ok, warn } from "./result.ts"
 
-export type CheckStatus = "ok" | "warn" | "fatal"
-
-/** One line of the report (`--json`: one element of the array). */
-export interface CheckResult {
-  readonly check: string
-  readonly status: CheckStatus
-  readonly message: string
-  /** What to do; empty when there is nothing to do. */
-  readonly fix: string
-}
-
-export const ok = (check: string, message: string): CheckResult => ({ check, status: "ok", message, fix: "" })
-export const warn = (check: string, message: string, fix: string): CheckResult => ({ check, status: "warn", message, fix })
-export const fatal = (check: string, message: string, fix: string): CheckResult => ({ check, status: "fatal", message, fix })
+export { type CheckResult, fatal, ok, warn } from "./result.ts"
 
 /** The first line of an error's message, bounded: enough to act on, never a dump. */
 const reason = (e: unknown) => {
@@ -200,7 +189,7 @@ const databaseQueries = (sql: SqlClient.SqlClient) => ({
   })
 })
 
-/** Reachable; migrated; durable (fsync, full_page_writes, synchronous_commit); autovacuum and statistics. */
+/** Reachable; migrated; durable (fsync, full_page_writes, synchronous_commit); replication (src/doctor/replication.ts); autovacuum and statistics. */
 export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMillis: number) =>
   Effect.gen(function*() {
     const q = databaseQueries(yield* SqlClient.SqlClient)
@@ -229,6 +218,7 @@ export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMil
     } else {
       out.push(ok("durability", `fsync on, full_page_writes on, synchronous_commit ${sync ?? "?"}`))
     }
+    out.push(yield* replicationCheck)
     if (settings.get("autovacuum") === "off") {
       out.push(warn("autovacuum", "autovacuum is off: tables bloat and the planner's statistics go stale", "set autovacuum = on"))
     } else {
