@@ -19,6 +19,10 @@
  * ingest-alone rate (default "0.3,0.45,0.6,0.8"), climbing until a rate is not held (BENCH_LADDER_ALL=1:
  * every rate).
  *
+ * Each configuration runs with one webhook request per record and with batched requests (BENCH_WEBHOOK_MODES, default
+ * "single,batch"; docs/webhooks.md "Batched delivery"), each mode on a node of its own; BENCH_CONFIGS="dev" runs npm
+ * start's configuration alone. BENCH_LOG_LEVEL (e.g. info) shows the production node's log lines.
+ *
  * `--dev` (or BENCH_DEV=1): the same load also against the node as `npm start` runs it, after the
  * production configuration, in the same run: `anchord dev` with its own embedded PostgreSQL, dev chain
  * (anvil) and dev peer under a data directory of its own, default log level, metrics on, the dev account
@@ -86,7 +90,12 @@ type Config = "production" | "dev"
 const MODES = (process.env.BENCH_WEBHOOK_MODES ?? "single,batch").split(",").map((m) => m.trim()) as Array<"single" | "batch">
 const BATCH_MAX_EVENTS = Number(process.env.BENCH_BATCH_MAX_EVENTS ?? 100)
 const labelOf = (config: Config, mode: "single" | "batch") => mode === "single" ? config : `${config}+batch`
-const CONFIGS: ReadonlyArray<Config> = process.argv.includes("--dev") || process.env.BENCH_DEV === "1" ? ["production", "dev"] : ["production"]
+/** BENCH_CONFIGS ("production", "dev" or both, comma-separated) when set; else production, and `--dev` adds npm start's configuration. */
+const CONFIGS: ReadonlyArray<Config> = process.env.BENCH_CONFIGS !== undefined && process.env.BENCH_CONFIGS.trim() !== ""
+  ? process.env.BENCH_CONFIGS.split(",").map((c) => c.trim() as Config)
+  : process.argv.includes("--dev") || process.env.BENCH_DEV === "1"
+  ? ["production", "dev"]
+  : ["production"]
 /** The machine's busy share before the run from which the run is labelled as on a loaded machine. */
 const LOADED_PERCENT = 15
 const CHAINS = (process.env.BENCH_CHAINS ?? "evm").split(",").map((c) => c.trim()) as Array<"evm" | "fabric" | "hybrid">
