@@ -9,7 +9,7 @@
  * (reserved from the pool and kept: a pool busy with requests does not make the database look slow).
  * The breaker opens when the database is unreachable (a connection refused or lost) or leaves a probe
  * unanswered while the node's own event loop ran on time: the node could have read an answer, and none
- * came. A probe that timed out while the event loop was itself late by half the probe's bound or more
+ * came. A probe that timed out while the event loop was itself held for (nearly) the probe's whole bound
  * (a saturated CPU) says nothing about the database: only MISSES_TO_OPEN such misses in a row open the
  * breaker (the requests waiting meanwhile still get their 503 at their deadline). While open,
  * requests that need the database are answered 503 at once, without queueing behind the stall; when a
@@ -186,7 +186,7 @@ export class DatabaseGuard extends Context.Service<DatabaseGuard, {
           own = undefined
           yield* FiberSet.run(background, Effect.andThen(Fiber.interrupt(fiber), held === undefined ? Effect.void : Scope.close(held.scope, Exit.void)))
           // The node was itself late (it may not have read an answer that came): a miss, not yet an outage.
-          misses = loopDelay.max / 1e6 >= config.dbProbeTimeoutMillis / 2 ? misses + 1 : MISSES_TO_OPEN
+          misses = loopDelay.max / 1e6 >= config.dbProbeTimeoutMillis * 0.9 ? misses + 1 : MISSES_TO_OPEN
           if (misses >= MISSES_TO_OPEN) yield* transition("down", null)
           return
         }
