@@ -26,6 +26,8 @@ import { EmptyBody } from "./webhookSchemas.ts"
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "anchord_session"
+/** The browser's device token: the sign-in throttle knows a browser the user signed in from (src/console/SignInThrottle.ts). */
+export const DEVICE_COOKIE = "anchord_device"
 /** The header that carries a session's CSRF token on every state change. */
 export const CSRF_HEADER = "x-csrf-token"
 

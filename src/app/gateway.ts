@@ -36,7 +36,7 @@ import { makeServeStamp } from "../tsa/http.ts"
 import { excerpt } from "../excerpt.ts"
 
 /** A path or method as it may appear in a message: a bounded excerpt (src/excerpt.ts), control characters escaped. */
-const printable = (text: string) => JSON.stringify(excerpt(text, 200)).slice(1, -1)
+const printable = (text: string) => JSON.stringify(excerpt(text)).slice(1, -1)
 
 const CREATES: ReadonlySet<string> = new Set<CreateEndpoint>(["anchor", "anchorEncrypted", "anchorHash", "anchorBatch"])
 

@@ -28,7 +28,7 @@ import { Api } from "../api/Api.ts"
 import { GatewayLayer } from "./gateway.ts"
 import { SystemHttpLayer } from "../system/http.ts"
 import { TimestampHttpLayer, TsaShortHttpLayer } from "../tsa/http.ts"
-import { httpsServerOptions, loadTlsPair, watchTlsPair } from "../http/tls.ts"
+import { HSTS, httpsServerOptions, loadTlsPair, watchTlsPair } from "../http/tls.ts"
 import { setTlsCertificateExpiry } from "../metrics/metrics.ts"
 import { plainPortListener } from "../http/plainPort.ts"
 
@@ -144,6 +144,8 @@ export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
     // node:https is node:http over TLS: the same parser, limits and events (answerMalformed) either way.
     server = pair === undefined ? Http.createServer(options) : Https.createServer({ ...options, ...httpsServerOptions(pair) })
     server.maxConnections = config.httpMaxConnections
+    // HTTPS tells browsers to stay on it (before the app's own listener writes the answer's head).
+    if (pair !== undefined) server.prependListener("request", (_request, response) => response.setHeader("strict-transport-security", HSTS))
     answerMalformed(server, admission)
     return server
   }

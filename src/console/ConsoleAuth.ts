@@ -20,6 +20,7 @@ import { ConsoleLinks, type LinkKind, type LinkRow } from "./Links.ts"
 import { hashPassword, passwordProblem, verifyPassword } from "./passwords.ts"
 import { ConsoleSessions, type Session } from "./Sessions.ts"
 import { SignInThrottle } from "./SignInThrottle.ts"
+import { isToken, newToken } from "./tokens.ts"
 import { type ConsoleUserInfo, ConsoleUsers, normalizeEmail, type Role, withoutPassword } from "./Users.ts"
 
 /** Password hashes computed at once (the others wait their turn). */
@@ -31,6 +32,8 @@ export interface SignedIn {
   /** The session token: goes into the cookie, nowhere else. */
   readonly token: string
   readonly session: Session
+  /** A password sign-in's device token: goes into the device cookie (the browser is known to the throttle). */
+  readonly device?: string | undefined
 }
 
 export type InviteTarget =
@@ -43,7 +46,7 @@ const EMAIL = /^[^\s@]+@[^\s@]+$/
 
 export class ConsoleAuth extends Context.Service<ConsoleAuth, {
   readonly signIn: (
-    input: { readonly email: string; readonly password: string; readonly address: string }
+    input: { readonly email: string; readonly password: string; readonly address: string; readonly device?: string | undefined }
   ) => Sql<SignedIn, InvalidCredentials | SignInThrottled | SignInBusy | DatabaseUnavailable>
   readonly redeemSignInLink: (token: string) => Sql<SignedIn, InvalidLink>
   readonly inspectLink: (token: string) => Sql<LinkRow, InvalidLink>
@@ -88,9 +91,11 @@ export class ConsoleAuth extends Context.Service<ConsoleAuth, {
       )
 
     return ConsoleAuth.of({
-      signIn: Effect.fn("ConsoleAuth.signIn")(function*({ email: entered, password, address }) {
+      signIn: Effect.fn("ConsoleAuth.signIn")(function*({ email: entered, password, address, device: sent }) {
         const email = normalizeEmail(entered)
-        const keys = { email, address }
+        // Anything but a token is no device (the browser gets a new one when it signs in).
+        const device = sent !== undefined && isToken(sent) ? sent : undefined
+        const keys = { email, address, device }
         // Counted before the password is looked at: past a limit, no guess is checked at all.
         const reservation = yield* db(throttle.reserve(keys))
         const user = yield* db(users.byEmail(email))
@@ -98,8 +103,9 @@ export class ConsoleAuth extends Context.Service<ConsoleAuth, {
           Effect.tapError(() => db(throttle.release(keys, reservation)))
         )
         if (!ok || user === undefined) return yield* new InvalidCredentials({ attemptsLeft: reservation.attemptsLeft })
-        yield* db(throttle.succeeded(keys, reservation))
-        return yield* db(start(withoutPassword(user)))
+        const known = { ...keys, device: device ?? newToken() }
+        yield* db(throttle.succeeded(known, reservation))
+        return { ...yield* db(start(withoutPassword(user))), device: known.device }
       }),
 
       redeemSignInLink: Effect.fn("ConsoleAuth.redeemSignInLink")((token) =>

@@ -13,6 +13,12 @@
  *   day, and nobody waits more than 5 minutes. Addresses from which this email signed in with its
  *   password in the last 30 days ("known") skip the slow-down: an attacker elsewhere cannot keep the
  *   owner out of their usual place (their attempts do not feed the email's count either).
+ * - **(email, device)**, when the browser presents a device token (a cookie given at each password
+ *   sign-in): a browser from which this email signed in with its password in the last 30 days skips the
+ *   slow-down wherever it is, like a known address, until 5 failures of its own within 15 minutes. This
+ *   is what keeps the owner's own browser at a new address out of reach of guesses it did not make: an
+ *   attacker who sends one guess each time the slow-down ends holds back only browsers that never
+ *   signed in (docs/console.md, "Sign-in throttling").
  *
  * A counter starts again from 0 once 15 minutes pass without a failure. Refused attempts are not
  * counted and their password is not checked.
@@ -26,6 +32,7 @@ import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { rowDefects } from "../db/rows.ts"
 import { SignInThrottled } from "./errors.ts"
+import { tokenDigest } from "./tokens.ts"
 import { normalizeEmail } from "./Users.ts"
 
 /** A counter starts again after this long without a failure; a paused pair or address waits this long. */
@@ -45,12 +52,20 @@ export const delayAfter = (failures: number) => Math.min(MAX_DELAY_MS, FIRST_DEL
 export interface ThrottleKeys {
   readonly email: string
   readonly address: string
+  /** The browser's device token (a cookie), if it sent one. */
+  readonly device?: string | undefined
 }
 
 // Addresses hold no space: what follows the first one in a pair's key is the email.
 const keysOf = (k: ThrottleKeys) => {
   const email = normalizeEmail(k.email)
-  return { email: `email:${email}`, address: `address:${k.address}`, pair: `pair:${k.address} ${email}` }
+  return {
+    email: `email:${email}`,
+    address: `address:${k.address}`,
+    pair: `pair:${k.address} ${email}`,
+    // Only the token's digest is stored (a copy of the table names no browser).
+    device: k.device === undefined ? undefined : `device:${tokenDigest(k.device).toString("base64url")} ${email}`
+  }
 }
 
 const Counter = Schema.Struct({
@@ -67,6 +82,8 @@ export interface Reservation {
   readonly attemptsLeft: number
   /** Whether the email's counter took it (a known address's attempts skip the email: it neither waits nor feeds the slow-down). */
   readonly emailCounted: boolean
+  /** Whether the browser's device counter took it (it exists once the email signed in from that browser). */
+  readonly deviceCounted: boolean
 }
 
 export class SignInThrottle extends Context.Service<SignInThrottle, {
@@ -75,7 +92,11 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
    * (SignInThrottled) without counting.
    */
   readonly reserve: (keys: ThrottleKeys) => Sql<Reservation, SignInThrottled>
-  /** The password was right: the pair starts again (and its address is known), the others take the attempt back. */
+  /**
+   * The password was right: the pair starts again (and its address is known), the browser's device
+   * (`keys.device`, a token the caller gives it if it had none) is known for this email, the others take
+   * the attempt back.
+   */
   readonly succeeded: (keys: ThrottleKeys, reservation: Reservation) => Sql<void>
   /** The attempt was never checked (the node was too busy): every counter takes it back. */
   readonly release: (keys: ThrottleKeys, reservation: Reservation) => Sql<void>
@@ -123,14 +144,24 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
         WHERE COALESCE(last_failure_at, '-infinity') <= ${failedBefore}
           AND COALESCE(succeeded_at, '-infinity') <= ${succeededBefore}`
     })
+    /** A browser the email signed in from: known from `at`, its failures forgotten. */
+    const rememberDevice = SqlSchema.void({
+      Request: Schema.Struct({ key: Schema.String, at: Schema.Date }),
+      execute: ({ at, key }) =>
+        sql`
+            INSERT INTO console_sign_in_counters (key, failures, succeeded_at) VALUES (${key}, 0, ${at})
+            ON CONFLICT (key) DO UPDATE SET failures = 0, succeeded_at = EXCLUDED.succeeded_at`
+    })
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
     const takeBack = (k: ThrottleKeys, reservation: Reservation, success: boolean) =>
       Effect.gen(function*() {
         const keys = keysOf(k)
         const at = yield* now
-        const counted = reservation.emailCounted ? [keys.pair, keys.address, keys.email] : [keys.pair, keys.address]
+        const counted = [keys.pair, keys.address, ...(reservation.emailCounted ? [keys.email] : []),
+          ...(reservation.deviceCounted && !success && keys.device !== undefined ? [keys.device] : [])]
         yield* rowDefects(takeBackCounters({ keys: counted, reset: success ? keys.pair : undefined, at }))
+        if (success && keys.device !== undefined) yield* rowDefects(rememberDevice({ key: keys.device, at }))
       })
 
     /**
@@ -153,9 +184,10 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
         Effect.ensuring(sql.withTransaction(Effect.gen(function*() {
           const keys = keysOf(k)
           const ordered = [keys.pair, keys.address, keys.email].sort()
-          // The rows exist, then are locked in one order (no deadlock between two attempts).
+          // The rows exist, then are locked in one order (no deadlock between two attempts). A device's
+          // row is made by a success only: a token nobody signed in with has none, and makes none.
           yield* rowDefects(ensureCounters(ordered))
-          const rows = yield* rowDefects(lockCounters([keys.pair, keys.address, keys.email]))
+          const rows = yield* rowDefects(lockCounters(keys.device === undefined ? ordered : [...ordered, keys.device]))
           // The time once the rows are held: attempts that waited on them see each other's failures in order.
           const at = yield* now
           const row = (key: string) => rows.find((r) => r.key === key)!
@@ -167,14 +199,23 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
           if (addressFailures >= MAX_FAILURES_PER_ADDRESS) {
             return yield* new SignInThrottled({ scope: "address", retryAfterSeconds: waitOf(address, WINDOW_MS) })
           }
-          const known = pair.succeededAt !== null && at.getTime() - pair.succeededAt.getTime() < KNOWN_FOR_MS
+          const device = keys.device === undefined ? undefined : rows.find((r) => r.key === keys.device)
+          const knownSince = (r: typeof Counter.Type) => r.succeededAt !== null && at.getTime() - r.succeededAt.getTime() < KNOWN_FOR_MS
+          // A known browser stops being one after a pair's worth of failures of its own (a stolen cookie
+          // is worth a few guesses, not an exemption).
+          const known = knownSince(pair) || (device !== undefined && knownSince(device) && recent(device) < MAX_FAILURES_PER_PAIR)
           if (!known && emailFailures >= FREE_FAILURES_PER_EMAIL && at.getTime() < email.lastFailureAt!.getTime() + delayAfter(emailFailures)) {
             return yield* new SignInThrottled({ scope: "email", retryAfterSeconds: waitOf(email, delayAfter(emailFailures)) })
           }
           // A known address's attempt leaves the email's counter alone.
-          const counts = [{ key: keys.pair, failures: pairFailures + 1 }, { key: keys.address, failures: addressFailures + 1 }]
-          yield* rowDefects(countFailures({ counts: known ? counts : [...counts, { key: keys.email, failures: emailFailures + 1 }], at }))
-          return { attemptsLeft: MAX_FAILURES_PER_PAIR - pairFailures - 1, emailCounted: !known }
+          const counts = [
+            { key: keys.pair, failures: pairFailures + 1 },
+            { key: keys.address, failures: addressFailures + 1 },
+            ...(known ? [] : [{ key: keys.email, failures: emailFailures + 1 }]),
+            ...(device === undefined ? [] : [{ key: device.key, failures: recent(device) + 1 }])
+          ]
+          yield* rowDefects(countFailures({ counts, at }))
+          return { attemptsLeft: MAX_FAILURES_PER_PAIR - pairFailures - 1, emailCounted: !known, deviceCounted: device !== undefined }
         })), Effect.ignore(sweep))
       ),
 

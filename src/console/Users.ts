@@ -55,7 +55,8 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
   readonly members: (accountId: string) => Sql<ReadonlyArray<UserRow>>
   readonly operators: Sql<ReadonlyArray<UserRow>>
   /** Removes a member of the account (their sessions end with them); whether there was one. */
-  readonly removeMember: (accountId: string, userId: string) => Sql<boolean>
+  /** Removes a member of the account (and their sessions): how many sessions ended, undefined if no such member. */
+  readonly removeMember: (accountId: string, userId: string) => Sql<number | undefined>
   readonly setPassword: (userId: string, passwordHash: string) => Sql<void>
 }>()("anchord/console/ConsoleUsers") {
   static readonly layer = Layer.effect(ConsoleUsers, Effect.gen(function*() {
@@ -90,14 +91,16 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
           : sql`SELECT ${columns} FROM console_users WHERE account_id = ${accountId} ORDER BY created_at`
     })
     // By the primary key behind a fence, whatever the statistics (not by the account's index; issue 25).
+    // The member's sessions go with it (ON DELETE CASCADE): counted in the same statement, from its snapshot.
     const deleteMember = SqlSchema.findOneOption({
       Request: Schema.Struct({ accountId: Schema.String, userId: Schema.String }),
-      Result: Schema.Struct({ id: Schema.String }),
+      Result: Schema.Struct({ id: Schema.String, sessionsEnded: Schema.Number }),
       execute: ({ accountId, userId }) =>
         sql`
-          DELETE FROM console_users WHERE id = (
+          WITH target AS (
             SELECT u.id FROM (SELECT id, account_id FROM console_users WHERE id = ${userId} OFFSET 0) u WHERE u.account_id = ${accountId})
-          RETURNING id`
+          DELETE FROM console_users WHERE id = (SELECT id FROM target)
+          RETURNING id, (SELECT count(*)::int FROM console_sessions WHERE user_id = (SELECT id FROM target)) AS sessions_ended`
     })
     const updatePassword = SqlSchema.void({
       Request: Schema.Struct({ userId: Schema.String, passwordHash: Schema.String }),
@@ -134,7 +137,9 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
       }),
       members: Effect.fn("ConsoleUsers.members")((accountId) => rowDefects(findUsers(accountId))),
       operators: rowDefects(findUsers(undefined)).pipe(Effect.withSpan("ConsoleUsers.operators")),
-      removeMember: Effect.fn("ConsoleUsers.removeMember")((accountId, userId) => Effect.map(rowDefects(deleteMember({ accountId, userId })), Option.isSome)),
+      removeMember: Effect.fn("ConsoleUsers.removeMember")((accountId, userId) =>
+        Effect.map(rowDefects(deleteMember({ accountId, userId })), Option.match({ onNone: () => undefined, onSome: (r) => r.sessionsEnded }))
+      ),
       setPassword: Effect.fn("ConsoleUsers.setPassword")((userId, passwordHash) => rowDefects(updatePassword({ userId, passwordHash })))
     })
   }))

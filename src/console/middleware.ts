@@ -19,7 +19,7 @@
  */
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { ConsoleSameOrigin, ConsoleSession, CSRF_HEADER, CurrentSession, SESSION_COOKIE } from "../api/console.ts"
+import { ConsoleSameOrigin, ConsoleSession, CSRF_HEADER, CurrentSession, DEVICE_COOKIE, SESSION_COOKIE } from "../api/console.ts"
 import { toWire } from "../api/errors.ts"
 import { AppConfig, type AppConfigShape } from "../config.ts"
 import { atEdge } from "../db/errors.ts"
@@ -46,6 +46,18 @@ const cookieOptions = (secure: boolean) => ({ httpOnly: true, sameSite: "strict"
 export const setSessionCookie = (token: string, secure: boolean) =>
   HttpEffect.appendPreResponseHandler((_request, response) =>
     Effect.succeed(HttpServerResponse.setCookieUnsafe(response, SESSION_COOKIE, token, cookieOptions(secure)))
+  )
+
+/** How long a browser stays known to the sign-in throttle after its last password sign-in (the throttle's own limit decides). */
+const DEVICE_COOKIE_SECONDS = 30 * 86_400
+
+/**
+ * Sets the device cookie: a random token the sign-in throttle knows this browser by (never a credential:
+ * it signs no one in, and only spares a browser that signed in before the email's slow-down).
+ */
+export const setDeviceCookie = (token: string, secure: boolean) =>
+  HttpEffect.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setCookieUnsafe(response, DEVICE_COOKIE, token, { ...cookieOptions(secure), maxAge: `${DEVICE_COOKIE_SECONDS} seconds` }))
   )
 
 /** Clears the session cookie. */

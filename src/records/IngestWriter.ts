@@ -415,7 +415,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       // A queue as an array and a head index (shift() would move every entry each time).
       let waiting: Array<Waiting | undefined> = []
       let head = 0
-      const timedOut = Effect.fail(new DatabaseUnavailable({ retryAfterSeconds: guard.retryAfterSeconds }))
+      const timedOut = Effect.suspend(() => Effect.fail(guard.timedOut()))
       yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep("100 millis"), Effect.suspend(() => {
         const now = clock.currentTimeMillisUnsafe()
         let expired = 0

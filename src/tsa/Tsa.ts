@@ -154,7 +154,7 @@ export class Tsa extends Context.Service<Tsa, {
     let next = 0n
     let end = 0n
     const fetching = yield* Semaphore.make(1)
-    const timedOut = Effect.fail(new DatabaseUnavailable({ retryAfterSeconds: guard.retryAfterSeconds }))
+    const timedOut = Effect.suspend(() => Effect.fail(guard.timedOut()))
     const fetchBlock: Effect.Effect<bigint, SqlError.SqlError | DatabaseUnavailable> = fetching.withPermits(1)(Effect.suspend(() => {
       if (next < end) return Effect.succeed(next++)
       return rowDefects(nextBlock()).pipe(

@@ -237,9 +237,59 @@ describe("sign-in throttle (TestClock, real PostgreSQL)", () => {
       yield* TestClock.adjust(WINDOW_MS + 60_000)
       yield* Effect.exit(auth.signIn({ email: email("someone"), password: "wrong", address: "192.0.2.79" }))
       assert.deepStrictEqual(yield* keysOf(stranger), [])
-      // The owner's pair is kept: its address is known.
-      assert.deepStrictEqual((yield* keysOf(user.email)).map((r) => r.key), [`pair:192.0.2.77 ${user.email}`])
+      // The owner's pair and browser are kept: its address and its device are known.
+      const kept = (yield* keysOf(user.email)).map((r) => r.key)
+      assert.deepStrictEqual(kept.map((k) => k.split(":")[0]), ["device", "pair"])
+      assert.strictEqual(kept[1], `pair:192.0.2.77 ${user.email}`)
     })))
+
+  it.effect("an attacker who guesses from many addresses each time the slow-down ends cannot keep the owner's own browser out of a new address",
+    () =>
+      withServices(Effect.gen(function*() {
+        yield* startClockNearNow
+        const auth = yield* ConsoleAuth
+        const user = yield* member("the right passphrase")
+        const other = yield* member("the attacker's passphrase")
+        // The owner signed in at home once: their browser holds a device token. The attacker's own
+        // browser holds one too, for their own account.
+        const home = yield* auth.signIn({ email: user.email, password: "the right passphrase", address: "192.0.2.10" })
+        const attackers = yield* auth.signIn({ email: other.email, password: "the attacker's passphrase", address: "198.51.100.1" })
+        assert.isDefined(home.device)
+        let a = 0
+        const attacker = (device?: string) =>
+          Effect.exit(auth.signIn({ email: user.email, password: "wrong", address: `198.51.${100 + (a >> 8)}.${a++ % 256}`, device }))
+        const owner = (address: string, device?: string) => Effect.exit(auth.signIn({ email: user.email, password: "the right passphrase", address, device }))
+        const tag = (exit: Exit.Exit<unknown, unknown>) => Exit.isSuccess(exit) ? "in" : (failureOf(exit) as { _tag: string })._tag
+        // The attack: refused attempts (uncounted) from many addresses, a real guess the moment each slow-down ends.
+        const outcomes = { newBrowser: [] as Array<string>, ownBrowser: [] as Array<string> }
+        let checked = 0
+        let hotel = 0
+        for (let second = 0; second < 20 * 60; second++) {
+          const e = failureOf(yield* attacker()) as { _tag: string; retryAfterSeconds?: number }
+          if (e._tag === "InvalidCredentials") checked++
+          // The owner, travelling, tries every 20 s from a hotel: from a browser that never signed in, and from their own.
+          if (second % 20 === 10) {
+            // Each time from an address it never used (one where it signed in would be known).
+            outcomes.newBrowser.push(tag(yield* owner(`203.0.113.${++hotel}`)))
+            outcomes.ownBrowser.push(tag(yield* owner(`203.0.113.${++hotel}`, home.device)))
+          }
+          yield* TestClock.adjust(1_000)
+        }
+        // The attack holds a browser that never signed in back (that is the slow-down doing its work) ...
+        assert.isTrue(outcomes.newBrowser.every((t) => t === "SignInThrottled"), outcomes.newBrowser.join())
+        // ... and never the owner's own browser, wherever it is.
+        assert.deepStrictEqual([...new Set(outcomes.ownBrowser)], ["in"], outcomes.ownBrowser.join())
+        // The attacker still checks only what the slow-down lets through (5 free, then 5 s, 10 s ... 300 s).
+        assert.isAtMost(checked, FREE_FAILURES_PER_EMAIL + 12)
+        // A device token is worth nothing for another email (the attacker's own), nor made up.
+        for (const device of [attackers.device, "A".repeat(43), "not a token"]) assert.strictEqual(tag(yield* owner("192.0.2.251", device)), "SignInThrottled")
+        // A stolen cookie is worth a pair's failures, not an exemption: 5 wrong passwords and that browser is slowed too.
+        const theft = yield* Effect.forEach(Array.from({ length: MAX_FAILURES_PER_PAIR + 1 }), () => attacker(home.device))
+        assert.deepStrictEqual(theft.map(tag), [...Array(MAX_FAILURES_PER_PAIR).fill("InvalidCredentials"), "SignInThrottled"])
+        assert.strictEqual(tag(yield* owner("192.0.2.252", home.device)), "SignInThrottled")
+        // Where it signed in before, the owner is still at home.
+        assert.strictEqual(tag(yield* owner("192.0.2.10")), "in")
+      })), 300_000)
 
   it.effect(`one address: ${MAX_FAILURES_PER_ADDRESS} failures over any emails pause sign-in from it`, () =>
     withServices(Effect.gen(function*() {
@@ -328,7 +378,7 @@ describe("one-time links and passwords", () => {
       const admin = yield* member("a fine passphrase", "admin")
       const backdoor = yield* invite(admin)
       assert.strictEqual((yield* links.pendingInvitations(admin.accountId!)).length, 1)
-      assert.isTrue(yield* users.removeMember(admin.accountId!, admin.id))
+      assert.isDefined(yield* users.removeMember(admin.accountId!, admin.id))
       assert.strictEqual(invalid(yield* Effect.exit(auth.acceptInvitation({ token: backdoor.token, password: "a long enough passphrase" }))), "InvalidLink")
       assert.strictEqual(invalid(yield* Effect.exit(auth.inspectLink(backdoor.token))), "InvalidLink")
       assert.deepStrictEqual(yield* links.pendingInvitations(admin.accountId!), [])

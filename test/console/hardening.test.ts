@@ -49,7 +49,12 @@ interface Answer {
 }
 
 /** A request to the node from the loopback address `from` (its socket bound there). */
-const request = (from: string, method: string, path: string, options: { body?: unknown; cookie?: string; csrf?: string; to?: TestNode } = {}) =>
+const request = (
+  from: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; cookie?: string; device?: string; csrf?: string; to?: TestNode } = {}
+) =>
   new Promise<Answer>((resolve, reject) => {
     const body = options.body === undefined ? undefined : JSON.stringify(options.body)
     const req = Http.request({
@@ -61,7 +66,12 @@ const request = (from: string, method: string, path: string, options: { body?: u
       agent: false,
       headers: {
         ...(body === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }),
-        ...(options.cookie === undefined ? {} : { cookie: `anchord_session=${options.cookie}` }),
+        ...(options.cookie === undefined && options.device === undefined ? {} : {
+          cookie: [
+            ...(options.cookie === undefined ? [] : [`anchord_session=${options.cookie}`]),
+            ...(options.device === undefined ? [] : [`anchord_device=${options.device}`])
+          ].join("; ")
+        }),
         ...(options.csrf === undefined ? {} : { "x-csrf-token": options.csrf })
       }
     }, (res) => {
@@ -126,6 +136,21 @@ describe("console hardening (issue 23)", () => {
     expect([owner.status, owner.json.errorCode]).toEqual([200, undefined])
   })
 
+  it("a password sign-in gives the browser a device cookie; with it the owner is not slowed at a new address while the email is", async () => {
+    const accountId = await node.createAccount({ name: "device" })
+    await user("traveller@example.com", PASSWORD, { accountId, role: "admin" })
+    const home = await signIn("127.0.5.1", "traveller@example.com", PASSWORD)
+    const cookie = ([] as Array<string>).concat(home.headers["set-cookie"] ?? []).find((c) => c.startsWith("anchord_device="))!
+    expect(cookie).toMatch(/^anchord_device=[A-Za-z0-9_-]{43}; Max-Age=2592000; Path=\/console; HttpOnly; SameSite=Strict$/)
+    const device = cookie.slice("anchord_device=".length, cookie.indexOf(";"))
+    // Guesses from five addresses: the email slows down.
+    for (let i = 0; i < 5; i++) expect((await signIn(`127.0.5.${10 + i}`, "traveller@example.com", `wrong ${i}`)).status).toBe(401)
+    const stranger = await signIn("127.0.5.20", "traveller@example.com", PASSWORD)
+    expect([stranger.status, stranger.json.errorCode]).toEqual([429, "SIGN_IN_THROTTLED"])
+    const owner = await request("127.0.5.21", "POST", "/console/api/session", { body: { email: "traveller@example.com", password: PASSWORD }, device })
+    expect([owner.status, owner.json.errorCode]).toEqual([200, undefined])
+  })
+
   it("10 concurrent wrong guesses from 10 addresses: 5 passwords checked (401), 5 refused unchecked (429 with a short Retry-After)", async () => {
     const accountId = await node.createAccount({ name: "concurrent guesses" })
     await user("target@example.com", PASSWORD, { accountId, role: "viewer" })
@@ -169,7 +194,10 @@ describe("console hardening (issue 23)", () => {
     const keeper = await session(FROM, "keeper@example.com", PASSWORD)
 
     // The other admin removes the maker: the maker's session ends, and so does the invitation.
-    expect((await as(FROM, keeper, "POST", `/console/api/accounts/${accountId}/members/${maker.id}/remove`)).status).toBe(200)
+    // (The maker holds a second session elsewhere: both end, and the answer says so.)
+    await session("127.0.4.2", "maker@example.com", PASSWORD)
+    const removed = await as(FROM, keeper, "POST", `/console/api/accounts/${accountId}/members/${maker.id}/remove`)
+    expect([removed.status, removed.json.data]).toEqual([200, { sessionsEnded: 2 }])
     expect((await as(FROM, admin, "GET", "/console/api/session")).status).toBe(401)
     const accepted = await request(FROM, "POST", "/console/api/invitations/accept", { body: { token, password: "backdoor passphrase" } })
     expect([accepted.status, accepted.json.errorCode]).toEqual([400, "INVALID_LINK"])

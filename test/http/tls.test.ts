@@ -89,6 +89,7 @@ interface Answer {
   readonly body: string
   readonly serial: string
   readonly socket: Tls.TLSSocket
+  readonly headers: Record<string, string | Array<string> | undefined>
 }
 
 /** One request over node:https; the certificate's serial as the client saw it. */
@@ -99,7 +100,7 @@ const request = (url: string, options: Https.RequestOptions & { body?: string } 
       const serial = socket.getPeerCertificate().serialNumber
       let body = ""
       res.on("data", (c) => body += c)
-      res.on("end", () => resolve({ status: res.statusCode!, body, serial, socket }))
+      res.on("end", () => resolve({ status: res.statusCode!, body, serial, socket, headers: res.headers }))
     })
     req.on("error", reject)
     req.end(options.body)
@@ -154,6 +155,9 @@ describe("HTTPS", () => {
     })
     expect(created.status).toBe(202)
     expect(JSON.parse(created.body).data.recordId).toMatch(/^[0-9a-f]{24}$/)
+    // Browsers are told to stay on HTTPS (every answer, errors too).
+    expect(created.headers["strict-transport-security"]).toBe("max-age=31536000")
+    expect((await request(`${base}/v1/no-such-route`)).headers["strict-transport-security"]).toBe("max-age=31536000")
     expect(created.serial).toBe(serialOf("one"))
     expect(created.socket.getProtocol()).toMatch(/^TLSv1\.[23]$/)
     // HTTP/1.1 only over ALPN (docs/tls.md, "HTTP/2"): a client offering h2 gets http/1.1.
@@ -174,6 +178,26 @@ describe("HTTPS", () => {
     expect(old.stderr).toMatch(/alert protocol version/)
     await expect(request(`${base}/v1/health`, { agent: false, maxVersion: "TLSv1.1", minVersion: "TLSv1", ciphers: "DEFAULT:@SECLEVEL=0" }))
       .rejects.toThrow(/alert protocol version/)
+  })
+
+  it("TLS 1.2 offers forward-secret AEAD suites only: a client offering only CBC (SHA-1 or SHA-384), ARIA or CCM is refused", async () => {
+    const { port } = new URL(base)
+    // openssl s_client offering one TLS 1.2 suite (the test's certificate is ECDSA, so the ECDSA variants).
+    const offer = (cipher: string) =>
+      new Promise<string>((resolve) => {
+        const child = ChildProcess.execFile("/usr/bin/openssl", ["s_client", "-connect", `127.0.0.1:${port}`, "-tls1_2", "-cipher", cipher, "-CAfile",
+          file("ca.pem")], { timeout: 10_000 }, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`))
+        child.stdin?.end()
+      })
+    for (const cipher of ["ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA384", "ECDHE-ECDSA-ARIA128-GCM-SHA256", "ECDHE-ECDSA-AES128-CCM"]) {
+      const out = await offer(cipher)
+      expect(out, cipher).toMatch(/handshake failure/)
+      expect(out, cipher).toMatch(/Cipher is \(NONE\)/)
+    }
+    expect(await offer("ECDHE-ECDSA-AES128-GCM-SHA256")).toMatch(/New, TLSv1\.2, Cipher is ECDHE-ECDSA-AES128-GCM-SHA256/)
+    const modern = await request(`${base}/v1/health`, { agent: false, maxVersion: "TLSv1.2" })
+    expect([modern.status, modern.socket.getProtocol()]).toEqual([200, "TLSv1.2"])
+    expect(modern.socket.getCipher().name).toMatch(/^ECDHE-ECDSA-(AES(128|256)-GCM-SHA(256|384)|CHACHA20-POLY1305)$/)
   })
 
   it("links follow the scheme: without PUBLIC_URL the base of links is https://HOST:PORT; the request counts as HTTPS", async () => {

@@ -60,8 +60,8 @@ export const ConsoleMembersHttpLayer = HttpApiBuilder.group(Api, "consoleMembers
           yield* access(params.accountId, "change")
           const { user } = yield* CurrentSession
           if (user.id === params.userId) return yield* new InvalidConsoleInput({ reason: "You cannot remove yourself" })
-          const removed = yield* users.removeMember(params.accountId, params.userId)
-          if (!removed) return yield* new ConsoleNotFound({ what: `member ${params.userId}` })
-          return ok({ sessionsEnded: 0 })
+          const sessionsEnded = yield* users.removeMember(params.accountId, params.userId)
+          if (sessionsEnded === undefined) return yield* new ConsoleNotFound({ what: `member ${params.userId}` })
+          return ok({ sessionsEnded })
         }).pipe(atEdge))
   }))

@@ -4,7 +4,7 @@ import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { ConfiguredNetworks } from "../../anchoring/Networks.ts"
 import { Api } from "../../api/Api.ts"
-import { CurrentSession } from "../../api/console.ts"
+import { CurrentSession, DEVICE_COOKIE } from "../../api/console.ts"
 import { clientAddressOf } from "../../auth/Admission.ts"
 import { Accounts } from "../../auth/Accounts.ts"
 import { AppConfig } from "../../config.ts"
@@ -12,7 +12,7 @@ import { atEdge } from "../../db/errors.ts"
 import { publicBaseUrl } from "../../http/publicUrl.ts"
 import { ConsoleAuth, type SignedIn } from "../ConsoleAuth.ts"
 import { ConsoleConfig } from "../config.ts"
-import { clearSessionCookie, secureCookieFor, setSessionCookie } from "../middleware.ts"
+import { clearSessionCookie, secureCookieFor, setDeviceCookie, setSessionCookie } from "../middleware.ts"
 import { ConsoleSessions } from "../Sessions.ts"
 import { csrfTokenOf } from "../tokens.ts"
 import { consoleAccess } from "./access.ts"
@@ -29,10 +29,12 @@ export const ConsoleAuthHttpLayer = HttpApiBuilder.group(Api, "consoleAuth", (ha
       accountId === null ? Effect.succeed(null) : accounts.get(accountId).pipe(Effect.map((a) => a.name), Effect.orElseSucceed(() => null))
 
     /** The session's view, and its cookie on the response. */
-    const signedIn = ({ token, session }: SignedIn) =>
+    const signedIn = ({ device, session, token }: SignedIn) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        yield* setSessionCookie(token, secureCookieFor(request, config, consoleConfig))
+        const secure = secureCookieFor(request, config, consoleConfig)
+        yield* setSessionCookie(token, secure)
+        if (device !== undefined) yield* setDeviceCookie(device, secure)
         return ok({
           user: userView(session.user, yield* accountName(session.user.accountId)),
           csrfToken: csrfTokenOf(token),
@@ -46,7 +48,12 @@ export const ConsoleAuthHttpLayer = HttpApiBuilder.group(Api, "consoleAuth", (ha
       .handle("signIn", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          const result = yield* auth.signIn({ email: payload.email, password: payload.password, address: clientAddressOf(request, config.trustProxy) })
+          const result = yield* auth.signIn({
+            email: payload.email,
+            password: payload.password,
+            address: clientAddressOf(request, config.trustProxy),
+            device: request.cookies[DEVICE_COOKIE]
+          })
           return yield* signedIn(result)
         }).pipe(atEdge))
       .handle("redeemLink", ({ payload }) => Effect.flatMap(auth.redeemSignInLink(payload.token), signedIn).pipe(atEdge))

@@ -58,7 +58,8 @@ export const NoDatabase = Layer.effectContext(Effect.gen(function*() {
     // Nothing here waits: the bound never fires.
     bounded: (effect) => effect,
     retryAfterSeconds,
-    probeSoon: Effect.void
+    probeSoon: Effect.void,
+    timedOut: () => unavailable
   })
   const control = MemoryDatabase.of({
     attempted,
