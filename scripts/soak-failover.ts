@@ -17,7 +17,7 @@
  * 202'd records the promoted standby lacks (the reason docs/operating.md requires the synchronous setup).
  *
  * The nodes, the load and the checks are scripts/bench/failover-run.ts (shared with `npm run soak:patroni`).
- * Prints progress and figures, appends them to docs/benchmarks.md (SOAK_NO_APPEND=1 to skip), removes
+ * Prints progress and figures, appends them to docs/benchmarks/runs.md (SOAK_NO_APPEND=1 to skip), removes
  * every process and directory it made. Exit 1 when the synchronous run breaks a bound.
  *
  * SOAK_MODES ("sync,async"), SOAK_RATE (records/s, 40), SOAK_BEFORE_S (load before the kill, 20),
@@ -28,7 +28,8 @@
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { brokenBounds, type FailoverResult, HANG_BOUND_MS, MAX_OUTSTANDING, RESUME_BOUND_MS, runFailover, seconds as ms } from "./bench/failover-run.ts"
+import { brokenBounds, type FailoverResult, HANG_BOUND_MS, MAX_OUTSTANDING, RESUME_BOUND_MS, runCleanups, runFailover,
+  seconds as ms } from "./bench/failover-run.ts"
 import { buildPgPair, childPids, type PgPair, psqlAsync } from "./bench/pg-pair.ts"
 import { startTcpSwitch } from "./bench/tcp-switch.ts"
 
@@ -104,13 +105,7 @@ const runMode = async (mode: "sync" | "async"): Promise<ModeResult> => {
     })
     return { ...result, mode, walLagBytesAtKill, promoteMs }
   } finally {
-    for (const c of cleanups) {
-      try {
-        await c()
-      } catch (e) {
-        log(`cleanup: ${e instanceof Error ? e.message : String(e)}`)
-      }
-    }
+    await runCleanups(cleanups, log)
   }
 }
 
@@ -164,8 +159,8 @@ const main = async () => {
   ]
   console.log(lines.join("\n"))
   if (process.env.SOAK_NO_APPEND !== "1") {
-    Fs.appendFileSync(Path.join(root, "docs/benchmarks.md"), lines.join("\n"))
-    log("appended to docs/benchmarks.md")
+    Fs.appendFileSync(Path.join(root, "docs/benchmarks/runs.md"), lines.join("\n"))
+    log("appended to docs/benchmarks/runs.md")
   }
   const sync = results.find((r) => r.mode === "sync")
   const broken = sync === undefined ? [] : brokenBounds(sync)

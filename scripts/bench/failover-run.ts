@@ -414,12 +414,17 @@ export const runFailover = async (spec: FailoverSpec): Promise<FailoverResult> =
       faultAt: killAt
     }
   } finally {
-    for (const c of cleanups) {
-      try {
-        await c()
-      } catch (e) {
-        log(`cleanup: ${e instanceof Error ? e.message : String(e)}`)
-      }
+    await runCleanups(cleanups, log)
+  }
+}
+
+/** Runs every cleanup in order; one that fails is logged and the others still run. */
+export const runCleanups = async (cleanups: ReadonlyArray<() => unknown>, log: (line: string) => void) => {
+  for (const c of cleanups) {
+    try {
+      await c()
+    } catch (e) {
+      log(`cleanup: ${e instanceof Error ? e.message : String(e)}`)
     }
   }
 }
