@@ -1,5 +1,5 @@
 /**
- * npm run bench:anchor — EVM anchoring figures, printed side by side and appended to docs/benchmarks.md:
+ * npm run bench:anchor — EVM anchoring figures, printed side by side and appended to docs/benchmarks/runs.md:
  *   (a) POST → ANCHORED latency of 10,000 records (HTTP, one per request) sent to `anchord start` in a
  *       child process configured by EVM_NETWORKS, at a 1 s batch window on a local chain (anvil,
  *       automine, confirmations 1): p50 / p90 / p99 / max;
@@ -222,10 +222,10 @@ const main = async () => {
       ""
     ]
     console.log(lines.join("\n"))
-    const file = Path.join(root, "docs/benchmarks.md")
+    const file = Path.join(root, "docs/benchmarks/runs.md")
     if (!Fs.existsSync(file)) Fs.writeFileSync(file, "# Benchmarks\n")
     Fs.appendFileSync(file, lines.join("\n"))
-    log("appended to docs/benchmarks.md")
+    log("appended to docs/benchmarks/runs.md")
   } finally {
     stopNode()
     await new Promise((r) => setTimeout(r, 500))

@@ -3,7 +3,7 @@
  * connections (autocannon), against the node on real PostgreSQL, and in the same run the baseline
  * (scripts/bench/baseline-server.ts), in alternating rounds (BENCH_SECONDS each in BENCH_ROUNDS rounds,
  * default 15 s in 3). Prints records/s, p50/p99 and the ratio node/baseline, checks
- * every 202 is a committed row, and appends the figures to docs/benchmarks.md. A third server, the
+ * every 202 is a committed row, and appends the figures to docs/benchmarks/runs.md. A third server, the
  * baseline's work on Effect's HTTP server (scripts/bench/effect-floor-server.ts), shows what the stack
  * itself costs; two more, the baseline's work plus a durable group commit on bare node:http
  * (scripts/bench/commit-ceiling-server.ts: the node's own INSERT into `records`, and the cheapest
@@ -225,7 +225,7 @@ const main = async () => {
   // Requests in flight when the load stopped may commit without being counted as 202: committed ≥ accepted.
   if (committed < accepted) console.log(`LOST RECORDS: ${accepted} accepted but only ${committed} committed`)
 
-  const file = Path.join(root, "docs/benchmarks.md")
+  const file = Path.join(root, "docs/benchmarks/runs.md")
   const machine = `${Os.cpus()[0]?.model ?? "cpu"} × ${Os.cpus().length}, ${(Os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`
   const mdRow = (label: string, x: ReturnType<typeof summary>) => `| ${figures(label, x).join(" | ")} |`
   const entry = [

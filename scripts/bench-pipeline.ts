@@ -34,7 +34,7 @@
  * the highest rate held (p99 POST → webhook ≤ 3 s, backlog flat, everything delivered within 60 s of the
  * end); the headline is that rate ÷ the ingest-alone rate, per configuration. The header says how busy
  * the machine was in the 5 s before the run (other processes: ≥ 15% marks the run as LOADED). Appends
- * the figures to docs/benchmarks.md (BENCH_NO_APPEND=1 to skip).
+ * the figures to docs/benchmarks/runs.md (BENCH_NO_APPEND=1 to skip).
  *
  * BENCH_SECONDS per rate (default 60: a smoke run; issue 26's runs are 5 minutes per rate:
  * `BENCH_SECONDS=300 npm run bench:pipeline -- --dev`), BENCH_CHAINS (default "evm"; "evm,fabric,hybrid"
@@ -916,8 +916,8 @@ const main = async () => {
       ]
       console.log(lines.join("\n"))
       if (process.env.BENCH_NO_APPEND !== "1") {
-        Fs.appendFileSync(Path.join(root, "docs/benchmarks.md"), lines.join("\n"))
-        log("appended to docs/benchmarks.md")
+        Fs.appendFileSync(Path.join(root, "docs/benchmarks/runs.md"), lines.join("\n"))
+        log("appended to docs/benchmarks/runs.md")
       }
       return
     }
@@ -1033,8 +1033,8 @@ const main = async () => {
     ]
     console.log(lines.join("\n"))
     if (process.env.BENCH_NO_APPEND !== "1") {
-      Fs.appendFileSync(Path.join(root, "docs/benchmarks.md"), lines.join("\n"))
-      log("appended to docs/benchmarks.md")
+      Fs.appendFileSync(Path.join(root, "docs/benchmarks/runs.md"), lines.join("\n"))
+      log("appended to docs/benchmarks/runs.md")
     }
   } finally {
     for (const c of cleanups) {

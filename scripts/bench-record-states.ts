@@ -5,7 +5,7 @@
  * of migration 0016 ("old", copied below as they were) and with src/anchoring/recordState.ts ("new"),
  * side by side on the same data, as EXPLAIN (ANALYZE, BUFFERS): buffers (hit + read) and time.
  *
- * Data (like docs/benchmarks.md 2026-11-26, "record state read from its batch"): 1,000,000 records of
+ * Data (like docs/benchmarks/runs.md, 2026-11-26, "record state read from its batch"): 1,000,000 records of
  * one EVM network in 995 batches of 1,000 (990 CONFIRMED, 5 SENT), every 500th record FAILED, the newest
  * 5,000 QUEUED in 50 later transactions with the network's cursor before them; 90% of the records in
  * `acc_big` (9,000 in flight), 10% in `acc_small` (1,000). Proofs are empty arrays (anchor rows narrower

@@ -4,7 +4,7 @@
  * headline). The node runs as `anchord start` in its own process; the load generator (autocannon,
  * `CONCURRENCY` keep-alive connections POSTing `openssl ts -query` bytes) runs in this one, so that it
  * does not share the node's event loop. Also the token building alone (parse + sign + encode, no HTTP,
- * no database), and the machine's load while measured. Appends the figures to docs/benchmarks.md.
+ * no database), and the machine's load while measured. Appends the figures to docs/benchmarks/runs.md.
  *   npm run bench:tsa            (BENCH_TSA_NO_WRITE=1 to only print; DATABASE_URL to use a server;
  *                                 BENCH_TSA_PROFILE=<dir> writes the node's CPU profile there)
  */

@@ -3,7 +3,7 @@
  * `anchord verify` runs) against `StandardMerkleTree.verify` of @openzeppelin/merkle-tree in the
  * same run, plus the whole offline check of a bundle (JCS + SHA-256 of the data, then the proof);
  * (2) wall time of one `anchord verify` process against a local chain (anvil), from spawn to exit,
- * all EVM checks included. Appends the figures to docs/benchmarks.md.
+ * all EVM checks included. Appends the figures to docs/benchmarks/runs.md.
  *   npm run bench:verify            (BENCH_VERIFY_NO_WRITE=1 to only print)
  */
 import { opsPerSecond } from "./bench/rate.ts"
@@ -171,4 +171,4 @@ the JCS and Merkle code; no viem, no database, no server; the Fabric client only
 RPC reads concurrently (six at once, then the block by number).
 `
 console.log(text)
-if (!process.env.BENCH_VERIFY_NO_WRITE) Fs.appendFileSync(Path.join(root, "docs/benchmarks.md"), text)
+if (!process.env.BENCH_VERIFY_NO_WRITE) Fs.appendFileSync(Path.join(root, "docs/benchmarks/runs.md"), text)

@@ -8,7 +8,7 @@
  *  (b) latency from a state change's COMMIT to the first delivery attempt reaching the receiver:
  *      events committed one per transaction at a steady rate; baseline: one bare POST's latency.
  *
- * Targets: ≥ 1,000 deliveries/s and p99 ≤ 250 ms. Prints and appends to docs/benchmarks.md.
+ * Targets: ≥ 1,000 deliveries/s and p99 ≤ 250 ms. Prints and appends to docs/benchmarks/runs.md.
  * DATABASE_URL selects an external PostgreSQL; otherwise an embedded one in a temporary directory.
  */
 import * as ChildProcess from "node:child_process"
@@ -260,7 +260,7 @@ const main = async () => {
   ]
   console.log(lines.join("\n"))
   if (process.env.BENCH_NO_APPEND !== "1") {
-    const file = Path.join(root, "docs/benchmarks.md")
+    const file = Path.join(root, "docs/benchmarks/runs.md")
     if (!Fs.existsSync(file)) Fs.writeFileSync(file, "# Benchmarks\n")
     Fs.appendFileSync(file, lines.join("\n"))
     log(`appended to ${Path.relative(root, file)}`)

@@ -18,7 +18,7 @@
  * and a key limited to N/s driven at 4N/s across the nodes, with Redis up (N/s in total expected) and
  * while it is gone (per node). Nodes killed or paused are taken out of the client's rotation, as a
  * load balancer's health check would. Afterwards the checks of scripts/bench/cluster-kit.ts, the
- * figures against the bounds of docs/operating.md ("Several nodes"), appended to docs/benchmarks.md.
+ * figures against the bounds of docs/operating.md ("Several nodes"), appended to docs/benchmarks/runs.md.
  *
  * SOAK_SECONDS (load duration, default 300; the load lasts at least until the faults are done),
  * SOAK_RATE (records/s, default 20), SOAK_NODES (2 or 3, default 3), SOAK_ADMIN_URL (default
@@ -416,8 +416,8 @@ const main = async () => {
     ]
     console.log(lines.join("\n"))
     if (process.env.SOAK_NO_APPEND !== "1") {
-      Fs.appendFileSync(Path.join(root, "docs/benchmarks.md"), lines.join("\n"))
-      log("appended to docs/benchmarks.md")
+      Fs.appendFileSync(Path.join(root, "docs/benchmarks/runs.md"), lines.join("\n"))
+      log("appended to docs/benchmarks/runs.md")
     }
     if (failures.length === 0) await cleanup().then(() => Fs.rmSync(tmp, { recursive: true, force: true }))
     return failures.length === 0

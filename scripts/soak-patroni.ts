@@ -20,7 +20,7 @@
  * with Retry-After, no other 5xx, and the write pause (the longest stretch without a 202 from the fault on).
  *
  * Installs nothing: without the packages it prints the apt-get line and exits 3. Not part of `npm test`.
- * Appends its figures to docs/benchmarks.md (SOAK_NO_APPEND=1 to skip). Exit 1 when a fault breaks a bound.
+ * Appends its figures to docs/benchmarks/runs.md (SOAK_NO_APPEND=1 to skip). Exit 1 when a fault breaks a bound.
  *
  * SOAK_FAULTS ("postmaster,switchover,patroni,etcd-cut"; "host" with SOAK_REPLICATION=async), SOAK_RATE (records/s, 50), SOAK_BEFORE_S (load
  * before the fault, 15), SOAK_AFTER_S (load after it, 45).
@@ -252,8 +252,8 @@ const main = async () => {
   ]
   console.log(lines.join("\n"))
   if (process.env.SOAK_NO_APPEND !== "1") {
-    Fs.appendFileSync(Path.join(root, "docs/benchmarks.md"), lines.join("\n"))
-    log("appended to docs/benchmarks.md")
+    Fs.appendFileSync(Path.join(root, "docs/benchmarks/runs.md"), lines.join("\n"))
+    log("appended to docs/benchmarks/runs.md")
   }
   let broken = 0
   for (const r of results) {
