@@ -38,8 +38,8 @@ const announceStart = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.logInfo("anchord listening", { url, version: VERSION })
   // For the CLI's links beside this node (src/http/runningNode.ts).
   yield* recordRunningUrl(dataDir, url)
-  // Built last, released first: the line an operator sees the moment a stop begins (issue 24:
-  // `anchord start` used to exit on SIGTERM without a word).
+  // Built last, released first: the line an operator sees the moment a stop begins, so a SIGTERM never
+  // ends the node without a word.
   yield* Effect.addFinalizer(() => Effect.logInfo("anchord stopping", { signal: shutdownSignal.current ?? "none", atMostMillis: shutdownTimeoutMillis }))
 }))
 
