@@ -232,6 +232,9 @@ const statementsOf = (sql: Sql) => ({
     ON CONFLICT (network_id) DO NOTHING`
   })
 })
+/** A batch moved to its new state (setState): which one, and its network (the failed-batch metric's label). */
+const StateSet = Schema.Struct({ id: Schema.String, networkId: Schema.String })
+
 const statementsCache = new WeakMap<Sql, ReturnType<typeof statementsOf>>()
 const statements = (sql: Sql) => {
   let built = statementsCache.get(sql)
@@ -478,14 +481,15 @@ export class BatchStore extends Context.Service<BatchStore, {
           to: Schema.Literals(["CONFIRMED", "FAILED"]),
           reason: Schema.optional(Schema.String)
         }),
-        Result: IdRow,
+        Result: StateSet,
         execute: ({ batchId, reason, to }) =>
           to === "CONFIRMED"
             ? sql`
-            UPDATE anchor_batches SET state = 'CONFIRMED', updated_at = now() WHERE id = ${batchId} AND state = 'MINED' RETURNING id::text AS id`
+            UPDATE anchor_batches SET state = 'CONFIRMED', updated_at = now() WHERE id = ${batchId} AND state = 'MINED'
+            RETURNING id::text AS id, network_id`
             : sql`
             UPDATE anchor_batches SET state = 'FAILED', last_error = ${reason ?? null}, updated_at = now()
-            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT') RETURNING id::text AS id`
+            WHERE id = ${batchId} AND state IN ('PENDING', 'SENT') RETURNING id::text AS id, network_id`
       })
       /** The anchors of a given-up batch kept in failed_anchors; its records still QUEUED → FAILED. */
       const failRecords = SqlSchema.findAll({
@@ -659,11 +663,12 @@ export class BatchStore extends Context.Service<BatchStore, {
       })
 
       const fail = Effect.fn("BatchStore.fail")(function*(batchId: string, reason: string) {
-        const records = yield* sql.withTransaction(Effect.gen(function*() {
-          if (Option.isNone(yield* rowDefects(setState({ batchId, to: "FAILED", reason })))) return undefined
+        const done = yield* sql.withTransaction(Effect.gen(function*() {
+          const moved = yield* rowDefects(setState({ batchId, to: "FAILED", reason }))
+          if (Option.isNone(moved)) return undefined
           // The anchors go to failed_anchors: the given-up transaction may still be mined (restoreFailedAnchors).
           const failed = yield* rowDefects(failRecords(batchId))
-          return yield* append(sql, failed.map((f) => ({
+          const records = yield* append(sql, failed.map((f) => ({
             accountId: f.accountId,
             event: {
               kind: "anchor.failed" as const,
@@ -675,12 +680,12 @@ export class BatchStore extends Context.Service<BatchStore, {
               errorCode: "ANCHOR_FAILED" as const
             }
           })))
+          return { records, networkId: moved.value.networkId }
         }))
-        if (records === undefined) return 0
+        if (done === undefined) return 0
         // anchord_batches_failed_total (docs/metrics.md), once the FAILED state is committed.
-        const [batch] = yield* rowDefects(sql<{ readonly networkId: string }>`SELECT network_id FROM anchor_batches WHERE id = ${batchId}`)
-        if (batch !== undefined) countBatchFailed(yield* Effect.context<never>(), batch.networkId)
-        return records
+        countBatchFailed(yield* Effect.context<never>(), done.networkId)
+        return done.records
       })
 
       const forgetNetwork = Effect.fn("BatchStore.forgetNetwork")(function*(networkId: string) {
