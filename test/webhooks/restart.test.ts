@@ -25,6 +25,18 @@ const processNode = async (webhook: Record<string, string>) => {
   return { account, databaseUrl, env, key }
 }
 
+/** `n` records posted to the node process with their webhookUrl, then confirmed as the pipeline would: their ids and event ids. */
+const anchoredOnNode = async (port: string, key: string, n: number, webhookUrl: string, databaseUrl: string) => {
+  const r = await fetch(`http://127.0.0.1:${port}/v1/anchor/batch`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ records: Array.from({ length: n }, (_, i) => ({ data: { i }, webhookUrl })) })
+  })
+  expect(r.status).toBe(202)
+  const ids = ((await r.json()) as any).data.results.map((x: any) => x.data.recordId) as Array<string>
+  return { ids, eventIds: (await confirmBatch(databaseUrl, ids)).eventIds }
+}
+
 describe("webhook durability", () => {
   it("SIGKILL with deliveries in flight: after a restart every event is delivered at least once, same id and signature", async () => {
     const receiver = await startReceiver(() => ({ status: 200, delayMs: 80 }))
@@ -99,15 +111,7 @@ describe("webhook durability", () => {
     const { databaseUrl, env, key } = await processNode({ WEBHOOK_CONCURRENCY: "64", WEBHOOK_TIMEOUT_MS: "5000", WEBHOOK_LEASE_MS: "6000" })
     let child = await spawnNode(env)
     try {
-      const base = `http://127.0.0.1:${env.PORT}`
-      const r = await fetch(`${base}/v1/anchor/batch`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ records: Array.from({ length: 40 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/hook` })) })
-      })
-      expect(r.status).toBe(202)
-      const ids = ((await r.json()) as any).data.results.map((x: any) => x.data.recordId) as Array<string>
-      const { eventIds } = await confirmBatch(databaseUrl, ids)
+      const { eventIds, ids } = await anchoredOnNode(env.PORT, key, 40, `${receiver.url}/hook`, databaseUrl)
       await receiver.waitFor(1, 15_000)
       await killAndWait(child, "SIGKILL")
       const atKill = receiver.received.length
@@ -142,15 +146,7 @@ describe("webhook durability", () => {
     ])
     let child = await spawnNode(env)
     try {
-      const base = `http://127.0.0.1:${env.PORT}`
-      const r = await fetch(`${base}/v1/anchor/batch`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ records: Array.from({ length: 25 }, (_, i) => ({ data: { i }, webhookUrl: `${receiver.url}/hook` })) })
-      })
-      expect(r.status).toBe(202)
-      const ids = ((await r.json()) as any).data.results.map((x: any) => x.data.recordId) as Array<string>
-      const { eventIds } = await confirmBatch(databaseUrl, ids)
+      const { eventIds, ids } = await anchoredOnNode(env.PORT, key, 25, `${receiver.url}/hook`, databaseUrl)
       // two full batches of 10 in flight (answered after 3 s), the last 5 held for their 2 s
       await receiver.waitFor(2, 15_000)
       await killAndWait(child, "SIGKILL")
