@@ -143,6 +143,13 @@ const build = async (
   }
   log(`standby on ${standby.port}, streaming (${synchronous ? "sync" : "async"}${link ? `, through a link of ${linkDelayMs} ms each way` : ""})`)
   await psqlAsync(primary.port, "CREATE DATABASE anchord")
+  // A synchronous commit waits for the standby's flush, not its replay: until the standby has replayed
+  // the CREATE DATABASE, a connection to it finds no database "anchord".
+  for (let i = 0;; i++) {
+    if ((await psqlAsync(standby.port, "SELECT 1 FROM pg_database WHERE datname = 'anchord'"))[0] === "1") break
+    if (i > 300) throw new Error("the standby has not replayed CREATE DATABASE anchord after 30 s")
+    await new Promise((r) => setTimeout(r, 100))
+  }
   return {
     root,
     primary,
