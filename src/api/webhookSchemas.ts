@@ -19,6 +19,11 @@ export const EventId = Schema.String.check(Schema.isPattern(/^evt_[0-9A-Za-z_-]{
   toJsonSchema: () => ({ pattern: "^evt_[0-9A-Za-z_-]{1,64}$" })
 })).annotate({ description: "An event id (X-Service-Event-Id, webhook-id): evt_ and 24 lowercase hex characters as this node makes them" })
 
+/** A batch request's id (X-Service-Batch-Id, its webhook-id): `whb_` + 32 lowercase hex. */
+export const RequestId = Schema.String.check(Schema.isPattern(/^whb_[0-9a-f]{32}$/, {
+  toJsonSchema: () => ({ pattern: "^whb_[0-9a-f]{32}$" })
+})).annotate({ description: "A batch request's id (X-Service-Batch-Id, webhook-id): whb_ and 32 lowercase hex characters" })
+
 export const EventKind = Schema.Literals(["anchor.confirmed", "anchor.failed", "record.updated", "record.deleted"])
 /**
  * What a delivery carries: an event kind, or `webhook.test`, the test event the console sends to the
@@ -116,3 +121,37 @@ export const DeliveryList = Schema.Struct({
   deliveries: Schema.Array(DeliveryView),
   nextCursor: Schema.NullOr(Schema.String)
 }).annotate({ identifier: "WebhookDeliveryList" })
+
+/** One event of a batch request, and whether the receiver took it. */
+export const RequestEventView = Schema.Struct({
+  eventId: EventId,
+  recordId: Schema.Union([RecordId, Schema.Literal("")]),
+  taken: Schema.Boolean.annotate({ description: "The request answered 2xx and did not name this event in failedEventIds" })
+}).annotate({ identifier: "WebhookRequestEvent" })
+
+export const RequestView = Schema.Struct({
+  id: RequestId,
+  event: DeliveryEventKind,
+  url: Schema.String,
+  startedAt: DateTimeString,
+  statusCode: Schema.NullOr(Count),
+  latencyMs: Count,
+  error: Schema.NullOr(Schema.String),
+  eventCount: Count,
+  events: Schema.Array(RequestEventView)
+}).annotate({ identifier: "WebhookRequest", description: "One HTTP request of a batched delivery, as the receiver got it" })
+
+export const RequestList = Schema.Struct({
+  requests: Schema.Array(RequestView),
+  nextCursor: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "WebhookRequestList" })
+
+export const RequestAttempts = Schema.Struct({
+  id: RequestId,
+  requests: Schema.Array(RequestView).annotate({ description: "Every request sent under this id (the same events again), newest first" })
+}).annotate({ identifier: "WebhookRequestAttempts" })
+
+export const RequestRedelivery = Schema.Struct({
+  id: RequestId,
+  deliveries: Schema.Array(DeliveryView).annotate({ description: "The events' deliveries, each queued for a new round of attempts" })
+}).annotate({ identifier: "WebhookRequestRedelivery" })

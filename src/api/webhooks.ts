@@ -6,8 +6,8 @@ import { BadRequest, NotFound } from "./errors.ts"
 import { DatabaseBound, JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { Limit, ok, RecordId } from "./recordSchemas.ts"
-import { DeliveryId, DeliveryList, DeliveryState, EventId, DeliveryView, EmptyBody, RotationResult, WebhookSettingsPatch,
-  WebhookSettingsView } from "./webhookSchemas.ts"
+import { DeliveryId, DeliveryList, DeliveryState, EventId, DeliveryView, EmptyBody, RequestAttempts, RequestId, RequestList, RequestRedelivery, RotationResult,
+  WebhookSettingsPatch, WebhookSettingsView } from "./webhookSchemas.ts"
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
@@ -59,7 +59,32 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
       error: [BadRequest, NotFound]
     }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Redeliver a webhook")
-      .annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the current secret and format of this key's environment.")
+      .annotate(OpenApi.Description, "Send again now: a new round of attempts 0..5 with the current secret and format of this key's environment."),
+    HttpApiEndpoint.get("listRequests", "/webhooks/requests", {
+      query: {
+        limit: Schema.optionalKey(Limit),
+        cursor: Schema.optionalKey(Schema.String),
+        recordId: Schema.optionalKey(RecordId),
+        eventId: Schema.optionalKey(EventId)
+      },
+      success: ok(RequestList),
+      error: [BadRequest]
+    }).annotate(OpenApi.Summary, "List batched webhook requests")
+      .annotate(OpenApi.Description,
+        "The requests of batched delivery (delivery.mode batch), newest first: each once, with its events and the receiver's answer. recordId and eventId find the requests that carried them."),
+    HttpApiEndpoint.get("getRequest", "/webhooks/requests/:requestId", {
+      params: { requestId: RequestId },
+      success: ok(RequestAttempts),
+      error: [BadRequest, NotFound]
+    }).annotate(OpenApi.Summary, "Get a batched webhook request"),
+    HttpApiEndpoint.post("redeliverRequest", "/webhooks/requests/:requestId/redeliver", {
+      params: { requestId: RequestId },
+      payload: JsonBody(EmptyBody),
+      success: ok(RequestRedelivery).annotate({ httpApiStatus: 202 }),
+      error: [BadRequest, NotFound]
+    }).middleware(DatabaseBound).middleware(JsonBodyFraming).annotate(OpenApi.Summary, "Redeliver a batched webhook request")
+      .annotate(OpenApi.Description,
+        "Send every event of the request again now: each event's delivery gets a new round of attempts, and they go out batched as the environment's delivery settings say. One event alone: POST /v1/webhooks/deliveries/{deliveryId}/redeliver.")
   )
   .middleware(DatabaseBound)
   .middleware(ApiKeyAuth)

@@ -28,6 +28,9 @@ export const recordCursors = cursorCodec("", /^[0-9a-f]{24}$/)
 /** Delivery lists (`/v1/webhooks/deliveries`, the console's): the last delivery's sequence number. */
 export const deliveryCursors = cursorCodec("d:", /^\d{1,19}$/)
 
+/** Batch request lists (`/v1/webhooks/requests`, the console's): the last request's sequence number. */
+export const requestCursors = cursorCodec("r:", /^\d{1,19}$/)
+
 /**
  * A page of a list read with one row more than the page holds (`limit + 1`): the page, and the cursor
  * of the next one when that extra row was there.

@@ -34,6 +34,9 @@ export const WEBHOOK_CHANNEL = "anchord_webhooks"
 export const Claimed = Schema.Struct({
   seq: Schema.String,
   id: Schema.String,
+  accountId: Schema.String,
+  /** Its event's record (none for a webhook.test event). */
+  recordId: Schema.NullOr(Schema.String),
   url: Schema.String,
   /** The receiver (host[:port], lowercase): the unit of the per-host cap. */
   host: Schema.String,
@@ -347,7 +350,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
             -- ARRAY(...): primary-key lookups, never a join that scans the whole (ever-growing) table;
             -- the secrets of the delivery's environment (migration 0013)
             WHERE d.seq = ANY (ARRAY(SELECT seq FROM due)) AND s.account_id = d.account_id AND s.environment = d.environment
-            RETURNING d.seq::text AS seq, d.id, d.url, d.host, d.environment, d.attempts, d.round, d.body, d.signature,
+            RETURNING d.seq::text AS seq, d.id, d.account_id, d.record_id, d.url, d.host, d.environment, d.attempts, d.round, d.body, d.signature,
               d.signature_next, d.headers, s.secret, s.delivery_mode, s.batch_max_events, s.batch_max_wait_ms,
               -- the rotation overlap rule of rotation.ts, on the Clock's time
               CASE WHEN ${inOverlap(sql, now, "s")} THEN s.previous_secret END AS secret_previous`

@@ -31,7 +31,8 @@ import { ANSWER_MAX_BYTES, batchBody, batchHeaders, failedEventIds, groupRequest
 import { WebhookConfig } from "./config.ts"
 import { type Chunk, type Claimed, type Completion, DeliveryClaims, type Rendering, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
-import { render } from "./payload.ts"
+import { RequestLog } from "./RequestLog.ts"
+import { kindOfServiceEvent, render } from "./payload.ts"
 import * as Governor from "./governor.ts"
 import { retryDelayMillis } from "./schedule.ts"
 import { attempt, attemptHeaders, type AttemptOutcome, type AttemptRequest, destroyAgents, loadExtraCa, makeAgents } from "./sender.ts"
@@ -67,6 +68,8 @@ type Ready = Claimed & { readonly body: string; readonly signature: string; read
 type Sendable = Pick<
   Ready,
   | "id"
+  | "accountId"
+  | "recordId"
   | "url"
   | "environment"
   | "attempts"
@@ -128,6 +131,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   if (!config.enabled) return
   const claims = yield* DeliveryClaims
   const deliveryLog = yield* DeliveryLog
+  const requestLog = yield* RequestLog
   const pg = yield* PgClient.PgClient
   const egress = yield* WebhookEgress
   const anchoringLag = yield* AnchoringLag
@@ -193,8 +197,25 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
     const headers = batchHeaders(rows, body, { secret: first.secret, previous: first.secretPrevious }, Math.floor(startedMillis / 1000), userAgent)
     const outcome = yield* post({ url: first.url, environment: first.environment, body, headers, readAnswer: ANSWER_MAX_BYTES }, startedMillis)
     observeBatch(metrics, outcome.ok ? "success" : outcome.statusCode === null ? "connection_error" : "http_error", rows.length, outcome.latencyMs / 1000)
-    const notTaken = outcome.ok ? failedEventIds(outcome.answer, rows.map((r) => r.headers.eventId)) : new Set<string>()
+    const eventIds = rows.map((r) => r.headers.eventId)
+    const notTaken = outcome.ok ? failedEventIds(outcome.answer, eventIds) : new Set<string>()
     const startedAt = new Date(startedMillis)
+    // The request log is what a receiver saw; not writing it loses no event (each delivery records its own outcome).
+    yield* requestLog.record({
+      id: headers["X-Service-Batch-Id"]!,
+      accountId: first.accountId,
+      environment: first.environment,
+      url: first.url,
+      kind: kindOfServiceEvent(first.headers.event) ?? first.headers.event,
+      eventIds,
+      recordIds: rows.map((r) => r.recordId ?? ""),
+      startedAt,
+      statusCode: outcome.statusCode,
+      latencyMs: outcome.latencyMs,
+      error: outcome.ok ? null : outcome.error,
+      failedEventIds: [...notTaken],
+      nodeId: config.nodeId
+    }).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook request not logged", { cause: Cause.pretty(cause) })))
     return rows.map((row) => {
       const ok = outcome.ok && !notTaken.has(row.headers.eventId)
       return {
@@ -551,6 +572,7 @@ export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
         n = yield* deliveryLog.purgeFinished(before, RETENTION_BATCH)
         purged += n
       }
+      for (let n = 1; n > 0;) n = yield* requestLog.purge(before, RETENTION_BATCH)
       if (purged > 0) yield* Effect.logInfo("webhook deliveries purged", { deliveries: purged, before: before.toISOString() })
     }
   })

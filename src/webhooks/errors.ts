@@ -40,5 +40,14 @@ export class DeliveryNotFound extends Schema.TaggedError<DeliveryNotFound>()("De
   }
 }
 
+export class RequestNotFound extends Schema.TaggedError<RequestNotFound>()("RequestNotFound", { requestId: Schema.String }) {
+  get errorCode() {
+    return "NOT_FOUND" as const
+  }
+  override get message() {
+    return `No webhook request ${this.requestId}`
+  }
+}
+
 /** A webhook setting of the node that does not parse (WEBHOOK_ALLOW_PRIVATE): the node does not start. */
 export class WebhookConfigError extends Schema.TaggedError<WebhookConfigError>()("WebhookConfigError", { message: Schema.String }) {}

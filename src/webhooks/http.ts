@@ -8,17 +8,19 @@ import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../api/auth.ts"
 import { Api } from "../api/Api.ts"
 import { atEdge } from "../db/errors.ts"
-import { DeliveryNotFound } from "./errors.ts"
+import { DeliveryNotFound, RequestNotFound } from "./errors.ts"
 import { WebhookEgress } from "./urlPolicy.ts"
 import { DeliveryLog } from "./DeliveryLog.ts"
+import { RequestLog } from "./RequestLog.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 import type { DeliveryRow } from "./rows.ts"
-import { deliveryLogPage, deliveryView, settingsView, updateSettings } from "./views.ts"
+import { deliveryLogPage, deliveryView, redeliverRequest, requestLogPage, requestView, settingsView, updateSettings } from "./views.ts"
 
 export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.gen(function*() {
     const settingsStore = yield* WebhookSettingsStore
     const deliveryLog = yield* DeliveryLog
+    const requestLog = yield* RequestLog
     const egress = yield* WebhookEgress
 
     const withAttempts = (rows: ReadonlyArray<DeliveryRow>) =>
@@ -70,5 +72,20 @@ export const WebhooksHttpLayer = HttpApiBuilder.group(Api, "webhooks", (handlers
           const row = yield* deliveryLog.redeliver(principal, params.deliveryId)
           if (row === undefined) return yield* new DeliveryNotFound({ deliveryId: params.deliveryId })
           return { success: true as const, data: (yield* withAttempts([row]))[0] }
+        }).pipe(atEdge))
+      .handle("listRequests", ({ query }) =>
+        Effect.gen(function*() {
+          return { success: true as const, data: yield* requestLogPage(requestLog, yield* CurrentPrincipal, query, 50) }
+        }).pipe(atEdge))
+      .handle("getRequest", ({ params }) =>
+        Effect.gen(function*() {
+          const rows = yield* requestLog.attemptsOf(yield* CurrentPrincipal, params.requestId)
+          if (rows.length === 0) return yield* new RequestNotFound({ requestId: params.requestId })
+          return { success: true as const, data: { id: params.requestId, requests: rows.map(requestView) } }
+        }).pipe(atEdge))
+      .handle("redeliverRequest", ({ params }) =>
+        Effect.gen(function*() {
+          const rows = yield* redeliverRequest(deliveryLog, requestLog, yield* CurrentPrincipal, params.requestId)
+          return { success: true as const, data: { id: params.requestId, deliveries: yield* withAttempts(rows) } }
         }).pipe(atEdge))
   }))

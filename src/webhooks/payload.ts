@@ -27,6 +27,10 @@ export const SERVICE_EVENT: Record<EventKind, string> = {
   "webhook.test": "TEST"
 }
 
+/** The kind whose `X-Service-Event` this is. */
+export const kindOfServiceEvent = (serviceEvent: string): EventKind | undefined =>
+  (Object.keys(SERVICE_EVENT) as Array<EventKind>).find((kind) => SERVICE_EVENT[kind] === serviceEvent)
+
 /** What a test event's receiver reads in `data.message`. */
 export const TEST_EVENT_MESSAGE = "A test event sent from the anchord console: this endpoint received it."
 

@@ -6,9 +6,10 @@ import { Effect } from "effect"
 import type { SqlError } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import type { WebhookSettingsPatch } from "../api/webhookSchemas.ts"
-import { deliveryCursors, pageOf } from "../http/pagination.ts"
+import { deliveryCursors, pageOf, requestCursors } from "../http/pagination.ts"
 import type { DeliveryLog, Owner } from "./DeliveryLog.ts"
-import { InvalidDeliveryQuery, InvalidWebhookSettings, InvalidWebhookUrl } from "./errors.ts"
+import { InvalidDeliveryQuery, InvalidWebhookSettings, InvalidWebhookUrl, RequestNotFound } from "./errors.ts"
+import type { RequestLog, RequestRow } from "./RequestLog.ts"
 import type { AttemptRow, DeliveryRow, DeliveryState, WebhookSettingsRow } from "./rows.ts"
 import type { WebhookEgress } from "./urlPolicy.ts"
 import type { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
@@ -121,4 +122,55 @@ export const deliveryLogPage = (
     if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
     const rows = yield* log.list(owner, { limit: limit + 1, before: before.key, state: query.status, recordId: query.recordId, eventId: query.eventId })
     return pageOf(rows, limit, deliveryCursors, (row) => row.seq)
+  })
+
+/** A batch request as the receiver got it: its events, each taken or not by the answer. */
+export const requestView = (row: RequestRow) => {
+  const ok = row.error === null && row.statusCode !== null && row.statusCode >= 200 && row.statusCode < 300
+  const notTaken = new Set(row.failedEventIds)
+  return {
+    id: row.id,
+    event: row.kind,
+    url: row.url,
+    startedAt: row.startedAt.toISOString(),
+    statusCode: row.statusCode,
+    latencyMs: row.latencyMs,
+    error: row.error,
+    eventCount: row.eventIds.length,
+    events: row.eventIds.map((eventId, k) => ({ eventId, recordId: row.recordIds[k] ?? "", taken: ok && !notTaken.has(eventId) }))
+  }
+}
+
+/** A page of the owner's batch requests, newest first (its cursor checked). */
+export const requestLogPage = (
+  log: typeof RequestLog.Service,
+  owner: Owner,
+  query: { readonly limit?: number | undefined; readonly cursor?: string | undefined; readonly recordId?: string | undefined;
+    readonly eventId?: string | undefined },
+  defaultLimit: number
+) =>
+  Effect.gen(function*() {
+    const limit = query.limit ?? defaultLimit
+    const before = requestCursors.parse(query.cursor)
+    if (!before.ok) return yield* new InvalidDeliveryQuery({ reason: before.message })
+    const rows = yield* log.list(owner, { limit: limit + 1, before: before.key, recordId: query.recordId, eventId: query.eventId })
+    const { nextCursor, page } = pageOf(rows, limit, requestCursors, (row) => row.seq)
+    return { requests: page.map(requestView), nextCursor }
+  })
+
+/**
+ * Sends a batch request's events again: the newest request under that id, each of its events' delivery to its URL
+ * given a new round (DeliveryLog.redeliver), so they go out batched again as the environment's settings say.
+ * The deliveries as re-queued, in the request's order.
+ */
+export const redeliverRequest = (deliveries: typeof DeliveryLog.Service, requests: typeof RequestLog.Service, owner: Owner, id: string) =>
+  Effect.gen(function*() {
+    const newest = (yield* requests.attemptsOf(owner, id))[0]
+    if (newest === undefined) return yield* new RequestNotFound({ requestId: id })
+    const requeued = yield* Effect.forEach(newest.eventIds, (eventId) =>
+      Effect.gen(function*() {
+        const found = (yield* deliveries.list(owner, { limit: 10, eventId })).find((d) => d.url === newest.url)
+        return found === undefined ? undefined : yield* deliveries.redeliver(owner, found.id)
+      }), { concurrency: 4 })
+    return requeued.filter((row) => row !== undefined)
   })

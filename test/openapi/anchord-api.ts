@@ -340,6 +340,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List batched webhook requests
+         * @description The requests of batched delivery (delivery.mode batch), newest first: each once, with its events and the receiver's answer. recordId and eventId find the requests that carried them.
+         */
+        get: operations["webhooks.listRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/requests/{requestId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a batched webhook request */
+        get: operations["webhooks.getRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/requests/{requestId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver a batched webhook request
+         * @description Send every event of the request again now: each event's delivery gets a new round of attempts, and they go out batched as the environment's delivery settings say. One event alone: POST /v1/webhooks/deliveries/{deliveryId}/redeliver.
+         */
+        post: operations["webhooks.redeliverRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/verify": {
         parameters: {
             query?: never;
@@ -684,6 +741,12 @@ export interface components {
             status: "pass" | "fail" | "error" | "skip";
             message: string;
         };
+        WebhookRequestRedelivery: {
+            /** @description A batch request's id (X-Service-Batch-Id, webhook-id): whb_ and 32 lowercase hex characters */
+            id: string;
+            /** @description The events' deliveries, each queued for a new round of attempts */
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
         WebhookDelivery: {
             /** @description A delivery id: dlv_ and 32 lowercase hex characters as this node issues them */
             id: string;
@@ -718,6 +781,38 @@ export interface components {
             error: string | null;
             /** @description Delay scheduled before the next attempt after this one failed; null when it succeeded or was the last */
             retryInMs: number | null;
+        };
+        WebhookRequestAttempts: {
+            /** @description A batch request's id (X-Service-Batch-Id, webhook-id): whb_ and 32 lowercase hex characters */
+            id: string;
+            /** @description Every request sent under this id (the same events again), newest first */
+            requests: components["schemas"]["WebhookRequest"][];
+        };
+        /** @description One HTTP request of a batched delivery, as the receiver got it */
+        WebhookRequest: {
+            /** @description A batch request's id (X-Service-Batch-Id, webhook-id): whb_ and 32 lowercase hex characters */
+            id: string;
+            /** @enum {string} */
+            event: "anchor.confirmed" | "anchor.failed" | "record.updated" | "record.deleted" | "webhook.test";
+            url: string;
+            /** Format: date-time */
+            startedAt: string;
+            statusCode: number | null;
+            latencyMs: number;
+            error: string | null;
+            eventCount: number;
+            events: components["schemas"]["WebhookRequestEvent"][];
+        };
+        WebhookRequestEvent: {
+            /** @description An event id (X-Service-Event-Id, webhook-id): evt_ and 24 lowercase hex characters as this node makes them */
+            eventId: string;
+            recordId: string | "";
+            /** @description The request answered 2xx and did not name this event in failedEventIds */
+            taken: boolean;
+        };
+        WebhookRequestList: {
+            requests: components["schemas"]["WebhookRequest"][];
+            nextCursor: string | null;
         };
         WebhookDeliveryList: {
             deliveries: components["schemas"]["WebhookDelivery"][];
@@ -4095,6 +4190,473 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description The request body is larger than the limit */
+            413: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeEncoded"];
+                };
+            };
+            /** @description The body must be application/json */
+            415: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "webhooks.listRequests": {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 (default 50) */
+                limit?: number;
+                cursor?: string;
+                recordId?: string;
+                eventId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookRequestList"];
+                    };
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "webhooks.getRequest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookRequestAttempts"];
+                    };
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "webhooks.redeliverRequest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Empty"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["WebhookRequestRedelivery"];
                     };
                 };
             };

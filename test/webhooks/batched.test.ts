@@ -3,7 +3,8 @@
  * requests of up to maxEvents, one kind per request, each event's own body spliced in unchanged; one
  * signature over the whole body in both schemes (checked here with node:crypto and the npm
  * `standardwebhooks` library); a 2xx naming events in `failedEventIds` retries only those, each on its own
- * ladder; a non-2xx retries every event of the request.
+ * ladder; a non-2xx retries every event of the request. The request log lists each request once with its
+ * events, and a whole request or one event of it can be sent again.
  */
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -144,6 +145,74 @@ describe("batched webhook delivery", () => {
     expect(new Set(seen())).toEqual(mine)
     for (const id of mine) expect(seen().filter((x) => x === id).length).toBe(failedRequest.includes(id) ? 2 : 1)
   })
+  it("the request log: each request once with its events and answer; a whole request and one event sent again", async () => {
+    receiver.reply = () => 200
+    const ids = await postRecords(12, "log")
+    const start = receiver.received.length
+    const { eventIds } = await confirmBatch(node.databaseUrl, ids)
+    const mine = [...eventIds.values()]
+    const [sent] = (await receiver.waitFor(start + 1, 15_000)).slice(start)
+    expect(entriesOf(sent!).length).toBe(12)
+    const batchId = sent!.headers["x-service-batch-id"]!
+
+    // Found by any record it carried, once, with its events in order and the receiver's answer.
+    const byRecord = await api("GET", `/v1/webhooks/requests?recordId=${ids[7]}`)
+    expect(byRecord.status).toBe(200)
+    expect(byRecord.json.data.requests.length).toBe(1)
+    const [request] = byRecord.json.data.requests
+    expect(request).toMatchObject({ id: batchId, event: "anchor.confirmed", url: `${receiver.url}/batched`, statusCode: 200, error: null, eventCount: 12 })
+    expect(request.events.map((e: any) => e.eventId)).toEqual(entriesOf(sent!).map((e) => e.eventId))
+    expect(request.events.map((e: any) => e.recordId)).toEqual(ids)
+    expect(request.events.every((e: any) => e.taken)).toBe(true)
+
+    // One row per HTTP request the receiver got, newest first, paged.
+    const all: Array<any> = []
+    for (let cursor: string | null = null;;) {
+      const page: any = await api("GET", `/v1/webhooks/requests?limit=3${cursor === null ? "" : `&cursor=${cursor}`}`)
+      all.push(...page.json.data.requests)
+      cursor = page.json.data.nextCursor
+      if (cursor === null) break
+    }
+    expect(all.length).toBe(receiver.received.length)
+    // (requests sent at once are logged in the order their answers came)
+    expect(all.map((r) => r.id).sort()).toEqual(receiver.received.map((r) => r.headers["x-service-batch-id"]).sort())
+    // The first test's partial answer: the three named events not taken, then sent again in a request of their own.
+    const partial = all.at(-1)
+    expect(partial.events.filter((e: any) => !e.taken).length).toBe(3)
+    const named = partial.events.find((e: any) => !e.taken).eventId
+    expect((await api("GET", `/v1/webhooks/requests?eventId=${named}`)).json.data.requests.length).toBe(2)
+    // The refused request (503): by its id, none of its events taken; each of them found again in the request that took it.
+    const refused = all.find((r) => r.statusCode === 503)
+    const attempts = await api("GET", `/v1/webhooks/requests/${refused.id}`)
+    expect(attempts.status).toBe(200)
+    expect(attempts.json.data.requests.at(-1).statusCode).toBe(503)
+    expect(attempts.json.data.requests.at(-1).events.every((e: any) => !e.taken)).toBe(true)
+    const retried = (await api("GET", `/v1/webhooks/requests?eventId=${refused.events[0].eventId}`)).json.data.requests
+    expect(retried.map((r: any) => r.statusCode)).toEqual([200, 503])
+    expect(retried[0].events.find((e: any) => e.eventId === refused.events[0].eventId).taken).toBe(true)
+
+    // The whole request again: every event of it, once more.
+    const again = await api("POST", `/v1/webhooks/requests/${batchId}/redeliver`, {})
+    expect(again.status).toBe(202)
+    expect(again.json.data.deliveries.map((d: any) => d.eventId).sort()).toEqual([...mine].sort())
+    expect(again.json.data.deliveries.every((d: any) => d.status === "PENDING" && d.round === 1)).toBe(true)
+    const resent = () => receiver.received.slice(start + 1).flatMap(entriesOf).map((e) => e.eventId)
+    await waitFor("the request's events again", async () => new Set(resent()).size === 12 || undefined, 15_000)
+    expect(resent().sort()).toEqual([...mine].sort())
+    // One event of it alone: its delivery redelivered, a request of one.
+    const one = again.json.data.deliveries[4]
+    const before = receiver.received.length
+    expect((await api("POST", `/v1/webhooks/deliveries/${one.id}/redeliver`, {})).status).toBe(202)
+    const [single] = (await receiver.waitFor(before + 1, 15_000)).slice(before)
+    expect(entriesOf(single!).map((e) => e.eventId)).toEqual([one.eventId])
+
+    // Refusals in the documented body, nothing changed.
+    expectError(await api("GET", `/v1/webhooks/requests/whb_${"0".repeat(32)}`), 404, "NOT_FOUND", /No webhook request/)
+    expectError(await api("POST", `/v1/webhooks/requests/whb_${"0".repeat(32)}/redeliver`, {}), 404, "NOT_FOUND", /No webhook request/)
+    expectError(await api("GET", "/v1/webhooks/requests/dlv_123"), 400, "VALIDATION_ERROR", /requestId/)
+    expectError(await api("GET", "/v1/webhooks/requests?cursor=bm90LWEtY3Vyc29y"), 400, "VALIDATION_ERROR", /cursor/)
+  })
+
   it("maxWaitMs: events committed apart go out in one request, held at most that long; a full batch goes at once", async () => {
     receiver.reply = () => 200
     const put = await api("PUT", "/v1/webhooks", { events: ["anchor.confirmed", "record.deleted"], delivery: { maxEvents: 25, maxWaitMs: 1500 } })

@@ -23,6 +23,7 @@ import chunkDeliveries from "./0023_chunk_deliveries.ts"
 import rulesInOnePlace from "./0024_rules_in_one_place.ts"
 import batchTreeLevels from "./0025_batch_tree_levels.ts"
 import batchedWebhooks from "./0026_batched_webhooks.ts"
+import webhookRequests from "./0027_webhook_requests.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -50,5 +51,6 @@ export const migrations = {
   "0023_chunk_deliveries": chunkDeliveries,
   "0024_rules_in_one_place": rulesInOnePlace,
   "0025_batch_tree_levels": batchTreeLevels,
-  "0026_batched_webhooks": batchedWebhooks
+  "0026_batched_webhooks": batchedWebhooks,
+  "0027_webhook_requests": webhookRequests
 }

@@ -38,7 +38,7 @@ import { AccountsMemory, UsageCacheMemory } from "./auth.ts"
 import { NoDatabase } from "./database.ts"
 import { IngestWriterMemory, RecordStoreMemory } from "./records.ts"
 import { MemoryTables } from "./tables.ts"
-import { DeliveryLogMemory, WebhookSettingsStoreMemory } from "./webhooks.ts"
+import { DeliveryLogMemory, RequestLogMemory, WebhookSettingsStoreMemory } from "./webhooks.ts"
 
 /** The networks new records go to: one EVM network per environment, Fabric in test only. */
 export const NETWORKS = [
@@ -58,7 +58,8 @@ const resolve: Resolve = (hostname) =>
     ? Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }))
     : Promise.resolve([{ address: HOSTS[hostname], family: 4 }])
 
-const Stores = Layer.mergeAll(AccountsMemory, UsageCacheMemory, RecordStoreMemory, IngestWriterMemory, WebhookSettingsStoreMemory, DeliveryLogMemory)
+const Stores = Layer.mergeAll(AccountsMemory, UsageCacheMemory, RecordStoreMemory, IngestWriterMemory, WebhookSettingsStoreMemory, DeliveryLogMemory,
+  RequestLogMemory)
   .pipe(Layer.provideMerge(MemoryTables.layer))
 
 const Services = Layer.mergeAll(

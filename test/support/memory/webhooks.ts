@@ -8,6 +8,7 @@ import * as Crypto from "node:crypto"
 import { Clock, Effect, Layer } from "effect"
 import type { Environment } from "../../../src/api/recordSchemas.ts"
 import { DeliveryLog } from "../../../src/webhooks/DeliveryLog.ts"
+import { RequestLog } from "../../../src/webhooks/RequestLog.ts"
 import type { WebhookSettingsRow } from "../../../src/webhooks/rows.ts"
 import { WebhookSettingsStore } from "../../../src/webhooks/WebhookSettingsStore.ts"
 import { MemoryTables, type SettingsRow, settingsKey } from "./tables.ts"
@@ -133,3 +134,11 @@ export const DeliveryLogMemory = Layer.effect(
     })
   })
 )
+
+/** The request log, empty: the in-memory API sends nothing (batched requests are tested over PostgreSQL). */
+export const RequestLogMemory = Layer.succeed(RequestLog, RequestLog.of({
+  record: () => Effect.void,
+  list: () => Effect.succeed([]),
+  attemptsOf: () => Effect.succeed([]),
+  purge: () => Effect.succeed(0)
+}))
