@@ -14,7 +14,7 @@ import { JsonBodyFraming } from "./http.ts"
 import { JsonBody } from "./jsonBody.ts"
 import { ProofBundle } from "./proofBundle.ts"
 import { ChainType, Collection, ok, RecordId, RecordList, RecordStatus, RecordView } from "./recordSchemas.ts"
-import { DeliveryList, DeliveryState, DeliveryView, RotationResult, WebhookSettingsPatch } from "./webhookSchemas.ts"
+import { DeliveryList, DeliveryState, DeliveryView, RequestId, RequestList, RequestRedelivery, RotationResult, WebhookSettingsPatch } from "./webhookSchemas.ts"
 
 /** Operators only: every account, creating accounts, plans, suspension, the networks. */
 export class ConsoleOperatorsApi extends behindSession(HttpApiGroup.make("consoleOperators").add(
@@ -105,6 +105,25 @@ export class ConsoleWebhooksApi extends behindSession(HttpApiGroup.make("console
     query: EnvironmentQuery,
     payload: empty,
     success: ok(DeliveryView).annotate({ httpApiStatus: 202 }),
+    error: [BadRequest, NotFound]
+  }).middleware(JsonBodyFraming),
+  HttpApiEndpoint.get("listRequests", accountPath("/requests"), {
+    params: AccountParam,
+    query: {
+      ...EnvironmentQuery,
+      limit: Schema.optionalKey(Limit),
+      cursor: Schema.optionalKey(Schema.String),
+      recordId: Schema.optionalKey(Schema.String),
+      eventId: Schema.optionalKey(Schema.String)
+    },
+    success: ok(RequestList),
+    error: [BadRequest, NotFound]
+  }),
+  HttpApiEndpoint.post("redeliverRequest", accountPath("/requests/:requestId/redeliver"), {
+    params: { ...AccountParam, requestId: RequestId },
+    query: EnvironmentQuery,
+    payload: empty,
+    success: ok(RequestRedelivery).annotate({ httpApiStatus: 202 }),
     error: [BadRequest, NotFound]
   }).middleware(JsonBodyFraming)
 )) {}

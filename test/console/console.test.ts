@@ -11,6 +11,7 @@ import type { Page } from "playwright-core"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { bundleLink } from "../../src/certificates/bundleUrl.ts"
 import { useBrowser, WAIT_MS } from "../support/browser.ts"
+import { query } from "../support/db.ts"
 import { call } from "../support/node.ts"
 import { waitFor } from "../support/wait.ts"
 import { clone } from "../verify/support.ts"
@@ -351,6 +352,26 @@ describe("the console", () => {
     expect(await row.evaluate((e) => (e as any).getBoundingClientRect().height)).toBeLessThan(60)
     await docsScreenshot(browser(), page, "deliveries")
 
+    // Batched requests: one card per request with its events; the whole request redelivered. The row is written as the
+    // dispatcher writes a batch's (test/webhooks/batched.test.ts sends real ones); its event is the test event above.
+    const eventId = got!.headers["x-service-event-id"]!
+    const requestId = `whb_${"ab".repeat(16)}`
+    await query(env.node.databaseUrl, `INSERT INTO webhook_requests (id, account_id, environment, url, kind, event_ids, record_ids, started_at,
+      status_code, latency_ms, error, failed_event_ids, node_id) VALUES ($1, $2, 'test', $3, 'webhook.test', ARRAY[$4], ARRAY[''], now(), 200, 3, NULL,
+      ARRAY[$4], 'console-test')`, [requestId, accountId, `${receiver.url}/hooks`, eventId])
+    await go(page, acct("requests"), "Requests")
+    const request = page.locator(`div.webhook-request[data-request="${requestId}"]`)
+    await request.waitFor({ timeout: WAIT_MS })
+    expect((await request.innerText()).replace(/\s+/g, " ")).toMatch(/Answer HTTP 200 in 3 ms Events 1, 1 not taken/)
+    expect(await request.locator("td[data-label=\"Taken\"]").innerText()).toBe("no")
+    await request.getByRole("button", { name: `Redeliver request ${requestId}` }).click()
+    await page.getByRole("status").filter({ hasText: `1 events of ${requestId} queued again` }).waitFor({ timeout: WAIT_MS })
+    const third = await receiver.waitFor(before + 3)
+    expect(third[before + 2]!.headers["x-service-event-id"]).toBe(eventId)
+    await page.getByLabel("Record id").fill("nope")
+    await page.getByRole("button", { name: "Apply" }).click()
+    await page.getByText("No batched request matches.").waitFor({ timeout: WAIT_MS })
+
     // Rotation: confirmed with the overlap's end shown, then the switch confirmed.
     await go(page, acct("webhooks"), "Webhooks")
     await page.getByRole("button", { name: "Rotate secret" }).click()
@@ -672,6 +693,7 @@ describe("the console", () => {
       [acct("records"), "Records"],
       [acct(`records/${evmIds[0]}`), `Record ${evmIds[0]}`],
       [acct("deliveries"), "Deliveries"],
+      [acct("requests"), "Requests"],
       [acct("webhooks"), "Webhooks"],
       [acct("keys"), "Settings › API keys"],
       [acct("members"), "Members"]

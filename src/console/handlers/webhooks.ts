@@ -1,5 +1,5 @@
 /**
- * The account's webhook, its secret and rotation, and its deliveries (`consoleWebhooks`,
+ * The account's webhook, its secret and rotation, its deliveries and batched requests (`consoleWebhooks`,
  * src/api/consoleAreas.ts): through the webhooks capability's stores; viewers see URLs by their origin
  * and no secret.
  */
@@ -8,11 +8,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../api/Api.ts"
 import { atEdge } from "../../db/errors.ts"
 import { DeliveryLog } from "../../webhooks/DeliveryLog.ts"
+import { RequestLog } from "../../webhooks/RequestLog.ts"
 import { DeliveryNotFound } from "../../webhooks/errors.ts"
 import type { DeliveryRow } from "../../webhooks/rows.ts"
 import { WebhookTests } from "../../webhooks/TestEvents.ts"
 import { WebhookEgress } from "../../webhooks/urlPolicy.ts"
-import { deliveryLogPage, deliveryView, settingsView, updateSettings } from "../../webhooks/views.ts"
+import { deliveryLogPage, deliveryView, redeliverRequest, requestLogPage, settingsView, updateSettings } from "../../webhooks/views.ts"
 import { WebhookSettingsStore } from "../../webhooks/WebhookSettingsStore.ts"
 import { consoleAccess, hidesSecrets, owner } from "./access.ts"
 import { ok, redactUrl, webhookView } from "./views.ts"
@@ -22,6 +23,7 @@ export const ConsoleWebhooksHttpLayer = HttpApiBuilder.group(Api, "consoleWebhoo
     const { access } = yield* consoleAccess
     const webhookSettings = yield* WebhookSettingsStore
     const deliveryLog = yield* DeliveryLog
+    const requestLog = yield* RequestLog
     const tests = yield* WebhookTests
     const egress = yield* WebhookEgress
     const now = Clock.currentTimeMillis
@@ -90,5 +92,18 @@ export const ConsoleWebhooksHttpLayer = HttpApiBuilder.group(Api, "consoleWebhoo
           const row = yield* deliveryLog.redeliver(owner(params.accountId, query.environment), params.deliveryId)
           if (row === undefined) return yield* new DeliveryNotFound({ deliveryId: params.deliveryId })
           return ok((yield* withAttempts([row]))[0]!)
+        }).pipe(atEdge))
+      .handle("listRequests", ({ params, query }) =>
+        Effect.gen(function*() {
+          yield* access(params.accountId, "read")
+          const page = yield* requestLogPage(requestLog, owner(params.accountId, query.environment), query, 25)
+          const hide = yield* hidesSecrets
+          return ok(hide ? { ...page, requests: page.requests.map((r) => ({ ...r, url: redactUrl(r.url) })) } : page)
+        }).pipe(atEdge))
+      .handle("redeliverRequest", ({ params, query }) =>
+        Effect.gen(function*() {
+          yield* access(params.accountId, "change")
+          const rows = yield* redeliverRequest(deliveryLog, requestLog, owner(params.accountId, query.environment), params.requestId)
+          return ok({ id: params.requestId, deliveries: yield* withAttempts(rows) })
         }).pipe(atEdge))
   }))

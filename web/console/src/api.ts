@@ -7,7 +7,7 @@ import type { AccountList, AccountView, ConsoleConfigView, ConsoleWebhookView, C
   LinkView, MemberList, NetworkList, OverviewView, RevealedSecret, SessionView, SignOutResult } from "../../../src/api/consoleSchemas.ts"
 import type { ProofBundle } from "../../../src/api/proofBundle.ts"
 import type { RecordList, RecordView } from "../../../src/api/recordSchemas.ts"
-import type { DeliveryList, DeliveryView, RotationResult } from "../../../src/api/webhookSchemas.ts"
+import type { DeliveryList, DeliveryView, RequestList, RequestRedelivery, RequestView, RotationResult } from "../../../src/api/webhookSchemas.ts"
 
 export type Session = typeof SessionView.Type
 export type Account = typeof AccountView.Type
@@ -15,6 +15,7 @@ export type Overview = typeof OverviewView.Type
 export type Key = typeof KeyView.Type
 export type Webhook = typeof ConsoleWebhookView.Type
 export type Delivery = typeof DeliveryView.Type
+export type WebhookRequest = typeof RequestView.Type
 export type Record_ = typeof RecordView.Type
 export type Bundle = typeof ProofBundle.Type
 export type Network = (typeof NetworkList.Type)["networks"][number]
@@ -124,6 +125,9 @@ export const api = {
     call<Delivery>("GET", `${acct(id)}/deliveries/${encodeURIComponent(deliveryId)}${q({ environment })}`),
   redeliver: (id: string, environment: Environment, deliveryId: string) =>
     call<Delivery>("POST", `${acct(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver${q({ environment })}`, {}),
+  requests: (id: string, params: Record<string, string | undefined>) => call<typeof RequestList.Type>("GET", `${acct(id)}/requests${q(params)}`),
+  redeliverRequest: (id: string, environment: Environment, requestId: string) =>
+    call<typeof RequestRedelivery.Type>("POST", `${acct(id)}/requests/${encodeURIComponent(requestId)}/redeliver${q({ environment })}`, {}),
 
   records: (id: string, params: Record<string, string | undefined>) => call<typeof RecordList.Type>("GET", `${acct(id)}/records${q(params)}`),
   record: (id: string, environment: Environment, recordId: string) =>

@@ -12,6 +12,7 @@ import { accountHash, type Page, type PageContext } from "./context.ts"
 import { $, h, message, select } from "./dom.ts"
 import { accountsPage, networksPage } from "./pages/operators.ts"
 import { deliveriesPage } from "./pages/deliveries.ts"
+import { requestsPage } from "./pages/requests.ts"
 import { keysPage } from "./pages/keys.ts"
 import { membersPage } from "./pages/members.ts"
 import { overviewPage } from "./pages/overview.ts"
@@ -19,10 +20,12 @@ import { recordPage, recordsPage } from "./pages/records.ts"
 import { acceptInvitationPage, redeemLinkPage, signInPage } from "./pages/signin.ts"
 import { webhooksPage } from "./pages/webhooks.ts"
 
-const ACCOUNT_PAGES: Record<string, { readonly title: string; readonly page: Page }> = {
+/** An account's pages; `inNav: false` ones are reached from another page (the header stays one line at 1280 px). */
+const ACCOUNT_PAGES: Record<string, { readonly title: string; readonly page: Page; readonly inNav?: false }> = {
   overview: { title: "Overview", page: overviewPage },
   records: { title: "Records", page: recordsPage },
   deliveries: { title: "Deliveries", page: deliveriesPage },
+  requests: { title: "Requests", page: requestsPage, inNav: false },
   webhooks: { title: "Webhooks", page: webhooksPage },
   keys: { title: "API keys", page: keysPage },
   members: { title: "Members", page: membersPage }
@@ -85,7 +88,9 @@ const showHeader = (current: { accountId?: string; page?: string }) => {
   const nav = h("ul", { class: "nav" })
   const item = (href: string, label: string, active: boolean) => nav.append(h("li", {}, h("a", { href, "aria-current": active ? "page" : undefined }, label)))
   if (current.accountId !== undefined) {
-    for (const [page, { title }] of Object.entries(ACCOUNT_PAGES)) item(accountHash(current.accountId, page), title, current.page === page)
+    for (const [page, { inNav, title }] of Object.entries(ACCOUNT_PAGES)) {
+      if (inNav !== false) item(accountHash(current.accountId, page), title, current.page === page)
+    }
   }
   if (s.user.operator) {
     item("#/accounts", "Accounts", current.page === "accounts")

@@ -122,5 +122,6 @@ export const deliveriesPage = async (ctx: PageContext): Promise<Node> => {
   }
   return h("section", {}, h("h1", {}, "Deliveries"),
     h("p", {}, `Webhook deliveries of the ${ctx.environment} environment, newest first; each row opens to every attempt. ` +
-      "Failed ones stay here for redelivery."), form, status, list)
+      "Failed ones stay here for redelivery. Batched delivery: ", h("a", { href: accountHash(ctx.accountId, "requests") }, "each request with its events"),
+      "."), form, status, list)
 }
