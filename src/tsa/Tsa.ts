@@ -21,7 +21,9 @@ import type { CompanionWriter, SubmitError } from "../records/IngestWriter.ts"
 import { TsaConfig } from "./config.ts"
 import { TimestampNotFound, TsaDisabled } from "./errors.ts"
 import { loadSigner } from "./keys.ts"
-import { type ImprintAlgorithm, issue, parseRequest, refusal, template } from "./token.ts"
+import { parseRequest } from "./request.ts"
+import type { ImprintAlgorithm } from "./rfc3161.ts"
+import { issue, refusal, template } from "./token.ts"
 
 /** Serials a node takes from `timestamp_serials` at once (its INCREMENT, migration 0018). */
 const SERIAL_BLOCK = 256n
