@@ -38,6 +38,9 @@ type Sql<A> = Effect.Effect<A, SqlError.SqlError>
 /** SPEC 6: an anchored record's proof bundle (docs/proof-format.md). */
 export type ProofBundle = ReturnType<typeof proofBundle>
 
+/** What `proofsOf` reads of a record: a `RecordRow`, or any row with its id, hash, salt flag and state. */
+type ProofSource = Pick<RecordRow, "id" | "hash" | "salted"> & { readonly status: string }
+
 const OwnerSchema = Schema.Struct({ accountId: Schema.String, environment: Environment })
 const IdempotentRow = Schema.Struct({ requestHash: Schema.String, status: Schema.Number, body: Schema.String })
 /** `used` is a bigint, read as text. */
@@ -64,7 +67,7 @@ export class RecordStore extends Context.Service<RecordStore, {
    */
   readonly proof: (owner: Owner, id: string) => Effect.Effect<ProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
   /** The proof bundles of the anchored records among `rows` (as `get` or `byHash` read them), in their order: one query. */
-  readonly proofsOf: (rows: ReadonlyArray<RecordRow>) => Sql<ReadonlyArray<ProofBundle>>
+  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => Sql<ReadonlyArray<ProofBundle>>
   readonly update: (owner: Owner, id: string, changes: {
     readonly metadata?: Record<string, unknown> | undefined
     readonly webhookUrl?: string | null | undefined
@@ -270,7 +273,7 @@ export class RecordStore extends Context.Service<RecordStore, {
           }
         })
 
-      const proofsOf = (rows: ReadonlyArray<RecordRow>) => {
+      const proofsOf = (rows: ReadonlyArray<ProofSource>) => {
         const anchored = rows.filter((r) => r.status === "ANCHORED")
         return Effect.map(anchorRows(sql, anchored.map((r) => r.id)), (byId) => anchored.map((r) => proofBundle(r, byId.get(r.id) ?? [])))
       }

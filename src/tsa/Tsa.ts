@@ -10,7 +10,6 @@ import { Clock, Context, Duration, Effect, Layer, Option, Result, Schema, Semaph
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Principal } from "../api/auth.ts"
-import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
 import { stateJoin } from "../anchoring/recordState.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
@@ -18,6 +17,7 @@ import { rowDefects } from "../db/rows.ts"
 import type { QuotaExceeded } from "../records/errors.ts"
 import { Ingest, type PrepareError } from "../records/Ingest.ts"
 import type { CompanionWriter, SubmitError } from "../records/IngestWriter.ts"
+import { type ProofBundle, RecordStore } from "../records/RecordStore.ts"
 import { TsaConfig } from "./config.ts"
 import { TimestampNotFound, TsaDisabled } from "./errors.ts"
 import { loadSigner } from "./keys.ts"
@@ -90,7 +90,7 @@ export interface TokenView {
   readonly genTime: string
   readonly status: string
   readonly token: string
-  readonly proof: ReturnType<typeof proofBundle> | null
+  readonly proof: ProofBundle | null
 }
 
 export class Tsa extends Context.Service<Tsa, {
@@ -103,6 +103,7 @@ export class Tsa extends Context.Service<Tsa, {
     const settings = yield* TsaConfig
     const sql = yield* SqlClient.SqlClient
     const ingest = yield* Ingest
+    const store = yield* RecordStore
     const config = yield* AppConfig
     const guard = yield* DatabaseGuard
     const clock = yield* Clock.Clock
@@ -127,7 +128,7 @@ export class Tsa extends Context.Service<Tsa, {
         const found = yield* rowDefects(findToken({ serial, accountId: principal.accountId, environment: principal.environment }))
         if (Option.isNone(found)) return yield* new TimestampNotFound({ serial })
         const row = found.value
-        const anchors = row.status === "ANCHORED" ? (yield* loadAnchors(sql, [row.recordId])).get(row.recordId) ?? [] : []
+        const [proof] = row.status === "ANCHORED" ? yield* store.proofsOf([{ id: row.recordId, hash: row.hash, salted: row.salted, status: row.status }]) : []
         return {
           serial: row.serial,
           recordId: row.recordId,
@@ -137,7 +138,7 @@ export class Tsa extends Context.Service<Tsa, {
           genTime: new Date(row.genTime).toISOString(),
           status: row.status,
           token: Buffer.from(row.token).toString("base64"),
-          proof: row.status === "ANCHORED" ? proofBundle({ id: row.recordId, hash: row.hash, salted: row.salted }, anchors) : null
+          proof: proof ?? null
         } satisfies TokenView
       })
 
