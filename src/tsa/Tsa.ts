@@ -2,7 +2,7 @@
  * The time-stamp authority (RFC 3161, docs/timestamping.md): requests in, tokens out, and every token
  * anchored. A granted token's hash-only record (SHA-256 imprints: the imprint itself; SHA-384/512: the
  * SHA-256 of the token's TSTInfo) and the token row are committed in one transaction through ingest's
- * group commit (src/records/IngestWriter.ts, `companion`) before the token is answered: a token a
+ * group commit (a companion, src/records/companions.ts) before the token is answered: a token a
  * client holds is always stored and on its way to the chain.
  */
 import * as Crypto from "node:crypto"
@@ -16,7 +16,8 @@ import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import { rowDefects } from "../db/rows.ts"
 import type { QuotaExceeded } from "../records/errors.ts"
 import { Ingest, type PrepareError } from "../records/Ingest.ts"
-import type { CompanionWriter, SubmitError } from "../records/IngestWriter.ts"
+import { companionWriter } from "../records/companions.ts"
+import type { SubmitError } from "../records/IngestWriter.ts"
 import { type ProofBundle, RecordStore } from "../records/RecordStore.ts"
 import { TsaConfig } from "./config.ts"
 import { TimestampNotFound, TsaDisabled } from "./errors.ts"
@@ -51,8 +52,7 @@ interface TokenRow {
 const binaryArray = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
 
 /** The token rows of a group commit (src/records/IngestWriter.ts): a statement, or the records' statement's CTE. */
-const insertTokens = (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => {
-  const rows = items as ReadonlyArray<TokenRow>
+const insertTokens = (sql: SqlClient.SqlClient, rows: ReadonlyArray<TokenRow>) => {
   const text = (f: (r: TokenRow) => string) => binaryArray(rows.map(f), PgTypes.OID.text)
   return sql`
     INSERT INTO timestamp_tokens (serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)
@@ -65,7 +65,7 @@ const insertTokens = (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) =
       AS u(serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)`
 }
 
-const tokenWriter: CompanionWriter = { insert: insertTokens }
+const tokenWriter = companionWriter(insertTokens)
 
 /** A token with its record's hash and state (`lookup`). */
 const TokenLookupRow = Schema.Struct({
@@ -186,9 +186,11 @@ export class Tsa extends Context.Service<Tsa, {
           ? Buffer.from(request.imprint).toString("hex")
           : Crypto.hash("sha256", issued.tstInfo, "hex")
         const row = yield* ingest.prepare(principal, { _tag: "hash", body: { hash, metadata: { timestampSerial: String(serial) } } })
-        yield* ingest.commit(principal, [row], undefined, {
-          writer: tokenWriter,
-          item: {
+        yield* ingest.commit(
+          principal,
+          [row],
+          undefined,
+          tokenWriter.of({
             serial,
             accountId: principal.accountId,
             environment: principal.environment,
@@ -197,8 +199,8 @@ export class Tsa extends Context.Service<Tsa, {
             imprint: request.imprint,
             genTime,
             token: issued.token
-          } satisfies TokenRow
-        })
+          })
+        )
         return { response: issued.response, serial } satisfies Stamped
       })
 
