@@ -26,7 +26,7 @@ import { parseRequest } from "./request.ts"
 import type { ImprintAlgorithm } from "./rfc3161.ts"
 import { issue, refusal, template } from "./token.ts"
 
-/** Serials a node takes from `timestamp_serials` at once (its INCREMENT, migration 0018). */
+/** Serials a node takes from `timestamp_serials` at once (the sequence's INCREMENT BY). */
 const SERIAL_BLOCK = 256n
 
 export type StampError = TsaDisabled | PrepareError | QuotaExceeded | SubmitError | SqlError.SqlError | DatabaseUnavailable
