@@ -21,7 +21,8 @@ import { SqlClient } from "effect/sql"
 import { freePort } from "../src/dev/EmbeddedPostgres.ts"
 import { createTsaCertificates } from "../src/tsa/devCa.ts"
 import { loadSigner } from "../src/tsa/keys.ts"
-import { issue, parseRequest, template } from "../src/tsa/token.ts"
+import { parseRequest } from "../src/tsa/request.ts"
+import { issue, template } from "../src/tsa/token.ts"
 import { benchDatabase } from "./bench/database.ts"
 
 const root = Path.resolve(import.meta.dirname, "..")

@@ -1,5 +1,5 @@
 /**
- * Bounded echoes (issue 23): a message that quotes what a client (or an operator) sent quotes at most
+ * Bounded echoes: a message that quotes what a client (or an operator) sent quotes at most
  * EXCERPT_MAX characters of it, an ellipsis and the full length marking a cut, so a 500 KB number or
  * member name gives a short error rather than a 500 KB one. Every message that quotes input uses this.
  * A leaf file: the parser (canonical/), the wire (api/, http/) and the configuration all import it.

@@ -22,7 +22,7 @@ import { SqlClient } from "effect/sql"
 import { currentMonth } from "../../src/auth/plans.ts"
 import { canonicalize } from "../../src/canonical/jcs.ts"
 import { sha256Hex } from "../../src/records/Ingest.ts"
-import { insertRecords, type NewRecord } from "../../src/records/IngestWriter.ts"
+import { insertRecords, type NewRecord } from "../../src/records/insertRecords.ts"
 import { newRecordId } from "../../src/records/ids.ts"
 
 const port = Number(process.argv[2] ?? 8092)

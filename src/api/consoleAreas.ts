@@ -53,7 +53,7 @@ export class ConsoleAccountsApi extends behindSession(HttpApiGroup.make("console
   }).middleware(JsonBodyFraming)
 )) {}
 
-/** The account's webhook, its secret and rotation (per environment, migration 0013: each endpoint names it), and deliveries. */
+/** The account's webhook, its secret and rotation (per environment: each endpoint names it), and deliveries. */
 export class ConsoleWebhooksApi extends behindSession(HttpApiGroup.make("consoleWebhooks").add(
   HttpApiEndpoint.get("getWebhook", accountPath("/webhook"), { params: AccountParam, query: EnvironmentQuery, success: ok(ConsoleWebhookView),
     error: [BadRequest, NotFound] }),

@@ -14,12 +14,12 @@ import { HttpApiSchema } from "effect/http-api"
 /** Every error code by status (SPEC 7). The status of a code is fixed: `statusOf` reads it here. */
 export const ERROR_CODES = {
   // CHAIN_NOT_CONFIGURED: a record for a chain no network of this node anchors in the key's
-  // environment (issue 24: it waited in QUEUED forever); 400 like the other refused fields, which
+  // environment (refused rather than left QUEUED forever); 400 like the other refused fields, which
   // every record-creating endpoint already declares.
   400: ["INVALID_JSON", "VALIDATION_ERROR", "INVALID_ENCRYPTION_KEY", "INVALID_WEBHOOK_URL", "INVALID_LINK", "CHAIN_NOT_CONFIGURED"],
   401: ["MISSING_API_KEY", "INVALID_API_KEY", "EXPIRED_API_KEY", "INVALID_CREDENTIALS", "NOT_SIGNED_IN", "SESSION_EXPIRED"],
   // The console (SPEC 9): a role that may not do this, a state change without its CSRF token, a
-  // change in a suspended account (read-only; issue 23).
+  // change in a suspended account (read-only).
   403: ["FORBIDDEN", "CSRF_TOKEN_INVALID", "ACCOUNT_SUSPENDED"],
   404: ["RECORD_NOT_FOUND", "NOT_FOUND"],
   405: ["METHOD_NOT_ALLOWED"],

@@ -259,7 +259,7 @@ export class Accounts extends Context.Service<Accounts, {
             // Informational: a failed write is logged and the uses are forgotten (the next ones are written).
             // At shutdown a database already gone is expected, not a warning: Ctrl-C in a terminal signals
             // the whole process group, so `npm start`'s embedded PostgreSQL stops at the same moment as the
-            // node (issue 24); the uses of the last minute are then not recorded.
+            // node; the uses of the last minute are then not recorded.
             Effect.catch((e) =>
               atShutdown && isConnectionFailure(e)
                 ? Effect.logDebug("API keys' last use not recorded: the database stopped first", { keys: uses.length })

@@ -1,5 +1,5 @@
 /**
- * One-time links (`console_links`, migration 0009): an **invitation** (an account admin or an operator
+ * One-time links (`console_links`): an **invitation** (an account admin or an operator
  * invites an email as `admin` or `viewer` of an account, or as an operator; the link lets them choose a
  * password, which makes their user) and a **sign-in link** (signs an existing user in once: the dev
  * operator of `npm start`, or an operator's link for a user). Only the token's SHA-256 is stored; the
@@ -7,7 +7,7 @@
  * browsers never send to a server. Using a link marks it used in the same statement that reads it, so
  * it works once even when two requests race.
  *
- * An invitation is only as good as its maker's right to make it (issue 23): it is void once its maker is
+ * An invitation is only as good as its maker's right to make it: it is void once its maker is
  * removed (`created_by` references the user, ON DELETE CASCADE), stops being an admin of the account
  * (a trigger deletes it), or when the account is suspended (a trigger deletes those members made; none
  * is accepted while the account is suspended). `VALID` says the same in every statement that reads or
@@ -111,7 +111,7 @@ export class ConsoleLinks extends Context.Service<ConsoleLinks, {
           ORDER BY created_at DESC, id`
     })
     // By its unique id behind a fence, then by the primary key: on a fresh database the account's
-    // open links (console_links_account) were the plan, whatever their number (issue 25).
+    // open links (console_links_account) were the plan, whatever their number.
     const deletePending = SqlSchema.findOneOption({
       Request: Schema.Struct({ accountId: Schema.String, id: Schema.String }),
       Result: Schema.Struct({ id: Schema.String }),

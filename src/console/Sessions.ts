@@ -1,5 +1,5 @@
 /**
- * Console sessions (`console_sessions`, migration 0009): server-side, keyed by the SHA-256 of a random
+ * Console sessions (`console_sessions`): server-side, keyed by the SHA-256 of a random
  * token that only the browser's cookie holds. A session ends when it has not been used for the idle
  * time, when it reaches its absolute length, at sign-out, or when its user signs out everywhere.
  *

@@ -1,5 +1,5 @@
 /**
- * The sign-in throttle (`console_sign_in_counters`, migration 0014; in PostgreSQL so it holds across
+ * The sign-in throttle (`console_sign_in_counters`: in PostgreSQL so it holds across
  * restarts and nodes). Three counters see each attempt:
  *
  * - **(email, address)**: 5 failures, and that address may not try that email again until 15 minutes

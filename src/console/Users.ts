@@ -1,5 +1,5 @@
 /**
- * Console users (`console_users`, migration 0009): operators, who see and manage every account, and
+ * Console users (`console_users`): operators, who see and manage every account, and
  * account members with role `admin` (may change things) or `viewer` (reads; sees no secret). A user
  * belongs to one account; emails are unique once normalized (`normalizeEmail`: stored normalized and
  * compared as stored, SQL applies no case rule of its own). Passwords are scrypt hashes (./passwords.ts),
@@ -40,7 +40,7 @@ type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
  * The one spelling of an email: trimmed, Unicode NFKC, lower-cased once (JavaScript's full Unicode
  * mapping), NFKC again (lower-casing can leave a composable sequence). Every path goes through it:
  * sign-in, the throttle's keys, invitations, their acceptance, the operator's CLI, the users table
- * (migration 0014 rewrote older rows). SQL compares the stored form with `=`: PostgreSQL's lower()
+ * (older rows rewritten to it by a migration). SQL compares the stored form with `=`: PostgreSQL's lower()
  * follows other rules (it maps `İ` to `i`, JavaScript to `i̇`), and two rules would let two spellings
  * reach one user past a throttle keyed by the other.
  */
@@ -90,7 +90,7 @@ export class ConsoleUsers extends Context.Service<ConsoleUsers, {
           ? sql`SELECT ${columns} FROM console_users WHERE operator ORDER BY created_at`
           : sql`SELECT ${columns} FROM console_users WHERE account_id = ${accountId} ORDER BY created_at`
     })
-    // By the primary key behind a fence, whatever the statistics (not by the account's index; issue 25).
+    // By the primary key behind a fence, whatever the statistics (not by the account's index, which a fresh database's plan may pick).
     // The member's sessions go with it (ON DELETE CASCADE): counted in the same statement, from its snapshot.
     const deleteMember = SqlSchema.findOneOption({
       Request: Schema.Struct({ accountId: Schema.String, userId: Schema.String }),

@@ -222,7 +222,7 @@ export const databaseChecks = (url: Redacted.Redacted<string>, connectTimeoutMil
     if (settings.get("autovacuum") === "off") {
       out.push(warn("autovacuum", "autovacuum is off: tables bloat and the planner's statistics go stale", "set autovacuum = on"))
     } else {
-      // Tables of some size never analyzed: the planner guesses (issue 25).
+      // Tables of some size never analyzed: the planner guesses their sizes, and a plan made on a guess can stay slow.
       const stale = yield* rowDefects(q.neverAnalyzed())
       out.push(stale.length === 0
         ? ok("autovacuum", "on; every table of size has statistics")

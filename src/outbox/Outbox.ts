@@ -16,7 +16,7 @@ const encode = Schema.encodeSync(OutboxEvent)
 
 /**
  * An event's payload as stored (the event without `kind`, which has its own column): what an `events` row holds, and
- * what a derived `anchor.confirmed` (migration 0012) would hold had it been stored.
+ * what a derived `anchor.confirmed` (built from a batch event, never stored) would hold had it been stored.
  */
 export const storedPayload = (event: OutboxEvent): Record<string, unknown> => {
   const { kind: _, ...payload } = encode(event) as { readonly kind: string } & Record<string, unknown>

@@ -101,7 +101,7 @@ export type AnchorFailed = typeof AnchorFailed.Type
 
 /**
  * Changed metadata as an event stores it: its JSON text, because `events.payload` is jsonb, which
- * reorders an object's members, and receivers get `changes.metadata` in the client's order (issue 28).
+ * reorders an object's members, and receivers get `changes.metadata` in the client's order.
  * Events stored before as an object still decode.
  */
 const StoredMetadata = Schema.Union([Schema.String, Schema.Record(Schema.String, Schema.Unknown)]).pipe(Schema.decodeTo(

@@ -17,7 +17,9 @@ import { WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { canonicalize, canonicalizeParsedPlain } from "../canonical/jcs.ts"
 import { commitSalted, isValidEncryptionKey, seal } from "./encryption.ts"
 import { newRecordId } from "./ids.ts"
-import { type Companion, IngestWriter, type NewRecord, type SubmitError } from "./IngestWriter.ts"
+import type { Companion } from "./companions.ts"
+import type { NewRecord } from "./insertRecords.ts"
+import { IngestWriter, type SubmitError } from "./IngestWriter.ts"
 import { AnchorBody, COLLECTION_PATTERN, EncryptedAnchorBody, HASH_SCHEMES, HashAnchorBody, holdsNul } from "../api/recordSchemas.ts"
 
 /** One-shot crypto.hash: no Hash object per call (this runs for every record). */

@@ -38,6 +38,9 @@ type Sql<A> = Effect.Effect<A, SqlError.SqlError>
 /** SPEC 6: an anchored record's proof bundle (docs/proof-format.md). */
 export type ProofBundle = ReturnType<typeof proofBundle>
 
+/** What `proofsOf` reads of a record: a `RecordRow`, or any row with its id, hash, salt flag and state. */
+type ProofSource = Pick<RecordRow, "id" | "hash" | "salted"> & { readonly status: string }
+
 const OwnerSchema = Schema.Struct({ accountId: Schema.String, environment: Environment })
 const IdempotentRow = Schema.Struct({ requestHash: Schema.String, status: Schema.Number, body: Schema.String })
 /** `used` is a bigint, read as text. */
@@ -64,7 +67,7 @@ export class RecordStore extends Context.Service<RecordStore, {
    */
   readonly proof: (owner: Owner, id: string) => Effect.Effect<ProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
   /** The proof bundles of the anchored records among `rows` (as `get` or `byHash` read them), in their order: one query. */
-  readonly proofsOf: (rows: ReadonlyArray<RecordRow>) => Sql<ReadonlyArray<ProofBundle>>
+  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => Sql<ReadonlyArray<ProofBundle>>
   readonly update: (owner: Owner, id: string, changes: {
     readonly metadata?: Record<string, unknown> | undefined
     readonly webhookUrl?: string | null | undefined
@@ -82,7 +85,7 @@ export class RecordStore extends Context.Service<RecordStore, {
       const sql = yield* SqlClient.SqlClient
       const attachAnchors = withAnchors(sql)
 
-      // By the primary key whatever the statistics (issue 25): behind the fence (OFFSET 0) the key is the
+      // By the primary key whatever the statistics: behind the fence (OFFSET 0) the key is the
       // only condition, so no plan can walk the owner's index (records_hash, records_list) and filter each of
       // the account's records, as a plan made on a fresh database did for good (430 ms at 18,448 records).
       // The state is read with the row (src/anchoring/recordState.ts).
@@ -217,7 +220,7 @@ export class RecordStore extends Context.Service<RecordStore, {
         execute: ({ accountId, at, deletedSeq, recordId }) =>
           Effect.gen(function*() {
             // record.updated is the only stored kind that holds owner data (the changed metadata / webhookUrl);
-            // anchor.confirmed (stored before migration 0012, or derived) holds hash and anchors only.
+            // anchor.confirmed (stored by older nodes, or derived from a batch event) holds hash and anchors only.
             yield* sql`
             UPDATE events SET payload = jsonb_set(payload, '{changes}', '{}'::jsonb)
             WHERE record_id = ${recordId} AND kind = 'record.updated' AND payload -> 'changes' <> '{}'::jsonb`
@@ -230,7 +233,7 @@ export class RecordStore extends Context.Service<RecordStore, {
               hosts = ARRAY(SELECT u.h FROM unnest(f.record_ids, f.hosts) WITH ORDINALITY AS u(r, h, o) WHERE u.r <> ${recordId} ORDER BY u.o)
             WHERE ${recordId} = ANY (f.record_ids)`
             yield* sql`DELETE FROM webhook_fanouts WHERE cardinality(record_ids) = 0`
-            // Its anchor.confirmed kept in a chunk row (migration 0023) is split out into a delivery row of its own,
+            // Its anchor.confirmed kept in a chunk row (webhook_chunk_deliveries) is split out into a delivery row of its own,
             // to be erased below as any delivery is (its per-record URL cut, no redelivery).
             yield* sql`
             SELECT anchord_chunk_split(c.id, ARRAY[${recordId}::text])
@@ -239,7 +242,7 @@ export class RecordStore extends Context.Service<RecordStore, {
             WHERE c.account_id = ${accountId}`
             // Pending deliveries but the hard delete's own are cancelled (a body rendered before now holds the
             // metadata); then every delivery of the record loses its body, and per-record URLs of finished ones are
-            // cut to their origin (migration 0015's trigger, on the second statement).
+            // cut to their origin (the trigger webhook_deliveries_erased_url, on the second statement).
             yield* sql`
             UPDATE webhook_deliveries SET state = 'FAILED', last_error = ${CANCELLED}, next_attempt_at = NULL,
               locked_until = NULL, locked_by = NULL, claim_token = NULL, updated_at = ${at}
@@ -270,7 +273,7 @@ export class RecordStore extends Context.Service<RecordStore, {
           }
         })
 
-      const proofsOf = (rows: ReadonlyArray<RecordRow>) => {
+      const proofsOf = (rows: ReadonlyArray<ProofSource>) => {
         const anchored = rows.filter((r) => r.status === "ANCHORED")
         return Effect.map(anchorRows(sql, anchored.map((r) => r.id)), (byId) => anchored.map((r) => proofBundle(r, byId.get(r.id) ?? [])))
       }

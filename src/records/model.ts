@@ -26,7 +26,7 @@ export const RecordRow = Schema.Struct({
   anchoredAt: Schema.NullOr(Schema.Date),
   deletedAt: Schema.NullOr(Schema.Date),
   hardDeleted: Schema.Boolean,
-  /** The hash is the salted commitment (HashScheme `salted-jcs-sha256`; migration 0015). */
+  /** The hash is the salted commitment (HashScheme `salted-jcs-sha256`), not sha256(JCS(data)). */
   salted: Schema.Boolean
 })
 

@@ -2,7 +2,7 @@
  * The time-stamp authority (RFC 3161, docs/timestamping.md): requests in, tokens out, and every token
  * anchored. A granted token's hash-only record (SHA-256 imprints: the imprint itself; SHA-384/512: the
  * SHA-256 of the token's TSTInfo) and the token row are committed in one transaction through ingest's
- * group commit (src/records/IngestWriter.ts, `companion`) before the token is answered: a token a
+ * group commit (a companion, src/records/companions.ts) before the token is answered: a token a
  * client holds is always stored and on its way to the chain.
  */
 import * as Crypto from "node:crypto"
@@ -10,20 +10,23 @@ import { Clock, Context, Duration, Effect, Layer, Option, Result, Schema, Semaph
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Principal } from "../api/auth.ts"
-import { loadAnchors, proofBundle } from "../anchoring/anchorViews.ts"
 import { stateJoin } from "../anchoring/recordState.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
 import { rowDefects } from "../db/rows.ts"
 import type { QuotaExceeded } from "../records/errors.ts"
 import { Ingest, type PrepareError } from "../records/Ingest.ts"
-import type { CompanionWriter, SubmitError } from "../records/IngestWriter.ts"
+import { companionWriter } from "../records/companions.ts"
+import type { SubmitError } from "../records/IngestWriter.ts"
+import { type ProofBundle, RecordStore } from "../records/RecordStore.ts"
 import { TsaConfig } from "./config.ts"
 import { TimestampNotFound, TsaDisabled } from "./errors.ts"
 import { loadSigner } from "./keys.ts"
-import { type ImprintAlgorithm, issue, parseRequest, refusal, template } from "./token.ts"
+import { parseRequest } from "./request.ts"
+import type { ImprintAlgorithm } from "./rfc3161.ts"
+import { issue, refusal, template } from "./token.ts"
 
-/** Serials a node takes from `timestamp_serials` at once (its INCREMENT, migration 0018). */
+/** Serials a node takes from `timestamp_serials` at once (the sequence's INCREMENT BY). */
 const SERIAL_BLOCK = 256n
 
 export type StampError = TsaDisabled | PrepareError | QuotaExceeded | SubmitError | SqlError.SqlError | DatabaseUnavailable
@@ -49,8 +52,7 @@ interface TokenRow {
 const binaryArray = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
 
 /** The token rows of a group commit (src/records/IngestWriter.ts): a statement, or the records' statement's CTE. */
-const insertTokens = (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) => {
-  const rows = items as ReadonlyArray<TokenRow>
+const insertTokens = (sql: SqlClient.SqlClient, rows: ReadonlyArray<TokenRow>) => {
   const text = (f: (r: TokenRow) => string) => binaryArray(rows.map(f), PgTypes.OID.text)
   return sql`
     INSERT INTO timestamp_tokens (serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)
@@ -63,7 +65,7 @@ const insertTokens = (sql: SqlClient.SqlClient, items: ReadonlyArray<unknown>) =
       AS u(serial, account_id, environment, record_id, hash_algorithm, message_imprint, gen_time, token)`
 }
 
-const tokenWriter: CompanionWriter = { insert: insertTokens }
+const tokenWriter = companionWriter(insertTokens)
 
 /** A token with its record's hash and state (`lookup`). */
 const TokenLookupRow = Schema.Struct({
@@ -88,7 +90,7 @@ export interface TokenView {
   readonly genTime: string
   readonly status: string
   readonly token: string
-  readonly proof: ReturnType<typeof proofBundle> | null
+  readonly proof: ProofBundle | null
 }
 
 export class Tsa extends Context.Service<Tsa, {
@@ -101,6 +103,7 @@ export class Tsa extends Context.Service<Tsa, {
     const settings = yield* TsaConfig
     const sql = yield* SqlClient.SqlClient
     const ingest = yield* Ingest
+    const store = yield* RecordStore
     const config = yield* AppConfig
     const guard = yield* DatabaseGuard
     const clock = yield* Clock.Clock
@@ -125,7 +128,7 @@ export class Tsa extends Context.Service<Tsa, {
         const found = yield* rowDefects(findToken({ serial, accountId: principal.accountId, environment: principal.environment }))
         if (Option.isNone(found)) return yield* new TimestampNotFound({ serial })
         const row = found.value
-        const anchors = row.status === "ANCHORED" ? (yield* loadAnchors(sql, [row.recordId])).get(row.recordId) ?? [] : []
+        const [proof] = row.status === "ANCHORED" ? yield* store.proofsOf([{ id: row.recordId, hash: row.hash, salted: row.salted, status: row.status }]) : []
         return {
           serial: row.serial,
           recordId: row.recordId,
@@ -135,7 +138,7 @@ export class Tsa extends Context.Service<Tsa, {
           genTime: new Date(row.genTime).toISOString(),
           status: row.status,
           token: Buffer.from(row.token).toString("base64"),
-          proof: row.status === "ANCHORED" ? proofBundle({ id: row.recordId, hash: row.hash, salted: row.salted }, anchors) : null
+          proof: proof ?? null
         } satisfies TokenView
       })
 
@@ -183,9 +186,11 @@ export class Tsa extends Context.Service<Tsa, {
           ? Buffer.from(request.imprint).toString("hex")
           : Crypto.hash("sha256", issued.tstInfo, "hex")
         const row = yield* ingest.prepare(principal, { _tag: "hash", body: { hash, metadata: { timestampSerial: String(serial) } } })
-        yield* ingest.commit(principal, [row], undefined, {
-          writer: tokenWriter,
-          item: {
+        yield* ingest.commit(
+          principal,
+          [row],
+          undefined,
+          tokenWriter.of({
             serial,
             accountId: principal.accountId,
             environment: principal.environment,
@@ -194,8 +199,8 @@ export class Tsa extends Context.Service<Tsa, {
             imprint: request.imprint,
             genTime,
             token: issued.token
-          } satisfies TokenRow
-        })
+          })
+        )
         return { response: issued.response, serial } satisfies Stamped
       })
 

@@ -8,7 +8,8 @@ import * as Fs from "node:fs"
 import * as x509 from "@peculiar/x509"
 import * as asn1js from "asn1js"
 import * as pkijs from "pkijs"
-import { essAttribute, OID, preEncoded, type TsaSigner } from "./token.ts"
+import { OID } from "./rfc3161.ts"
+import { essAttribute, preEncoded, type TsaSigner } from "./token.ts"
 
 export interface TsaFiles {
   readonly certFile: string

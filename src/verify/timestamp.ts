@@ -9,7 +9,7 @@
 import * as Crypto from "node:crypto"
 import * as asn1js from "asn1js"
 import * as pkijs from "pkijs"
-import { OID } from "../tsa/token.ts"
+import { OID } from "../tsa/rfc3161.ts"
 import type { Check } from "./report.ts"
 
 const ALGORITHMS: Record<string, "sha256" | "sha384" | "sha512"> = {

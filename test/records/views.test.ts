@@ -1,7 +1,7 @@
 /** The 202 view written out directly must be the same text as the general view of the same row. */
 import { describe, expect, it } from "vitest"
 import { acceptedView, viewOf } from "../../src/records/creation.ts"
-import type { NewRecord } from "../../src/records/IngestWriter.ts"
+import type { NewRecord } from "../../src/records/insertRecords.ts"
 
 const rng = (seed: number) => () => {
   seed = (seed + 0x6d2b79f5) | 0

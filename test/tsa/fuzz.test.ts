@@ -13,7 +13,7 @@ import * as Path from "node:path"
 import * as asn1js from "asn1js"
 import * as pkijs from "pkijs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { parseRequest } from "../../src/tsa/token.ts"
+import { parseRequest } from "../../src/tsa/request.ts"
 import { startNode, type TestNode } from "../support/node.ts"
 import { type DevTsa, useDevTsa } from "./support.ts"
 

@@ -13,7 +13,9 @@ import * as pkijs from "pkijs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTsaCertificates } from "../../src/tsa/devCa.ts"
 import { loadSigner } from "../../src/tsa/keys.ts"
-import { issue, issueFully, OID, parseRequest, parseWithPkijs, quickRequest, template, type TsaSigner } from "../../src/tsa/token.ts"
+import { parseRequest, parseWithPkijs, quickRequest } from "../../src/tsa/request.ts"
+import { OID } from "../../src/tsa/rfc3161.ts"
+import { issue, issueFully, template, type TsaSigner } from "../../src/tsa/token.ts"
 
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-token-layout-"))
 // A short arc: asn1js reads a UUID OID's 128-bit arc back as "2.25.{hex}" (see docs/timestamping.md).

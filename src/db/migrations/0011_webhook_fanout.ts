@@ -2,8 +2,8 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * `anchor.confirmed` deliveries are fanned out by the dispatcher instead of by the trigger (issue 16,
- * docs/webhooks.md "How it works"). One confirmation writes a batch's worth of events in one statement;
+ * `anchor.confirmed` deliveries are fanned out by the dispatcher instead of by the trigger
+ * (docs/webhooks.md "How it works"). One confirmation writes a batch's worth of events in one statement;
  * the trigger now writes one `webhook_fanouts` row per 128 of those that have a target (the statement's event
  * ids and each one's receiver, chosen by the same rule as before) and notifies.
  * The dispatcher takes that row under `FOR UPDATE SKIP LOCKED`, reads the events with their records and
@@ -49,7 +49,7 @@ export default Effect.gen(function*() {
       SELECT seq, round, attempts - 1, success_started_at, last_status_code, success_latency_ms, NULL, NULL, success_node_id
       FROM webhook_deliveries WHERE success_started_at IS NOT NULL`
   // An anchor.confirmed payload (~2 KB with its proofs) is compressed when stored; lz4 does it about three
-  // times faster than the default pglz and smaller (docs/benchmarks.md, issue 16). Servers built without
+  // times faster than the default pglz and smaller (docs/benchmarks.md). Servers built without
   // lz4 (the embedded one) keep pglz.
   yield* sql.unsafe(`
     DO $$

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * One event row per confirmed batch and account (issue 16, docs/design/per-batch-model.md). A
+ * One event row per confirmed batch and account (docs/design/per-batch-model.md). A
  * confirmation used to append one `events` row per record, each with the record's whole payload and
  * proofs (~2 KB): the costliest row of the pipeline (74–86 µs of PostgreSQL per record at 2,000/s). Now
  * it appends one `batch_events` row per account: the batch and the ids of the records it completed.

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Webhook settings per (account, environment) (issue 23, finding 2). One row per account let a test
+ * Webhook settings per (account, environment). One row per account let a test
  * key change where the account's live events went (`PUT /v1/webhooks`), and read and rotate the secret
  * that signs live deliveries. Now each environment has its own row: global webhook, secret and rotation.
  * A key acts on its own environment's row; a delivery is routed and signed with its record's.

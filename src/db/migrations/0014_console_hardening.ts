@@ -5,7 +5,7 @@ import { SqlClient } from "effect/sql"
 const normalizeEmail = (email: string) => email.trim().normalize("NFKC").toLowerCase().normalize("NFKC")
 
 /**
- * Console hardening (issue 23, docs/console.md):
+ * Console hardening (docs/console.md):
  *
  * - Emails in one spelling (`normalizeEmail`: NFKC, lower-cased once): `console_users.email` and
  *   `console_links.email` are rewritten, and the unique index is on the stored value, not on

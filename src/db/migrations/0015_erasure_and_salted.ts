@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Issue 23: a hard delete that erases, and salted commitments for encrypted records.
+ * A hard delete that erases, and salted commitments for encrypted records.
  *
  * - `webhook_deliveries.erased`: the delivery belongs to a record erased by a hard delete
  *   (src/records/RecordStore.ts `remove`). Its body is gone; once it is finished (SUCCEEDED, FAILED)

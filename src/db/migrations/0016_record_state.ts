@@ -2,8 +2,8 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Issue 26 part 3 (docs/design/per-batch-model.md, part 2): a record's BATCHING / ANCHORED state and its
- * `anchoredAt` are read from its anchors and their batches, no longer written into the record. The
+ * A record's BATCHING / ANCHORED state and its `anchoredAt` (docs/design/per-batch-model.md, part 2)
+ * are read from its anchors and their batches, no longer written into the record. The
  * two non-HOT updates of every record after ingest (→ BATCHING at the cut, → ANCHORED at confirmation)
  * are gone.
  *

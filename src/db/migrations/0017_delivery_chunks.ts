@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * A fan-out row is sent as one chunk under a lease (issue 26, docs/webhooks.md "Chunks"): the dispatcher leases
+ * A fan-out row is sent as one chunk under a lease (docs/webhooks.md "Chunks"): the dispatcher leases
  * the records it takes (the row, or a row split off it), renders and sends them, and writes their outcomes once,
  * in one transaction that inserts each record's delivery row already finished (or PENDING on the retry ladder when
  * its first attempt failed) and deletes the leased row. Per record delivered at its first attempt that is one row

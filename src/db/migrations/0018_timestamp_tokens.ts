@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Issue 27 part A: RFC 3161 time-stamp tokens (src/tsa/, docs/timestamping.md).
+ * RFC 3161 time-stamp tokens (src/tsa/, docs/timestamping.md).
  *
  * - `timestamp_serials`: serial numbers unique across every node on the database. A node takes a block
  *   of 256 at a time (one `nextval` per 256 tokens, not one round trip per token); a block a node did

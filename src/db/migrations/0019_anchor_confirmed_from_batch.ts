@@ -2,10 +2,10 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Issue 26 follow-up (docs/design/per-batch-model.md, part 2): an anchor is confirmed exactly when its
- * batch is CONFIRMED, so that is where it is read (`anchor_batches.state`), and confirming a batch no
- * longer rewrites each of its anchors (`UPDATE anchors SET confirmed = true WHERE batch_id = …`: one
- * non-HOT row write per record, half of what anchoring wrote per record after ingest).
+ * An anchor is confirmed exactly when its batch is CONFIRMED (docs/design/per-batch-model.md, part 2),
+ * so that is where it is read (`anchor_batches.state`), and confirming a batch no longer rewrites each
+ * of its anchors (`UPDATE anchors SET confirmed = true WHERE batch_id = …`: one non-HOT row write per
+ * record, half of what anchoring wrote per record after ingest).
  *
  * The two were always equal: a batch's anchors were set confirmed in the transaction that set it
  * CONFIRMED (or that joined records to a CONFIRMED batch), and a batch leaves CONFIRMED only by a drop

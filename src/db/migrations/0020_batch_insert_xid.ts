@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Issue 26 (lists filtered by status at 1M records, docs/design/per-batch-model.md, "Status filters
+ * For lists filtered by status at 1M records (docs/design/per-batch-model.md, "Status filters
  * without a probe per record in flight"): `anchor_batches.max_insert_xid`, the newest `records.insert_xid`
  * among the batch's records, written once per batch by the cut that makes it (raised when records join
  * it), never per record.

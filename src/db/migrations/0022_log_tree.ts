@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Issue 27 part B: every batch cut from now on also gets an RFC 9162 tree over the same record hashes
+ * Every batch cut from now on also gets an RFC 9162 tree over the same record hashes
  * (src/anchoring/rfc9162.ts), whose root the chain commits in the same transaction as the OpenZeppelin
  * root (AnchorRegistry.anchorWithLogRoot, the chaincode's `anchor` with a fourth argument), so a record
  * can be proved with an RFC 9942 COSE Receipt (`GET /v1/records/{id}/receipt`, docs/proof-format.md).

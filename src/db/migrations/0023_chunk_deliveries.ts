@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * One delivery row per chunk (issue 26 item 2, docs/webhooks.md "Chunks"). When a leased fan-out chunk's records
+ * One delivery row per chunk (docs/webhooks.md "Chunks"). When a leased fan-out chunk's records
  * succeed at their first attempt, their outcomes are kept in ONE `webhook_chunk_deliveries` row per (batch event,
  * environment, receiver URL) of the chunk, with arrays per record: the record, its delivery id and event id, its
  * `seq` drawn from the deliveries' own sequence (so each keeps an id and its place in the log's order), status

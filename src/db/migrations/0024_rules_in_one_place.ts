@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * Issue 28 item 2 (docs/data-model.md): each rule written once.
+ * Each rule written once (docs/data-model.md).
  *
  * - **A receiver's host** (`host[:port]`, lowercase: the unit of the per-host cap) is `anchord_url_host(url)`, one
  *   SQL function. The two triggers that route deliveries and fan-outs call it, and so do the node's own statements
@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
  *   inlines it, so it costs what the expression cost.
  * - **`anchor.confirmed` is assembled once, in the node** (src/anchoring/anchorViews.ts `anchorConfirmedPayloads`,
  *   in the stored form of src/outbox/events.ts). The dispatcher builds every delivery's body from it (assembled in
- *   jsonb it cost ~80 µs per record, docs/benchmarks.md, issue 16). The copy in SQL that 0012 kept for operators
+ *   jsonb it cost ~80 µs per record, docs/benchmarks.md). The copy in SQL that 0012 kept for operators
  *   (`anchord_anchor_confirmed`, `anchord_event_anchor`), held equal to it by a test, goes. The views
  *   `anchor_confirmed_events` and `all_events` still list every derived event (its id, account, record, kind and
  *   time); a derived event's `payload` is NULL there: the record's anchors are in `anchors` / `anchor_batches`

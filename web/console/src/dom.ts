@@ -1,25 +1,10 @@
 /**
- * DOM helpers for the console. Everything shown comes through `h` as text nodes or attributes: no
- * HTML strings anywhere (the CSP forbids inline code anyway; this keeps data from becoming markup).
+ * DOM helpers for the console. Everything shown comes through `h` (web/shared/dom.ts, shared with the
+ * verify page) as text nodes or attributes: no HTML strings anywhere.
  */
+import { type Child, h } from "../../shared/dom.ts"
 
-type Child = Node | string | number | null | undefined | false
-type Attrs = Record<string, string | number | boolean | undefined | null | ((e: Event) => void)>
-
-/** An element: `on<event>` attributes take listeners; `true` sets a boolean attribute; strings are text. */
-export const h = <K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {},
-  ...children: Array<Child | ReadonlyArray<Child>>): HTMLElementTagNameMap[K] =>
-{
-  const e = document.createElement(tag)
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue
-    if (typeof v === "function") e.addEventListener(k.slice(2).toLowerCase(), v as EventListener)
-    else if (v === true) e.setAttribute(k, "")
-    else e.setAttribute(k, String(v))
-  }
-  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) e.append(typeof c === "number" ? String(c) : c)
-  return e
-}
+export { h }
 
 const SVG = "http://www.w3.org/2000/svg"
 export const svg = (tag: string, attrs: Record<string, string | number> = {}, ...children: Array<Node | string>): SVGElement => {
