@@ -50,6 +50,13 @@ abstract contract LogTrees {
         return append(subproof(m - k, lo + k, hi, false), mth(lo, lo + k));
     }
 
+    /// The number of hashes in PROOF(m, D[n]): SUBPROOF's recursion without the hashing.
+    function proofLength(uint256 m, uint256 n, bool b) internal pure returns (uint256) {
+        if (m == n) return b ? 0 : 1;
+        uint256 k = split(n);
+        return 1 + (m <= k ? proofLength(m, k, b) : proofLength(m - k, n - k, false));
+    }
+
     /// PROOF(m, D[n]) for 0 < m <= n.
     function consistencyProof(uint256 m, uint256 n) internal pure returns (bytes32[] memory) {
         return subproof(m, 0, n, true);
@@ -131,6 +138,13 @@ contract AnchorRegistryCheckpointTest is LogTrees {
             require(!registry.verifyLogConsistency(m, n, oldRoot, newRoot, shorter), "shorter proof accepted");
         }
         require(!registry.verifyLogConsistency(n + 1, n, oldRoot, newRoot, p), "shrinking sizes accepted");
+        // Another new size whose proof has another length. (Sizes of the same shape pass: RFC 9162 binds
+        // the size only through the root, which no tree of that other size has.)
+        uint256[3] memory others = [n + 1, 2 * n, n - 1];
+        for (uint256 i = 0; i < others.length; i++) {
+            if (others[i] < m || proofLength(m, others[i], true) == p.length) continue;
+            require(!registry.verifyLogConsistency(m, others[i], oldRoot, newRoot, p), "size of another shape accepted");
+        }
     }
 
     function test_ConsistencyEveryPairUpTo17() public view {
