@@ -3,8 +3,7 @@
 // refusals as a client decodes them, and the gas of a checkpointed batch by log size (docs/contract.md).
 //   npx vitest run test/evm/checkpoint.test.ts
 import { createHash, randomBytes } from "node:crypto"
-import { BaseError, ContractFunctionRevertedError, createPublicClient, createWalletClient, http, parseEventLogs, type Hex,
-  type PublicClient } from "viem"
+import { BaseError, ContractFunctionRevertedError, createPublicClient, createWalletClient, http, parseEventLogs, type Hex, type PublicClient } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { anchorRegistryAbi, deployAnchorRegistry } from "../../src/evm/deploy.ts"
@@ -105,8 +104,8 @@ describe("AnchorRegistry checkpoints on anvil", () => {
       expect(await checkpoint()).toEqual([BigInt(n), hx(roots.newRoot)])
       const gas = Number(checked.receipt.gasUsed)
       const added = gas - Number(plain.receipt.gasUsed)
-      rows.push(`| ${m.toLocaleString("en")} | ${proof.length} | ${checked.calldataBytes} | ${gas.toLocaleString("en")} | +${added.toLocaleString("en")} | ${(gas / batch).toFixed(1)} |` +
-        ` ${first.receipt.gasUsed.toLocaleString("en")} |`)
+      const cells = [m, proof.length, checked.calldataBytes, gas, `+${added.toLocaleString("en")}`, (gas / batch).toFixed(1), first.receipt.gasUsed]
+      rows.push(`| ${cells.map((c) => (typeof c === "string" ? c : c.toLocaleString("en"))).join(" | ")} |`)
       // ~5,000 for the root slot, ~1,650 for the Checkpoint log, ~1,700 calldata, and per proof hash ~510 calldata + ~500 for
       // the two SHA-256 precompile calls; docs/contract.md.
       bounds.push([added, 13_000 + 1_300 * proof.length])
