@@ -283,8 +283,8 @@ contract AnchorRegistryCheckpointTest is LogTrees {
     }
 
     function test_SizeCannotWrap() public {
-        // 2^56 - 2^32 + 1 leaves take four seeding batches of 2^32 - 1 leaves... 2^24 of them: set
-        // the size directly instead (`_head` is slot 1, after AccessControl's `_roles`; size in bits 200..).
+        // Reaching 2^56 leaves takes 2^24 batches of 2^32 - 1 leaves: set the size directly instead
+        // (`_head` is slot 1, after AccessControl's `_roles`; the size is bits 200..255).
         uint256 head = uint256(vm.load(address(registry), bytes32(uint256(1))));
         uint256 nearFull = type(uint56).max - 5;
         vm.store(address(registry), bytes32(uint256(1)), bytes32(head | (nearFull << 200)));
