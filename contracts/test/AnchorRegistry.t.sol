@@ -19,6 +19,8 @@ interface Vm {
     function roll(uint256 newHeight) external;
     function warp(uint256 newTimestamp) external;
     function assume(bool condition) external pure;
+    function load(address target, bytes32 slot) external view returns (bytes32 data);
+    function store(address target, bytes32 slot, bytes32 value) external;
 }
 
 contract AnchorRegistryTest {

@@ -29,6 +29,22 @@ export const anchorRegistryAbi = [
   {
     "inputs": [
       {
+        "internalType": "uint64",
+        "name": "storedSize",
+        "type": "uint64"
+      }
+    ],
+    "name": "CheckpointMismatch",
+    "type": "error"
+  },
+  {
+    "inputs": [],
+    "name": "InconsistentCheckpoint",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "bytes32",
         "name": "root",
         "type": "bytes32"
@@ -40,6 +56,22 @@ export const anchorRegistryAbi = [
       }
     ],
     "name": "RootAlreadyAnchored",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "uint8",
+        "name": "bits",
+        "type": "uint8"
+      },
+      {
+        "internalType": "uint256",
+        "name": "value",
+        "type": "uint256"
+      }
+    ],
+    "name": "SafeCastOverflowedUintDowncast",
     "type": "error"
   },
   {
@@ -81,6 +113,31 @@ export const anchorRegistryAbi = [
       }
     ],
     "name": "Anchored",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "uint64",
+        "name": "batchId",
+        "type": "uint64"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint64",
+        "name": "size",
+        "type": "uint64"
+      },
+      {
+        "indexed": false,
+        "internalType": "bytes32",
+        "name": "root",
+        "type": "bytes32"
+      }
+    ],
+    "name": "Checkpoint",
     "type": "event"
   },
   {
@@ -243,6 +300,50 @@ export const anchorRegistryAbi = [
         "internalType": "bytes32",
         "name": "logRoot",
         "type": "bytes32"
+      },
+      {
+        "internalType": "uint64",
+        "name": "oldSize",
+        "type": "uint64"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "newLogRoot",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes32[]",
+        "name": "consistency",
+        "type": "bytes32[]"
+      }
+    ],
+    "name": "anchorWithCheckpoint",
+    "outputs": [
+      {
+        "internalType": "uint64",
+        "name": "batchId",
+        "type": "uint64"
+      }
+    ],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "root",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint32",
+        "name": "leafCount",
+        "type": "uint32"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "logRoot",
+        "type": "bytes32"
       }
     ],
     "name": "anchorWithLogRoot",
@@ -264,6 +365,24 @@ export const anchorRegistryAbi = [
         "internalType": "uint64",
         "name": "",
         "type": "uint64"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "checkpoint",
+    "outputs": [
+      {
+        "internalType": "uint64",
+        "name": "size",
+        "type": "uint64"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "root",
+        "type": "bytes32"
       }
     ],
     "stateMutability": "view",
@@ -530,6 +649,45 @@ export const anchorRegistryAbi = [
         "internalType": "uint32",
         "name": "leafCount",
         "type": "uint32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "uint256",
+        "name": "oldSize",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "newSize",
+        "type": "uint256"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "oldRoot",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "newRoot",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes32[]",
+        "name": "proof",
+        "type": "bytes32[]"
+      }
+    ],
+    "name": "verifyLogConsistency",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
       }
     ],
     "stateMutability": "view",

@@ -11,6 +11,7 @@
 
 // Types are JSDoc, checked by `tsc -p contracts/fabric` (npm run lint): the file stays plain JavaScript.
 const { Contract } = require("fabric-contract-api")
+const { verifyConsistency } = require("./consistency.js")
 
 /** @typedef {import('fabric-contract-api').Context} Context */
 /** @typedef {{ toNumber(): number }} LongLike */
@@ -24,6 +25,10 @@ const { Contract } = require("fabric-contract-api")
 const ROOT_PATTERN = /^0x[0-9a-fA-F]{64}$/
 const KEY_PREFIX = "anchor:"
 const EVENT_NAME = "Anchored"
+/** The world-state key of the transparency log's checkpoint, JSON `{ size, root }` (no "anchor:" prefix). */
+const CHECKPOINT_KEY = "checkpoint"
+/** Longer than any consistency proof of a log below 2^53 leaves (about 2 log2 n hashes). */
+const MAX_PROOF_HASHES = 128
 
 /**
  * Transaction time from the proposal's channel header (never the local clock: every endorser must
@@ -75,6 +80,45 @@ function parseBatchId(batchId) {
   return batchId
 }
 
+/**
+ * @param {unknown} size
+ * @returns {number}
+ */
+function parseSize(size) {
+  const text = String(size)
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(text) || !Number.isSafeInteger(Number(text))) {
+    throw new Error(`invalid oldSize ${JSON.stringify(size)}: expected a non-negative integer`)
+  }
+  return Number(text)
+}
+
+/**
+ * @param {unknown} json
+ * @returns {Array<Buffer>}
+ */
+function parseProof(json) {
+  /** @type {unknown} */
+  let list
+  try {
+    list = JSON.parse(String(json))
+  } catch {
+    throw new Error("invalid consistency proof: expected a JSON array of 0x-prefixed 32-byte hex strings")
+  }
+  if (!Array.isArray(list) || list.length > MAX_PROOF_HASHES || !list.every((h) => typeof h === "string" && ROOT_PATTERN.test(h))) {
+    throw new Error(`invalid consistency proof: expected a JSON array of at most ${MAX_PROOF_HASHES} 0x-prefixed 32-byte hex strings`)
+  }
+  return list.map((h) => Buffer.from(h.slice(2), "hex"))
+}
+
+/**
+ * @param {Context} ctx
+ * @returns {Promise<{ size: number, root: string | null }>}
+ */
+async function readCheckpoint(ctx) {
+  const value = await ctx.stub.getState(CHECKPOINT_KEY)
+  return value && value.length > 0 ? JSON.parse(Buffer.from(value).toString("utf8")) : { size: 0, root: null }
+}
+
 class AnchorContract extends Contract {
   constructor() {
     super("AnchorContract")
@@ -109,14 +153,68 @@ class AnchorContract extends Contract {
   }
 
   /**
+   * `anchorWithLogRoot`, and appends the batch to the channel's transparency log, as AnchorRegistry's
+   * `anchorWithCheckpoint` does: `oldSize` must be the stored checkpoint's size (else "CheckpointMismatch");
+   * the new checkpoint is (`oldSize + leafCount`, `newLogRoot`), and `consistencyJson` (a JSON array of
+   * 0x-hex hashes) its RFC 9162 consistency proof from the stored one (else "InconsistentCheckpoint"). The
+   * first checkpoint (`oldSize` 0) has an empty proof and `newLogRoot == logRoot`. The checkpoint is one
+   * state key, so two such transactions in one block conflict (MVCC): one in flight per channel. The
+   * record and the Anchored event carry it as `checkpoint: { size, root }`.
+   * @param {Context} ctx
+   * @param {string} root
+   * @param {string} leafCount
+   * @param {string} batchId
+   * @param {string} logRoot
+   * @param {string} oldSize
+   * @param {string} newLogRoot
+   * @param {string} consistencyJson
+   * @returns {Promise<string>}
+   */
+  async anchorWithCheckpoint(ctx, root, leafCount, batchId, logRoot, oldSize, newLogRoot, consistencyJson) {
+    const batchLogRoot = normaliseRoot(logRoot)
+    const newRoot = normaliseRoot(newLogRoot)
+    const old = parseSize(oldSize)
+    const proof = parseProof(consistencyJson)
+    return this._anchor(ctx, root, leafCount, batchId, batchLogRoot, async (count) => {
+      const stored = await readCheckpoint(ctx)
+      if (old !== stored.size) {
+        throw new Error(`CheckpointMismatch: oldSize ${old} is not the stored log size ${stored.size}`)
+      }
+      const size = old + count
+      if (!Number.isSafeInteger(size)) throw new Error(`CheckpointMismatch: log size ${old} + ${count} is too large`)
+      const consistent = old === 0
+        ? proof.length === 0 && newRoot === batchLogRoot
+        : stored.root !== null &&
+          verifyConsistency(old, size, Buffer.from(stored.root.slice(2), "hex"), Buffer.from(newRoot.slice(2), "hex"), proof)
+      if (!consistent) {
+        throw new Error(`InconsistentCheckpoint: the proof does not link the checkpoint (${old}, ${stored.root}) to (${size}, ${newRoot})`)
+      }
+      const checkpoint = { size, root: newRoot }
+      await ctx.stub.putState(CHECKPOINT_KEY, Buffer.from(JSON.stringify(checkpoint), "utf8"))
+      return checkpoint
+    })
+  }
+
+  /**
+   * The transparency log's checkpoint, JSON `{ size, root }`; `{ size: 0, root: null }` before the first.
+   * @param {Context} ctx
+   * @returns {Promise<string>}
+   */
+  async getCheckpoint(ctx) {
+    return JSON.stringify(await readCheckpoint(ctx))
+  }
+
+  /**
    * @param {Context} ctx
    * @param {unknown} root
    * @param {unknown} leafCount
    * @param {unknown} batchId
    * @param {string | undefined} logRoot the normalised RFC 9162 root, or none (`anchor`)
+   * @param {(leafCount: number) => Promise<{ size: number, root: string }>} [appendToLog] checks and stores
+   *   the checkpoint (`anchorWithCheckpoint`), after the batch's own checks
    * @returns {Promise<string>}
    */
-  async _anchor(ctx, root, leafCount, batchId, logRoot) {
+  async _anchor(ctx, root, leafCount, batchId, logRoot, appendToLog) {
     const normalisedRoot = normaliseRoot(root)
     const count = parseLeafCount(leafCount)
     const id = parseBatchId(batchId)
@@ -128,7 +226,9 @@ class AnchorContract extends Contract {
       throw new Error(`root ${normalisedRoot} is already anchored (batch ${previous.batchId}, tx ${previous.txId})`)
     }
 
-    /** @type {{ root: string, leafCount: number, batchId: string, txId: string, timestamp: string, submitter: string, logRoot?: string }} */
+    const checkpoint = appendToLog === undefined ? undefined : await appendToLog(count)
+
+    /** @type {{ root: string, leafCount: number, batchId: string, txId: string, timestamp: string, submitter: string, logRoot?: string, checkpoint?: { size: number, root: string } }} */
     const record = {
       root: normalisedRoot,
       leafCount: count,
@@ -138,6 +238,7 @@ class AnchorContract extends Contract {
       submitter: ctx.clientIdentity.getMSPID()
     }
     if (logRoot !== undefined) record.logRoot = logRoot
+    if (checkpoint !== undefined) record.checkpoint = checkpoint
     const json = JSON.stringify(record)
     await ctx.stub.putState(key, Buffer.from(json, "utf8"))
     ctx.stub.setEvent(EVENT_NAME, Buffer.from(json, "utf8"))
