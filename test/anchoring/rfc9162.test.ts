@@ -7,7 +7,9 @@
 // in certificate-transparency-go's merkletree tests.
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { buildLogTree, hashBytes, leafHash, logLeafOrder, rootFromInclusionProof, splitProof, toHex, verifyInclusion } from "../../src/anchoring/rfc9162.ts"
+import { buildLogTree, hashBytes, logLeafOrder, splitProof, toHex } from "../../src/anchoring/rfc9162.ts"
+import { rootFromInclusionProof, verifyInclusion } from "../../src/tlog/check.ts"
+import { leafHash } from "../../src/tlog/hash.ts"
 import { buildRecordLog } from "../../src/anchoring/recordLog.ts"
 
 const hashBytes0 = (h: string) => new Uint8Array(Buffer.from(h, "hex"))
