@@ -41,3 +41,10 @@ export class TileMismatch extends Schema.TaggedError<TileMismatch>()("TileMismat
     return `inconsistent tiles: ${this.detail}`
   }
 }
+
+/** A proof that does not prove what it claims: the inclusion proof does not lead from the entry to the checkpoint's root. */
+export class ProofNotVerified extends Schema.TaggedError<ProofNotVerified>()("ProofNotVerified", { detail: Schema.String }) {
+  override get message() {
+    return `proof not verified: ${this.detail}`
+  }
+}
