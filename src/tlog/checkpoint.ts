@@ -72,5 +72,6 @@ export const openCheckpoint = (
     Result.flatMap(parseCheckpoint(note.text), (checkpoint): Result.Result<OpenedCheckpoint, MalformedInput | NoteNotVerified> =>
       checkpoint.origin === origin
         ? Result.succeed({ checkpoint, note })
-        : Result.fail(new NoteNotVerified({ reason: "wrong-origin", detail: `origin ${JSON.stringify(checkpoint.origin)}, expected ${JSON.stringify(origin)}` }))
-    ))
+        : Result.fail(
+          new NoteNotVerified({ reason: "wrong-origin", detail: `origin ${JSON.stringify(checkpoint.origin)}, expected ${JSON.stringify(origin)}` })
+        )))

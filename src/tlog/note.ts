@@ -113,7 +113,9 @@ const splitKey = (s: string): { name: string; id: string; key64: string } | unde
 /** A verifier from its vkey `<name>+<hex key id>+<base64(0x01 || Ed25519 public key)>`. */
 export const parseVerifierKey = (vkey: string): Result.Result<NoteVerifier, MalformedInput> => {
   const parts = splitKey(vkey)
-  if (parts === undefined || !isValidKeyName(parts.name) || !/^[0-9a-f]{8}$/.test(parts.id)) return malformedKey("verifier key", "not <name>+<8 hex digits>+<base64 key>")
+  if (parts === undefined || !isValidKeyName(parts.name) || !/^[0-9a-f]{8}$/.test(parts.id)) {
+    return malformedKey("verifier key", "not <name>+<8 hex digits>+<base64 key>")
+  }
   const typed = decodeBase64(parts.key64)
   if (typed === undefined || typed.length === 0) return malformedKey("verifier key", "the key is not base64")
   if (typed[0] !== ALG_ED25519 || typed.length !== 33) return malformedKey("verifier key", "not an Ed25519 key (type 0x01, 32 bytes)")
@@ -129,7 +131,9 @@ export const parseVerifierKey = (vkey: string): Result.Result<NoteVerifier, Malf
  */
 export const parseSignerKey = (skey: string): Result.Result<NoteSigner, MalformedInput> => {
   const parts = skey.startsWith("PRIVATE+KEY+") ? splitKey(skey.slice("PRIVATE+KEY+".length)) : undefined
-  if (parts === undefined || !isValidKeyName(parts.name) || !/^[0-9a-f]{8}$/.test(parts.id)) return malformedKey("signer key", "not PRIVATE+KEY+<name>+<8 hex digits>+<base64 key>")
+  if (parts === undefined || !isValidKeyName(parts.name) || !/^[0-9a-f]{8}$/.test(parts.id)) {
+    return malformedKey("signer key", "not PRIVATE+KEY+<name>+<8 hex digits>+<base64 key>")
+  }
   const typed = decodeBase64(parts.key64)
   if (typed === undefined || typed[0] !== ALG_ED25519 || typed.length !== 33) return malformedKey("signer key", "not an Ed25519 seed (type 0x01, 32 bytes)")
   const signer = ed25519NoteSigner(parts.name, privateFromSeed(typed.subarray(1)))

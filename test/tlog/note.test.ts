@@ -24,8 +24,10 @@ const ENOCH_VKEY = "EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLW
 const TEXT = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n"
 const PETER_SIG = "— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
 const ENOCH_SIG = "— EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n"
-const peter = { name: "PeterNeumann", keyId: 0xc74f20a3, signature: "x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=" }
-const enoch = { name: "EnochRoot", keyId: 0xaf0cfe78, signature: "rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=" }
+const peter = { name: "PeterNeumann", keyId: 0xc74f20a3,
+  signature: "x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=" }
+const enoch = { name: "EnochRoot", keyId: 0xaf0cfe78,
+  signature: "rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=" }
 
 describe("signed-note keys (note_test.go)", () => {
   it("TestNewVerifier: the vkey parses, and every substring and every one-byte change of it is refused", () => {

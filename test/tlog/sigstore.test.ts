@@ -30,21 +30,22 @@ const keyIdBytes = (s: NoteSigner) => {
 }
 
 /** A Rekor-shaped log entry: the logged bytes (our record hash), its index, the proof and the signed checkpoint. */
-const entryOf = (signer: NoteSigner, body: Uint8Array, index: number, size: number, root: Uint8Array, proof: ReadonlyArray<Uint8Array>, checkpoint: string): Entry => ({
-  logIndex: String(index),
-  logId: { keyId: keyIdBytes(signer) },
-  kindVersion: { kind: "hashedrekord", version: "0.0.2" },
-  integratedTime: "0",
-  inclusionPromise: undefined,
-  inclusionProof: {
+const entryOf = (signer: NoteSigner, body: Uint8Array, index: number, size: number, root: Uint8Array, proof: ReadonlyArray<Uint8Array>,
+  checkpoint: string): Entry => ({
     logIndex: String(index),
-    rootHash: Buffer.from(root),
-    treeSize: String(size),
-    hashes: proof.map((h) => Buffer.from(h)),
-    checkpoint: { envelope: checkpoint }
-  },
-  canonicalizedBody: Buffer.from(body)
-})
+    logId: { keyId: keyIdBytes(signer) },
+    kindVersion: { kind: "hashedrekord", version: "0.0.2" },
+    integratedTime: "0",
+    inclusionPromise: undefined,
+    inclusionProof: {
+      logIndex: String(index),
+      rootHash: Buffer.from(root),
+      treeSize: String(size),
+      hashes: proof.map((h) => Buffer.from(h)),
+      checkpoint: { envelope: checkpoint }
+    },
+    canonicalizedBody: Buffer.from(body)
+  })
 
 describe("@sigstore/verify checks our checkpoints and inclusion proofs", () => {
   const { privateKey, publicKey } = Crypto.generateKeyPairSync("ed25519")
@@ -73,7 +74,8 @@ describe("@sigstore/verify checks our checkpoints and inclusion proofs", () => {
   it("the pieces of our tlog-proof text verify with it", () => {
     const size = 300
     const root = run(treeHash(size, memoryHashReader(stored)))
-    const text = formatProofText({ index: 123, proof: run(proveInclusion(123, size, memoryHashReader(stored))), checkpoint: signCheckpoint({ origin, size, root }, [signer]) })
+    const text = formatProofText({ index: 123, proof: run(proveInclusion(123, size, memoryHashReader(stored))),
+      checkpoint: signCheckpoint({ origin, size, root }, [signer]) })
     const p = Result.getOrThrow(parseProofText(text))
     expect(() => verifyTLogInclusion(entryOf(signer, entries[123]!, p.index, size, root, p.proof, p.checkpoint), [authority])).not.toThrow()
   })
@@ -86,7 +88,9 @@ describe("@sigstore/verify checks our checkpoints and inclusion proofs", () => {
     const check = (e: Entry) => () => verifyTLogInclusion(e, [authority])
     expect(check(entryOf(signer, entries[100]!, 100, size, root, proof, checkpoint))).not.toThrow()
     expect(check(entryOf(signer, entries[101]!, 100, size, root, proof, checkpoint))).toThrow(/root hash does not match/)
-    expect(check(entryOf(signer, entries[100]!, 100, size, root, proof.map((h, i) => (i === 3 ? h.map((b) => b ^ 1) : h)), checkpoint))).toThrow(/root hash does not match/)
+    expect(check(entryOf(signer, entries[100]!, 100, size, root, proof.map((h, i) => (i === 3 ? h.map((b) => b ^ 1) : h)), checkpoint))).toThrow(
+      /root hash does not match/
+    )
     const other = ed25519NoteSigner(origin, Crypto.generateKeyPairSync("ed25519").privateKey)
     expect(check(entryOf(signer, entries[100]!, 100, size, root, proof, signCheckpoint({ origin, size, root }, [other])))).toThrow(/checkpoint signature/)
     expect(check(entryOf(signer, entries[100]!, 100, size, root, proof, checkpoint.replace("\n257\n", "\n258\n")))).toThrow(/checkpoint signature/)

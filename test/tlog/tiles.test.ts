@@ -10,19 +10,8 @@ import { leafHash } from "../../src/tlog/hash.ts"
 import { memoryHashReader } from "../../src/tlog/memory.ts"
 import { proveConsistency, proveInclusion } from "../../src/tlog/proofs.ts"
 import { type TileReader, tileHashReader } from "../../src/tlog/tileReader.ts"
-import {
-  ENTRIES_LEVEL,
-  formatEntryBundle,
-  hashFromTile,
-  newTiles,
-  parseEntryBundle,
-  parseTilePath,
-  readTileData,
-  type Tile,
-  tileForIndex,
-  tileInTree,
-  tilePath
-} from "../../src/tlog/tiles.ts"
+import { ENTRIES_LEVEL, formatEntryBundle, hashFromTile, newTiles, parseEntryBundle, parseTilePath, readTileData, type Tile, tileForIndex, tileInTree,
+  tilePath } from "../../src/tlog/tiles.ts"
 import { appendHashes, storedHashCount, storedHashIndex, treeHash } from "../../src/tlog/tree.ts"
 
 const run = <A, E>(e: Effect.Effect<A, E>): A => Effect.runSync(e)
@@ -158,9 +147,24 @@ describe("C2SP tlog-tiles (height 8)", () => {
       expect(Result.getOrThrow(parseTilePath(path))).toEqual(tile)
     }
     const bad = [
-      "tile/5/123/456/078", "tile/-1/001", "tile/64/001", "tile/01/001", "tile/0/1", "tile/0/0001", "tile/0/x000/001",
-      "tile/0/001.p/256", "tile/0/001.p/0", "tile/0/001.p/05", "tile/0/001.p", "tile/0/001/", "tile/data/001", "tiles/0/001",
-      "tile/0/x001", "/tile/0/001", "tile/0/x1000/000", "tile/0/+01"
+      "tile/5/123/456/078",
+      "tile/-1/001",
+      "tile/64/001",
+      "tile/01/001",
+      "tile/0/1",
+      "tile/0/0001",
+      "tile/0/x000/001",
+      "tile/0/001.p/256",
+      "tile/0/001.p/0",
+      "tile/0/001.p/05",
+      "tile/0/001.p",
+      "tile/0/001/",
+      "tile/data/001",
+      "tiles/0/001",
+      "tile/0/x001",
+      "/tile/0/001",
+      "tile/0/x1000/000",
+      "tile/0/+01"
     ]
     for (const path of bad) expect(Result.isFailure(parseTilePath(path)), path).toBe(true)
   })

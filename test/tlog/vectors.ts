@@ -65,7 +65,6 @@ export const INCLUSION = [
   }
 ]
 
-
 // testdata/consistency/{0..4}/happy-path.json: from (size1, root1) to (size2, root2).
 export const CONSISTENCY = [
   {
