@@ -148,6 +148,14 @@ describe("signed notes (note_test.go)", () => {
     expect(asked).toBe(0)
   })
 
+  it("a text with blank lines: the signatures start after the last one (c2sp.org/signed-note's poem)", () => {
+    const signer = ok(parseSignerKey(PETER_SKEY))
+    const poem = "Ognuno sta solo sul cuor della terra\ntrafitto da un raggio di sole:\n\ned è subito sera.\n"
+    const n = ok(openNote(signNote(poem, [signer]), [peterV]))
+    expect(n.text).toBe(poem)
+    expect(n.signatures.map((s) => s.name)).toEqual(["PeterNeumann"])
+  })
+
   it("c2sp.org/signed-note's example verifies with its vkey", () => {
     const v = ok(parseVerifierKey("example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k"))
     const note =

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto"
 import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
-import { verifyConsistency, verifyInclusion } from "../../src/tlog/check.ts"
+import { rootFromInclusionProof, verifyConsistency, verifyInclusion } from "../../src/tlog/check.ts"
 import { leafHash } from "../../src/tlog/hash.ts"
 import { consistencyProof, inclusionProof, memoryHashReader, merkleTreeHash } from "../../src/tlog/memory.ts"
 import { proveConsistency, proveInclusion } from "../../src/tlog/proofs.ts"
@@ -128,8 +128,16 @@ describe("the RFC 6962 reference vectors (transparency-dev/merkle)", () => {
     for (let n = 1; n <= 8; n++) expect(hex(run(treeHash(n, reader))), `size ${n}`).toBe(ROOTS[n - 1])
   })
 
-  it("inclusion proofs", () => {
-    for (const v of INCLUSION) expect(run(proveInclusion(v.index, v.size, reader)).map(hex), `${v.index}/${v.size}`).toEqual(v.proof)
+  it("inclusion proofs: produced as published; with a hash added (trailing or preceding garbage) they imply no root", () => {
+    const garbage = hd("cd".repeat(32))
+    for (const v of INCLUSION) {
+      const what = `${v.index}/${v.size}`
+      expect(run(proveInclusion(v.index, v.size, reader)).map(hex), what).toEqual(v.proof)
+      const leaf = leafHash(LEAF_INPUTS[v.index]!)
+      expect(hex(rootFromInclusionProof(v.index, v.size, leaf, v.proof.map(hd))!), what).toBe(ROOTS[v.size - 1])
+      expect(rootFromInclusionProof(v.index, v.size, leaf, [...v.proof.map(hd), garbage]), `${what}: trailing garbage`).toBeUndefined()
+      expect(rootFromInclusionProof(v.index, v.size, leaf, [garbage, ...v.proof.map(hd)]), `${what}: preceding garbage`).toBeUndefined()
+    }
   })
 
   it("consistency proofs: produced as published, they verify, and every corruption of verify_test.go fails", () => {
