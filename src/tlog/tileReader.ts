@@ -45,6 +45,7 @@ export const tileHashReader = <E>(
 ): HashReader<E | TileMismatch | TreeRangeError> => ({
   readHashes: (indexes) =>
     Effect.gen(function*() {
+      if (indexes.length === 0) return []
       const order = new Map<string, number>()
       const list: Array<Tile> = []
       const add = (t: Tile) => {

@@ -188,6 +188,9 @@ describe("C2SP tlog-tiles (height 8)", () => {
   it("a TileHashReader over real-size tiles proves leaves across a level 1 tile, and refuses another tree's root", () => {
     const entries = Array.from({ length: 600 }, (_, i) => text(`r ${i}`))
     const stored = buildLog(entries)
+    const empty = tileHashReader({ size: 0, root: new Uint8Array(32) }, tileServer(stored, 8).reader)
+    expect(run(empty.readHashes([]))).toEqual([])
+    expect(Effect.runSync(Effect.flip(empty.readHashes([0])))._tag).toBe("TreeRangeError")
     for (const size of [1, 255, 256, 257, 512, 600]) {
       const root = run(treeHash(size, memoryHashReader(stored)))
       const server = tileServer(stored, 8)
@@ -196,6 +199,7 @@ describe("C2SP tlog-tiles (height 8)", () => {
         expect(verifyInclusion(leaf, size, leafHash(entries[leaf]!), run(proveInclusion(leaf, size, thr)), root), `${leaf}/${size}`).toBe(true)
       }
       if (size > 1) expect(hex(run(treeHash(size - 1, thr)))).toBe(hex(run(treeHash(size - 1, memoryHashReader(stored)))))
+      expect(run(thr.readHashes([]))).toEqual([])
       const other = tileHashReader({ size, root: leafHash(text("not the root")) }, server.reader)
       expect(Effect.runSync(Effect.flip(other.readHashes([0])))._tag).toBe("TileMismatch")
     }
