@@ -1,5 +1,5 @@
 /**
- * The `anchord` command line (SPEC 8): start, dev, doctor, migrate, accounts, keys, users, fabric-devpeer,
+ * The `anchord` command line (SPEC 8): start, dev, doctor, monitor, migrate, accounts, keys, users, fabric-devpeer,
  * deploy, grant-anchorer, verify. Entry: src/cli/main.ts (which runs `verify` without loading this module).
  *
  * This module holds only what `--help` shows (names, arguments, flags, descriptions). Each handler
@@ -37,6 +37,18 @@ const doctor = Command.make("doctor", {
   batches: Flag.Int("batches").pipe(Flag.withDefault(100), Flag.withDescription("batches each EVM signer's balance should pay for"))
 }, (o) => Effect.flatMap(node, (m) => m.doctor(o))).pipe(
   Command.withDescription("Check a production configuration (database, chains, TLS, webhooks, Redis, clocks): exit 1 on a fatal problem")
+)
+
+const monitor = Command.make("monitor", {
+  rpc: Flag.String("rpc").pipe(Flag.withDescription("the network's JSON-RPC endpoint (your own: the chain is what is trusted)")),
+  log: Flag.String("log").pipe(Flag.withDescription("the log's tiles URL (the node serves <log>/checkpoint and <log>/tile/…)")),
+  registry: Flag.String("registry").pipe(Flag.withDescription("the AnchorRegistry contract's address")),
+  key: Flag.String("key").pipe(Flag.optional, Flag.withDescription("the log's checkpoint key (a signed-note verifier key): check the checkpoint's signature")),
+  fromBlock: Flag.Int("from-block").pipe(Flag.withDefault(0), Flag.withDescription("the contract's deployment block (faster)")),
+  follow: Flag.Boolean("follow").pipe(Flag.withDefault(false), Flag.withDescription("keep watching")),
+  intervalMs: Flag.Int("interval-ms").pipe(Flag.withDefault(15_000), Flag.withDescription("with --follow: between rounds"))
+}, (o) => Effect.flatMap(Effect.promise(() => import("../monitor/command.ts")), (m) => m.monitor(o))).pipe(
+  Command.withDescription("Audit a network's transparency log against the chain: exit 1 on the first inconsistency")
 )
 
 const migrate = Command.make("migrate", {}, () => Effect.flatMap(node, (m) => m.migrate)).pipe(
@@ -134,7 +146,7 @@ const fabricDevpeer = Command.make("fabric-devpeer", {
 
 export const cli = Command.make("anchord").pipe(
   Command.withDescription("anchord: a self-hostable record anchoring node"),
-  Command.withSubcommands([start, dev, doctor, migrate, accounts, keys, users, fabricDevpeer, deployCommand, grantAnchorerCommand, verifyCommand])
+  Command.withSubcommands([start, dev, doctor, monitor, migrate, accounts, keys, users, fabricDevpeer, deployCommand, grantAnchorerCommand, verifyCommand])
 )
 
 cli.pipe(
