@@ -113,6 +113,11 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   await client.GET("/v1/webhooks/deliveries/{deliveryId}", { params: { path: { deliveryId: deliveryId ?? "" } } })
   await client.GET("/v1/webhooks/deliveries/{deliveryId}", { params: { path: { deliveryId: "dlv_0000" } } })
   await client.POST("/v1/webhooks/deliveries/{deliveryId}/redeliver", { params: { path: { deliveryId: deliveryId ?? "" } }, body: {} })
+  // The request log of batched delivery (none here: this environment sends one event per request)
+  await client.GET("/v1/webhooks/requests", { params: { query: { limit: 10, recordId } } })
+  const requestId = `whb_${"0".repeat(32)}`
+  await client.GET("/v1/webhooks/requests/{requestId}", { params: { path: { requestId } } })
+  await client.POST("/v1/webhooks/requests/{requestId}/redeliver", { params: { path: { requestId } }, body: {} })
 
   return { exchanges, recordId, deliveryId }
 }
