@@ -8,7 +8,7 @@
  *   npm run build:web
  *
  * The Node-only parts the core reaches are replaced in this bundle only, none of their files
- * changed: `node:crypto` (the SHA-256 of jcs.ts and rfc9162.ts) and `node:buffer` (merkle.ts) by small stand-ins in
+ * changed: `node:crypto` (the SHA-256 of jcs.ts and tlog/hash.ts) and `node:buffer` (merkle.ts) by small stand-ins in
  * web/shims, the WebAssembly keccak by @noble/hashes (web/shims/keccak.ts), and the Fabric checks
  * by web/verify/src/fabric.ts (a browser cannot ask a Fabric peer), for bundles and COSE receipts alike. Any other Node import fails
  * the build.
@@ -29,7 +29,7 @@ export const CONSOLE_OUTPUT = at("web/console/console.js")
 const SUBSTITUTES: Record<string, Record<string, string>> = {
   "src/canonical/jcs.ts": { "node:crypto": "web/shims/node-crypto.ts" },
   "src/anchoring/merkle.ts": { "node:buffer": "web/shims/node-buffer.ts", "./keccak-wasm.ts": "web/shims/keccak.ts" },
-  "src/anchoring/rfc9162.ts": { "node:crypto": "web/shims/node-crypto.ts" },
+  "src/tlog/hash.ts": { "node:crypto": "web/shims/node-crypto.ts" },
   "src/verify/verify.ts": { "./fabric.ts": "web/verify/src/fabric.ts" },
   "src/verify/receipt.ts": { "./fabric.ts": "web/verify/src/fabric.ts" }
 }

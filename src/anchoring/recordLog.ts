@@ -6,7 +6,8 @@
  */
 import { Buffer } from "node:buffer"
 import { hash } from "node:crypto"
-import { logLeafOrder, split } from "./rfc9162.ts"
+import { split } from "../tlog/hash.ts"
+import { logLeafOrder } from "./rfc9162.ts"
 
 export interface RecordLog {
   /** 0x + 64 hex. */

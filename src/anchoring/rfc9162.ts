@@ -10,35 +10,9 @@
 // - verification is the algorithm of RFC 9162 §2.1.3.2, which needs the leaf index and tree size.
 // The empty tree (root SHA-256("")) is not built: a batch has at least one leaf.
 //
-// SHA-256 is node:crypto's one-shot `hash` (the browser bundle swaps in @noble/hashes: web/build.ts).
-import { hash } from "node:crypto"
-
-const LEAF_PREFIX = new Uint8Array([0])
-const NODE_PREFIX = new Uint8Array([1])
-
-const sha256 = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const total = parts.reduce((n, p) => n + p.length, 0)
-  const buf = new Uint8Array(total)
-  let off = 0
-  for (const p of parts) {
-    buf.set(p, off)
-    off += p.length
-  }
-  return new Uint8Array(hash("sha256", buf, "buffer"))
-}
-
-/** SHA-256(0x00 || leaf). */
-export const leafHash = (leaf: Uint8Array): Uint8Array => sha256(LEAF_PREFIX, leaf)
-
-/** SHA-256(0x01 || left || right). */
-export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => sha256(NODE_PREFIX, left, right)
-
-/** The largest power of two strictly smaller than n (n ≥ 2): where RFC 9162 splits a tree of n leaves. */
-export const split = (n: number): number => {
-  let k = 1
-  while (k * 2 < n) k *= 2
-  return k
-}
+// The hashes and the proof check are the transparency log's (src/tlog/hash.ts, src/tlog/check.ts): one
+// implementation for each batch's tree and each network's log.
+import { leafHash, nodeHash, split } from "../tlog/hash.ts"
 
 export interface LogTree {
   /** MTH of all the leaves, 32 bytes. */
@@ -67,58 +41,6 @@ export function buildLogTree(leaves: ReadonlyArray<Uint8Array>): LogTree {
     return nodeHash(left, right)
   }
   return { root: mth(0, n), proofs }
-}
-
-/**
- * The root implied by a leaf hash, its index, the tree size and an inclusion proof: RFC 9162
- * §2.1.3.2 step by step. `undefined` when the proof cannot belong to a tree of that size (index out
- * of range, too long or too short).
- */
-export function rootFromInclusionProof(
-  leafIndex: number,
-  treeSize: number,
-  leaf: Uint8Array,
-  proof: ReadonlyArray<Uint8Array>
-): Uint8Array | undefined {
-  if (!Number.isSafeInteger(leafIndex) || !Number.isSafeInteger(treeSize) || leafIndex < 0 || leafIndex >= treeSize) {
-    return undefined
-  }
-  if (leaf.length !== 32 || proof.some((p) => p.length !== 32)) return undefined
-  // Plain arithmetic, not bitwise operators: sizes may pass 2^31.
-  let fn = leafIndex
-  let sn = treeSize - 1
-  let r = leaf
-  for (const p of proof) {
-    if (sn === 0) return undefined
-    if (fn % 2 === 1 || fn === sn) {
-      r = nodeHash(p, r)
-      if (fn % 2 === 0) {
-        while (fn % 2 === 0 && fn !== 0) {
-          fn = Math.floor(fn / 2)
-          sn = Math.floor(sn / 2)
-        }
-      }
-    } else {
-      r = nodeHash(r, p)
-    }
-    fn = Math.floor(fn / 2)
-    sn = Math.floor(sn / 2)
-  }
-  return sn === 0 ? r : undefined
-}
-
-const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
-
-/** True when `proof` proves the leaf hash `leaf` at `leafIndex` in the tree of `treeSize` leaves with root `root`. */
-export function verifyInclusion(
-  leafIndex: number,
-  treeSize: number,
-  leaf: Uint8Array,
-  proof: ReadonlyArray<Uint8Array>,
-  root: Uint8Array
-): boolean {
-  const computed = rootFromInclusionProof(leafIndex, treeSize, leaf, proof)
-  return computed !== undefined && equalBytes(computed, root)
 }
 
 // --- record hashes ---------------------------------------------------------------------------

@@ -12,7 +12,8 @@
  *
  * The leaf is the record hash (32 bytes, `sha256(JCS(data))`); the leaf hash SHA-256(0x00 || hash).
  */
-import { leafHash, rootFromInclusionProof } from "../anchoring/rfc9162.ts"
+import { rootFromInclusionProof } from "../tlog/check.ts"
+import { leafHash } from "../tlog/hash.ts"
 import { type CborValue, decode, encode, Tag } from "./cbor.ts"
 
 export const COSE_SIGN1_TAG = 18

@@ -1,7 +1,7 @@
 /**
  * Browser stand-in for `node:crypto` in the verify page's bundle (web/build.ts): only what the bundled
  * core uses, `hash("sha256", …)`, synchronous like Node's (WebCrypto's digest is asynchronous, and
- * recordHash is not): a string to hex (src/canonical/jcs.ts), bytes to bytes (src/anchoring/rfc9162.ts,
+ * recordHash is not): a string to hex (src/canonical/jcs.ts), bytes to bytes (src/tlog/hash.ts,
  * the COSE receipts' tree). SHA-256 from @noble/hashes.
  */
 import { sha256 } from "@noble/hashes/sha2.js"
