@@ -1,8 +1,8 @@
 // RFC 9162 consistency proofs for tests: the generator (§2.1.4.1, SUBPROOF) over real leaves, and the
 // verifier's root computation (§2.1.4.2) run on any hashes, which gives the roots a proof of a chosen
 // shape implies (gas measurements at sizes no test can build). Written from the RFC, independently of
-// the contract's and the chaincode's verifiers; leaf and node hashes from src/anchoring/rfc9162.ts.
-import { leafHash, nodeHash, split } from "../../src/anchoring/rfc9162.ts"
+// the contract's and the chaincode's verifiers; leaf and node hashes from src/tlog/hash.ts.
+import { leafHash, nodeHash, split } from "../../src/tlog/hash.ts"
 
 /** MTH(D[lo:hi]) of raw leaves (record hashes). */
 export function logRoot(leaves: ReadonlyArray<Uint8Array>, lo = 0, hi = leaves.length): Uint8Array {
