@@ -92,11 +92,10 @@ export const ed25519VerifierKey = (name: string, publicKey: Uint8Array): string 
 export const ed25519NoteSigner = (name: string, privateKey: Crypto.KeyObject): NoteSigner => {
   if (privateKey.type !== "private" || privateKey.asymmetricKeyType !== "ed25519") throw new TypeError("a note signer needs an Ed25519 private key")
   const publicKey = rawEd25519Public(Crypto.createPublicKey(privateKey))
-  const verifierKey = ed25519VerifierKey(name, publicKey)
   return {
     name,
     keyId: keyIdOf(name, new Uint8Array([ALG_ED25519, ...publicKey])),
-    verifierKey,
+    verifierKey: ed25519VerifierKey(name, publicKey),
     sign: (message) => new Uint8Array(Crypto.sign(null, message, privateKey))
   }
 }

@@ -6,9 +6,7 @@
 import * as Effect from "effect/Effect"
 import { TreeRangeError } from "./errors.ts"
 import { split } from "./hash.ts"
-import { type Cursor, type HashReader, MAX_TREE_SIZE, readExactly, subTreeHash, subTreeIndex } from "./tree.ts"
-
-const isSize = (n: number) => Number.isSafeInteger(n) && n >= 0 && n <= MAX_TREE_SIZE
+import { type Cursor, type HashReader, isTreeSize, readExactly, subTreeHash, subTreeIndex } from "./tree.ts"
 
 /** The stored indexes the proof that leaf n is in the subtree [lo, hi) needs, appended to `need`. */
 const leafProofIndex = (lo: number, hi: number, n: number, need: Array<number>): Array<number> => {
@@ -46,7 +44,7 @@ export const proveInclusion = <E>(
   treeSize: number,
   reader: HashReader<E>
 ): Effect.Effect<Array<Uint8Array>, E | TreeRangeError> => {
-  if (!isSize(treeSize) || !Number.isSafeInteger(index) || index < 0 || index >= treeSize) {
+  if (!isTreeSize(treeSize) || !Number.isSafeInteger(index) || index < 0 || index >= treeSize) {
     return Effect.fail(new TreeRangeError({ detail: `no leaf ${index} in a tree of size ${treeSize}` }))
   }
   const indexes = leafProofIndex(0, treeSize, index, [])
@@ -95,7 +93,7 @@ export const proveConsistency = <E>(
   newSize: number,
   reader: HashReader<E>
 ): Effect.Effect<Array<Uint8Array>, E | TreeRangeError> => {
-  if (!isSize(newSize) || !Number.isSafeInteger(oldSize) || oldSize < 1 || oldSize > newSize) {
+  if (!isTreeSize(newSize) || !Number.isSafeInteger(oldSize) || oldSize < 1 || oldSize > newSize) {
     return Effect.fail(new TreeRangeError({ detail: `no consistency proof from size ${oldSize} to size ${newSize}` }))
   }
   const indexes = treeProofIndex(0, newSize, oldSize, [])

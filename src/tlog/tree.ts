@@ -27,7 +27,8 @@ export interface HashReader<E = never> {
  */
 export const MAX_TREE_SIZE = 2 ** 48
 
-const isSize = (n: number) => Number.isSafeInteger(n) && n >= 0 && n <= MAX_TREE_SIZE
+/** A size this library handles: a whole number from 0 to MAX_TREE_SIZE. */
+export const isTreeSize = (n: number): boolean => Number.isSafeInteger(n) && n >= 0 && n <= MAX_TREE_SIZE
 
 /** Number of trailing zero bits of x ≥ 1. */
 const trailingZeros = (x: number): number => {
@@ -101,7 +102,7 @@ export const appendHashes = <E>(
   entries: ReadonlyArray<Uint8Array>,
   reader: HashReader<E>
 ): Effect.Effect<Array<Uint8Array>, E | TreeRangeError> => {
-  if (!isSize(start) || !isSize(start + entries.length)) {
+  if (!isTreeSize(start) || !isTreeSize(start + entries.length)) {
     return Effect.fail(new TreeRangeError({ detail: `cannot append ${entries.length} leaves at ${start}` }))
   }
   const base = storedHashCount(start)
@@ -165,7 +166,7 @@ export const subTreeHash = (lo: number, hi: number, cursor: Cursor): Uint8Array 
 
 /** The root hash of the tree of the log's first n leaves (SHA-256("") for n = 0): one read of at most 1 + log2(n) hashes. */
 export const treeHash = <E>(n: number, reader: HashReader<E>): Effect.Effect<Uint8Array, E | TreeRangeError> => {
-  if (!isSize(n)) return Effect.fail(new TreeRangeError({ detail: `invalid tree size ${n}` }))
+  if (!isTreeSize(n)) return Effect.fail(new TreeRangeError({ detail: `invalid tree size ${n}` }))
   if (n === 0) return Effect.succeed(emptyTreeHash())
   const indexes = subTreeIndex(0, n, [])
   return readExactly(reader, indexes).pipe(Effect.map((hashes) => subTreeHash(0, n, { hashes, i: 0 })))
