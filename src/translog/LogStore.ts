@@ -89,6 +89,8 @@ export class LogStore extends Context.Service<LogStore, {
   /** Stored hashes by index (src/tlog/tree.ts): for tiles and proofs, below a published checkpoint's size. */
   readonly hashReader: (networkId: string) => HashReader<SqlError.SqlError>
   readonly latestCheckpoint: (networkId: string) => Effect.Effect<PublishedCheckpoint | undefined, SqlError.SqlError>
+  /** The chain was reset (dev chain): the network's log, head and checkpoints forgotten; it starts empty again. */
+  readonly forget: (networkId: string) => Effect.Effect<void, SqlError.SqlError>
   /** The log's leaves (record hashes) [start, end). */
   readonly entries: (networkId: string, start: number, end: number) => Effect.Effect<ReadonlyArray<Uint8Array>, SqlError.SqlError>
 }>()("anchord/translog/LogStore") {
@@ -224,7 +226,11 @@ export class LogStore extends Context.Service<LogStore, {
         return rows.map((r) => hex(r.hash))
       })
 
-      return LogStore.of({ assign, truncateFrom, publish, batchLeaves, head, range, hashReader, latestCheckpoint, entries })
+      const forget = Effect.fn("LogStore.forget")(function*(networkId: string) {
+        yield* rowDefects(q.forget(networkId))
+      })
+
+      return LogStore.of({ assign, truncateFrom, publish, batchLeaves, head, range, hashReader, latestCheckpoint, forget, entries })
     })
   )
 }

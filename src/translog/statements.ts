@@ -146,6 +146,14 @@ export const statements = (sql: SqlClient.SqlClient) => ({
       INSERT INTO log_checkpoints (network_id, size, root, batch_id, note)
       VALUES (${c.networkId}, ${c.size}, ${c.root}, ${c.batchId}::bigint, ${c.note}) ON CONFLICT (network_id, size) DO NOTHING`
   }),
+  /** A network's whole log, for a chain that was reset (dev chain): its checkpoints are gone with it. */
+  forget: SqlSchema.void({
+    Request: Schema.String,
+    execute: (networkId) =>
+      sql`
+      WITH b AS (DELETE FROM log_batches WHERE network_id = ${networkId}), c AS (DELETE FROM log_checkpoints WHERE network_id = ${networkId})
+      DELETE FROM log_heads WHERE network_id = ${networkId}`
+  }),
   latestCheckpoint: SqlSchema.findOneOption({
     Request: Schema.String,
     Result: CheckpointRow,
