@@ -86,6 +86,8 @@ export class EvmStore extends Context.Service<EvmStore, {
   readonly rewindLog: (batchId: string, reason: string, uncountSelf: boolean) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
   /** The batch confirmed: its checkpoint published (nothing when it has no range). */
   readonly publishCheckpoint: (batchId: string) => Effect.Effect<PublishedCheckpoint | undefined, SqlError.SqlError>
+  /** Whether the chain's checkpoint is one of the network's log (LogStore.agrees). */
+  readonly logAgrees: (networkId: string, size: number, root: Uint8Array) => Effect.Effect<boolean, SqlError.SqlError>
   /** Where the batch is in its network's log, if it has a range. */
   readonly logRange: (batchId: string) => Effect.Effect<{ readonly start: number; readonly leafCount: number } | undefined, SqlError.SqlError>
   /** Dies unless the pipeline's leadership still holds its lock (src/anchoring/Leadership.ts); before a broadcast. */
@@ -266,6 +268,7 @@ export class EvmStore extends Context.Service<EvmStore, {
         rewindLog,
         publishCheckpoint: logs.publish,
         logRange: logs.range,
+        logAgrees: logs.agrees,
         fence: fence(sql),
         markAdopted,
         markMined,

@@ -112,6 +112,24 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       Effect.tap(() => Effect.sync(() => (checkpointWarned = true)))
     ))
 
+  let divergedWarned = false
+  /**
+   * The contract's checkpoint is one of this network's log (the end of one of its ranges): else the chain's log
+   * was grown from another database and every checkpoint from this one would revert, so batches go out
+   * without one (said once), outside the log, rather than not at all.
+   */
+  const chainLogIsOurs = Effect.gen(function*() {
+    const onChain = yield* chain.checkpoint
+    const ok = yield* store.logAgrees(network.networkId, onChain.size, Buffer.from(onChain.root.slice(2), "hex"))
+    if (!ok && !divergedWarned) {
+      divergedWarned = true
+      yield* Effect.logError(
+        "the contract's transparency log is not this node's (another database, or a restore): batches anchored without checkpoints"
+      ).pipe(Effect.annotateLogs({ networkId: network.networkId, chainLogSize: onChain.size }))
+    }
+    return ok
+  })
+
   const signAndStore = Effect.fn("EvmWriter.signAndStore")(function*(b: EvmBatchRow, logRoot: Hex | null, tx: Eip1559Tx) {
     const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, logRoot, tx)
     yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
@@ -148,7 +166,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
         .pipe(Effect.annotateLogs({ networkId: network.networkId, batchId: b.id }))
       logRoot = null
     }
-    const withCheckpoint = logRoot !== null && (yield* checkpointSupported)
+    const withCheckpoint = logRoot !== null && (yield* checkpointSupported) && (yield* chainLogIsOurs)
     const gas = yield* chain.estimateAnchorGas(root, b.leafCount, logRoot).pipe(
       Effect.catchReasons("EvmError", {
         AlreadyAnchored: () => Effect.as(adoptIfMined(b), undefined),

@@ -80,6 +80,12 @@ export class LogStore extends Context.Service<LogStore, {
   readonly publish: (batchId: string) => Effect.Effect<PublishedCheckpoint | undefined, SqlError.SqlError>
   /** A batch's record hashes in its RFC 9162 leaf order, read through its anchors. */
   readonly batchLeaves: (batchId: string, leafCount: number) => Effect.Effect<ReadonlyArray<Uint8Array>, SqlError.SqlError>
+  /**
+   * Whether a checkpoint the chain holds is one of this log's: the end of one of its ranges with that root, or
+   * size 0 before anything was published. Otherwise the chain's log is not this database's (another database,
+   * a restore from before it): appending to it would only revert.
+   */
+  readonly agrees: (networkId: string, size: number, root: Uint8Array) => Effect.Effect<boolean, SqlError.SqlError>
   /** The tentative head (what the chain holds once every sent batch executes); size 0 before the first batch. */
   readonly head: (networkId: string) => Effect.Effect<{ readonly size: number; readonly root: Uint8Array }, SqlError.SqlError>
   readonly range: (batchId: string) => Effect.Effect<
@@ -226,11 +232,17 @@ export class LogStore extends Context.Service<LogStore, {
         return rows.map((r) => hex(r.hash))
       })
 
+      const agrees = Effect.fn("LogStore.agrees")(function*(networkId: string, size: number, root: Uint8Array) {
+        if (size === 0) return Option.isNone(yield* rowDefects(q.latestCheckpoint(networkId)))
+        const r = yield* rowDefects(q.rangeEndingAt({ networkId, size }))
+        return Option.isSome(r) && Buffer.from(r.value.rootAfter).equals(root)
+      })
+
       const forget = Effect.fn("LogStore.forget")(function*(networkId: string) {
         yield* rowDefects(q.forget(networkId))
       })
 
-      return LogStore.of({ assign, truncateFrom, publish, batchLeaves, head, range, hashReader, latestCheckpoint, forget, entries })
+      return LogStore.of({ assign, truncateFrom, publish, batchLeaves, agrees, head, range, hashReader, latestCheckpoint, forget, entries })
     })
   )
 }

@@ -2,7 +2,8 @@
 // each batch goes out with `anchorWithCheckpoint` carrying its range, the watcher publishes the checkpoints it
 // confirms, and the contract's checkpoint() is the newest published one. A batch whose nonce is taken by another
 // transaction in the middle of three in flight cuts the log: the later batch's transaction reverts, it is signed
-// again at the new head (that attempt not counted) and all land. A restarted node continues the same log.
+// again at the new head (that attempt not counted) and all land. A restarted node continues the same log; a node
+// whose database does not hold the contract's log anchors without checkpoints.
 //   npx vitest run test/evm/transparency-log.test.ts
 import { createWalletClient, type Hex, http } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
@@ -34,9 +35,9 @@ afterAll(async () => {
   await anvil?.stop()
 })
 
-const start = async () => {
+const start = async (db = databaseUrl) => {
   const node = await startEvmNode({
-    databaseUrl,
+    databaseUrl: db,
     networks: [network({
       networkId: NET,
       rpcUrl: anvil.rpcUrl,
@@ -176,5 +177,16 @@ describe("transparency log on anvil", () => {
     }, 20_000)
     expect(after.ranges.slice(0, before.ranges.length)).toEqual(before.ranges)
     expect(await chainCheckpoint()).toEqual(after.latest)
+  }, 60_000)
+
+  it("a database whose log is not the contract's anchors without checkpoints rather than not at all", async () => {
+    const onChain = await chainCheckpoint()
+    const other = await start(await freshDatabase())
+    const otherKey = await other.createKey(await other.createAccount())
+    const ids = await anchor(other, otherKey, 3, "other")
+    await waitFor("records ANCHORED", allAnchored(other.databaseUrl, ids), 30_000)
+    expect(await query(other.databaseUrl, "SELECT 1 FROM log_batches")).toHaveLength(0)
+    expect(await chainCheckpoint()).toEqual(onChain)
+    await other.stop()
   }, 60_000)
 })
