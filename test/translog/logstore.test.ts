@@ -9,7 +9,11 @@ import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { beforeAll } from "vitest"
 import { BatchStore } from "../../src/anchoring/BatchStore.ts"
-import { type AssignedRange, LogStore } from "../../src/translog/LogStore.ts"
+import * as Crypto from "node:crypto"
+import { Result } from "effect"
+import { type AssignedRange, CheckpointSigner, LogStore } from "../../src/translog/LogStore.ts"
+import { openCheckpoint } from "../../src/tlog/checkpoint.ts"
+import { ed25519NoteSigner, parseVerifierKey } from "../../src/tlog/note.ts"
 import { leafHash } from "../../src/tlog/hash.ts"
 import { consistencyProof, inclusionProof, memoryHashReader, merkleTreeHash } from "../../src/tlog/memory.ts"
 import { proveInclusion } from "../../src/tlog/proofs.ts"
@@ -161,5 +165,26 @@ describe("LogStore (real PostgreSQL)", () => {
       const head = yield* logs.head(net)
       assert.strictEqual(head.size, 64)
       assert.strictEqual(hex(head.root), hex(merkleTreeHash(leaves.map(leafHash))))
+    }).pipe(withStores), 60_000)
+
+  it.effect("with a CheckpointSigner, a published checkpoint carries its C2SP signed note", () =>
+    Effect.gen(function*() {
+      const batches = yield* BatchStore
+      const logs = yield* LogStore
+      const net = `evm-log-${hexId(6)}`
+      yield* queueRecords(net, 5)
+      const b = (yield* batches.cutBatch(net, 5, evmMeta))!
+      const leaves = yield* logs.batchLeaves(b.batchId, b.leafCount)
+      const r = yield* logs.assign(net, b.batchId, leaves)
+      const { privateKey } = Crypto.generateKeyPairSync("ed25519")
+      const signer = ed25519NoteSigner("anchord.test/log", privateKey)
+      const origin = `anchord.test/log/${net}`
+      const cp = yield* logs.publish(b.batchId).pipe(Effect.provideService(CheckpointSigner, { origin: () => origin, signer }))
+      const opened = openCheckpoint(cp!.note!, origin, [Result.getOrThrow(parseVerifierKey(signer.verifierKey))])
+      assert.isTrue(Result.isSuccess(opened), String(cp?.note))
+      const checkpoint = Result.getOrThrow(opened).checkpoint
+      assert.strictEqual(checkpoint.size, 5)
+      assert.strictEqual(hex(checkpoint.root), hex(r.newRoot))
+      assert.strictEqual((yield* logs.latestCheckpoint(net))?.note, cp!.note)
     }).pipe(withStores), 60_000)
 })
