@@ -12,6 +12,7 @@ import { BatchStore, restoreFailedAnchors, selectOpenBatches } from "../anchorin
 import { fence } from "../anchoring/Leadership.ts"
 import { batchRowOf, type Hex, HexString, IdRow } from "../anchoring/model.ts"
 import { rowDefects } from "../db/rows.ts"
+import { type AssignedRange, LogStore, type PublishedCheckpoint } from "../translog/LogStore.ts"
 
 /** A batch row with its transaction fields as `0x` hex. */
 export const EvmBatchRow = batchRowOf(HexString)
@@ -67,6 +68,28 @@ export class EvmStore extends Context.Service<EvmStore, {
   readonly openBatches: (networkId: string) => Effect.Effect<ReadonlyArray<EvmBatchRow>, SqlError.SqlError>
   /** A signed transaction (a first one, or a replacement at the same nonce), stored before it is broadcast. */
   readonly markSent: (batchId: string, tx: SentTransaction) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * `markSent` of a transaction carrying the batch's log checkpoint: the batch's range is assigned at the
+   * network's tentative head (src/translog), `sign` signs with it, and both are stored in one transaction.
+   */
+  readonly markSentWithCheckpoint: <E>(
+    batchId: string,
+    networkId: string,
+    leafCount: number,
+    sign: (range: AssignedRange) => Effect.Effect<SentTransaction, E>
+  ) => Effect.Effect<{ readonly range: AssignedRange; readonly tx: SentTransaction }, E | SqlError.SqlError>
+  /**
+   * The batch goes back (PENDING, FAILED, DROPPED): the log is cut at its range, and every later batch that had
+   * a range and is SENT goes back to PENDING with that attempt not counted (its transaction in flight reverts
+   * with CheckpointMismatch); with `uncountSelf`, this batch too. The later batches' ids.
+   */
+  readonly rewindLog: (batchId: string, reason: string, uncountSelf: boolean) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
+  /** The batch confirmed: its checkpoint published (nothing when it has no range). */
+  readonly publishCheckpoint: (batchId: string) => Effect.Effect<PublishedCheckpoint | undefined, SqlError.SqlError>
+  /** Whether the chain's checkpoint is one of the network's log (LogStore.agrees). */
+  readonly logAgrees: (networkId: string, size: number, root: Uint8Array) => Effect.Effect<boolean, SqlError.SqlError>
+  /** Where the batch is in its network's log, if it has a range. */
+  readonly logRange: (batchId: string) => Effect.Effect<{ readonly start: number; readonly leafCount: number } | undefined, SqlError.SqlError>
   /** Dies unless the pipeline's leadership still holds its lock (src/anchoring/Leadership.ts); before a broadcast. */
   readonly fence: Effect.Effect<void, SqlError.SqlError>
   /** The root is anchored on chain already but its log was not found yet: SENT, so the writer checks it again. */
@@ -89,6 +112,7 @@ export class EvmStore extends Context.Service<EvmStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const batches = yield* BatchStore
+      const logs = yield* LogStore
 
       /** The columns a mined transaction sets on its batch (`markMined`, and `revive` of a given-up batch). */
       const minedColumns = (f: typeof MinedFactsSql.Encoded) =>
@@ -147,6 +171,14 @@ export class EvmStore extends Context.Service<EvmStore, {
                               AND l.state NOT IN ('DROPPED', 'FAILED'))
             RETURNING id::text AS id`
       })
+      const resetUncounted = SqlSchema.void({
+        Request: Schema.Struct({ ids: Schema.Array(Schema.String), reason: Schema.String }),
+        execute: ({ ids, reason }) =>
+          sql`
+          UPDATE anchor_batches SET state = 'PENDING', nonce = NULL, tx_hash = NULL, raw_tx = NULL, last_error = ${reason},
+            attempts = GREATEST(attempts - 1, 0), updated_at = now()
+          WHERE id = ANY(${ids}::bigint[]) AND state = 'SENT'`
+      })
       const upsertCursor = SqlSchema.void({
         Request: Schema.Struct({ networkId: Schema.String, cursor: CursorRow }),
         execute: ({ cursor, networkId }) =>
@@ -168,6 +200,33 @@ export class EvmStore extends Context.Service<EvmStore, {
         const now = yield* Clock.currentTimeMillis
         // Fencing (src/anchoring/Leadership.ts): a leader that lost its lock stores no transaction to send.
         yield* sql.withTransaction(Effect.andThen(fence(sql), rowDefects(updateSent({ batchId, tx, sentAt: new Date(now) }))))
+      })
+
+      const markSentWithCheckpoint = <E>(
+        batchId: string,
+        networkId: string,
+        leafCount: number,
+        sign: (range: AssignedRange) => Effect.Effect<SentTransaction, E>
+      ) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const leaves = yield* logs.batchLeaves(batchId, leafCount)
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            yield* fence(sql)
+            const range = yield* logs.assign(networkId, batchId, leaves)
+            const tx = yield* sign(range)
+            yield* rowDefects(updateSent({ batchId, tx, sentAt: new Date(now) }))
+            return { range, tx }
+          }))
+        }).pipe(Effect.withSpan("EvmStore.markSentWithCheckpoint"))
+
+      const rewindLog = Effect.fn("EvmStore.rewindLog")(function*(batchId: string, reason: string, uncountSelf: boolean) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const later = yield* logs.truncateFrom(batchId)
+          const ids = uncountSelf ? [batchId, ...later] : later
+          if (ids.length > 0) yield* rowDefects(resetUncounted({ ids, reason }))
+          return later
+        }))
       })
 
       const markAdopted = Effect.fn("EvmStore.markAdopted")(function*(batchId: string) {
@@ -198,10 +257,26 @@ export class EvmStore extends Context.Service<EvmStore, {
       const resetNetwork = Effect.fn("EvmStore.resetNetwork")(function*(networkId: string) {
         const requeued = yield* batches.forgetNetwork(networkId)
         yield* rowDefects(deleteCursor(networkId))
+        yield* logs.forget(networkId)
         return requeued
       })
 
-      return EvmStore.of({ openBatches, markSent, fence: fence(sql), markAdopted, markMined, revive, cursor, saveCursor, resetNetwork })
+      return EvmStore.of({
+        openBatches,
+        markSent,
+        markSentWithCheckpoint,
+        rewindLog,
+        publishCheckpoint: logs.publish,
+        logRange: logs.range,
+        logAgrees: logs.agrees,
+        fence: fence(sql),
+        markAdopted,
+        markMined,
+        revive,
+        cursor,
+        saveCursor,
+        resetNetwork
+      })
     })
-  )
+  ).pipe(Layer.provide(LogStore.layer))
 }

@@ -40,6 +40,13 @@ export interface Eip1559Tx {
   readonly maxPriorityFeePerGas: bigint
 }
 
+/** The log checkpoint a batch's transaction carries (`anchorWithCheckpoint`, docs/design/transparency-log.md). */
+export interface CheckpointArgs {
+  readonly oldSize: number
+  readonly newLogRoot: Hex
+  readonly consistency: ReadonlyArray<Hex>
+}
+
 export interface Chain {
   readonly config: EvmNetworkConfig
   readonly client: PublicClient
@@ -56,14 +63,24 @@ export interface Chain {
   readonly estimateAnchorGas: (root: Hex, leafCount: number, logRoot: Hex | null) => Effect.Effect<bigint, EvmError>
   /**
    * Signs `anchorWithLogRoot(root, leafCount, logRoot)` (or `anchor(root, leafCount)` for a batch without
-   * an RFC 9162 root) locally; returns the raw tx and its hash (nothing sent).
+   * an RFC 9162 root, `anchorWithCheckpoint` with a checkpoint) locally; returns the raw tx and its hash (nothing sent).
    */
-  readonly signAnchor: (root: Hex, leafCount: number, logRoot: Hex | null, tx: Eip1559Tx) => Effect.Effect<{ raw: Hex; hash: Hex }>
+  readonly signAnchor: (
+    root: Hex,
+    leafCount: number,
+    logRoot: Hex | null,
+    tx: Eip1559Tx,
+    checkpoint?: CheckpointArgs
+  ) => Effect.Effect<{ raw: Hex; hash: Hex }>
   /**
    * Whether the contract has `anchorWithLogRoot` (deployments before issue 27 have not): asked once with an
    * `eth_call` of its pure `logLeafHash`, which an older contract reverts.
    */
   readonly supportsLogRoot: Effect.Effect<boolean, EvmError>
+  /** Whether the contract has `anchorWithCheckpoint`: asked once with an `eth_call` of its `checkpoint()` view. */
+  readonly supportsCheckpoint: Effect.Effect<boolean, EvmError>
+  /** The log checkpoint the contract stores (size 0 before the first). */
+  readonly checkpoint: Effect.Effect<{ readonly size: number; readonly root: Hex }, EvmError>
   readonly broadcast: (raw: Hex) => Effect.Effect<void, EvmError>
   readonly receipt: (hash: Hex) => Effect.Effect<{ status: "success" | "reverted"; gasUsed: bigint } | undefined, EvmError>
   readonly txKnown: (hash: Hex) => Effect.Effect<boolean, EvmError>
@@ -97,30 +114,26 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
         )
       )
 
-  let logRootSupport: boolean | undefined
-  const supportsLogRoot: Effect.Effect<boolean, EvmError> = Effect.suspend(() =>
-    logRootSupport !== undefined
-      ? Effect.succeed(logRootSupport)
-      : Effect.tryPromise({
-        try: () =>
-          client.readContract({
-            address,
-            abi: anchorRegistryAbi,
-            functionName: "logLeafHash",
-            args: [`0x${"00".repeat(32)}`]
-          }),
-        catch: (e) => new EvmError({ networkId: config.networkId, operation: "logLeafHash", reason: classify(e) })
-      }).pipe(
-        Effect.as(true),
-        // A revert (or no data back) is the answer "no"; an unreachable endpoint stays an error.
-        Effect.catchReasons("EvmError", { RpcUnavailable: (_, e) => Effect.fail(e) }, () => Effect.succeed(false)),
-        Effect.tap((ok) =>
-          Effect.sync(() => {
-            logRootSupport = ok
-          })
+  /** Whether an `eth_call` of `probe` succeeds, asked once: a revert (or no data back) is "no"; an unreachable endpoint stays an error. */
+  const supports = (operation: string, probe: () => Promise<unknown>): Effect.Effect<boolean, EvmError> => {
+    let known: boolean | undefined
+    return Effect.suspend(() =>
+      known !== undefined
+        ? Effect.succeed(known)
+        : Effect.tryPromise({ try: probe, catch: (e) => new EvmError({ networkId: config.networkId, operation, reason: classify(e) }) }).pipe(
+          Effect.as(true),
+          Effect.catchReasons("EvmError", { RpcUnavailable: (_, e) => Effect.fail(e) }, () => Effect.succeed(false)),
+          Effect.tap((ok) =>
+            Effect.sync(() => {
+              known = ok
+            })
+          )
         )
-      )
-  )
+    )
+  }
+  const supportsLogRoot = supports("logLeafHash",
+    () => client.readContract({ address, abi: anchorRegistryAbi, functionName: "logLeafHash", args: [`0x${"00".repeat(32)}`] }))
+  const supportsCheckpoint = supports("checkpoint", () => client.readContract({ address, abi: anchorRegistryAbi, functionName: "checkpoint" }))
 
   return {
     config,
@@ -165,7 +178,11 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
             account: account.address
           })),
     supportsLogRoot,
-    signAnchor: (root, leafCount, logRoot, tx) =>
+    supportsCheckpoint,
+    checkpoint: call("checkpoint", (c) => c.readContract({ address, abi: anchorRegistryAbi, functionName: "checkpoint" })).pipe(
+      Effect.map(([size, root]) => ({ size: Number(size), root }))
+    ),
+    signAnchor: (root, leafCount, logRoot, tx, checkpoint) =>
       Effect.promise(async () => {
         const raw = await account.signTransaction({
           type: "eip1559",
@@ -173,6 +190,12 @@ export const makeChain = (config: EvmNetworkConfig): Chain => {
           to: address,
           data: logRoot === null
             ? encodeFunctionData({ abi: anchorRegistryAbi, functionName: "anchor", args: [root, leafCount] })
+            : checkpoint !== undefined
+            ? encodeFunctionData({
+              abi: anchorRegistryAbi,
+              functionName: "anchorWithCheckpoint",
+              args: [root, leafCount, logRoot, BigInt(checkpoint.oldSize), checkpoint.newLogRoot, checkpoint.consistency]
+            })
             : encodeFunctionData({ abi: anchorRegistryAbi, functionName: "anchorWithLogRoot", args: [root, leafCount, logRoot] }),
           nonce: tx.nonce,
           gas: tx.gas,

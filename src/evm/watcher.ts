@@ -71,6 +71,8 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
       const again = yield* chain.getAnchor(b.merkleRoot)
       if (again !== undefined && again.blockNumber !== bn) continue // re-mined elsewhere: the log scan below records it
       if (again !== undefined && canonical !== undefined) continue // same height, new block with our tx again: rescanned below
+      // Its checkpoint went with it: the log is cut at its range, later batches signed again.
+      yield* store.rewindLog(b.id, `batch ${b.id} reorganised out of block ${bn}`, false)
       const requeued = yield* batches.drop(b.id, `reorganised out of block ${bn}`)
       yield* Effect.logWarning("reorg: batch dropped").pipe(Effect.annotateLogs({
         batchId: b.id,
@@ -144,6 +146,8 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
       if (head - bn + 1n < BigInt(network.confirmations)) continue
       const canonical = yield* block(bn)
       if (canonical === undefined || canonical.hash !== b.blockHash) continue
+      // Published first: a crash between the two publishes again (idempotent) when it confirms on the next tick.
+      const checkpoint = yield* store.publishCheckpoint(b.id)
       const anchored = yield* batches.confirm(b.id)
       yield* Effect.logInfo("batch confirmed").pipe(Effect.annotateLogs({
         batchId: b.id,
@@ -151,7 +155,8 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
         txHash: b.txHash,
         blockNumber: Number(bn),
         chainBatchId: Number(b.chainBatchId),
-        anchoredRecords: anchored
+        anchoredRecords: anchored,
+        ...(checkpoint === undefined ? {} : { logSize: checkpoint.size })
       }))
     }
   }).pipe(Effect.withSpan("EvmWatcher.tick"))

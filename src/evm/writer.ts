@@ -14,13 +14,26 @@
 import { Clock, Effect } from "effect"
 import type { Hex } from "viem"
 import { BatchStore } from "../anchoring/BatchStore.ts"
-import type { Chain } from "./chain.ts"
+import type { AssignedRange } from "../translog/LogStore.ts"
+import type { Chain, CheckpointArgs, Eip1559Tx } from "./chain.ts"
 import { EvmError, Reverted } from "./errors.ts"
-import { type EvmBatchRow, EvmStore } from "./EvmStore.ts"
+import { type EvmBatchRow, EvmStore, type SentTransaction } from "./EvmStore.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 
 const bumped = (value: bigint, percent: number) => value * BigInt(100 + percent) / 100n + 1n
 const maxBig = (a: bigint, b: bigint) => a > b ? a : b
+
+const hexOf = (b: Uint8Array) => `0x${Buffer.from(b).toString("hex")}` as Hex
+const checkpointArgs = (r: AssignedRange): CheckpointArgs => ({
+  oldSize: r.oldSize,
+  newLogRoot: hexOf(r.newRoot),
+  consistency: r.consistency.map(hexOf)
+})
+/**
+ * Gas a checkpoint adds to `anchorWithLogRoot` (docs/contract.md: ~25,400 for the first, ~11,600 plus
+ * ~1,200-1,400 per proof hash after): the estimate is made without it, the proof not being known yet.
+ */
+const checkpointGas = (proofLength: number) => 30_000n + 2_000n * BigInt(proofLength)
 
 export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
   const batches = yield* BatchStore
@@ -57,15 +70,85 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
 
   /** Batches that were refused: not tried again before this time (exponential, 250 ms .. 60 s). */
   const retryAt = new Map<string, number>()
+  /** Batches sent back to PENDING by a log cut during this tick: their rows read at its start are stale. */
+  const rewound = new Set<string>()
+
+  /**
+   * The batch goes back: the network's log is cut at its range (src/translog) and every later batch sent with
+   * a range goes back to PENDING, to be signed again at the new head (its transaction in flight reverts).
+   */
+  const rewind = Effect.fn("EvmWriter.rewind")(function*(b: EvmBatchRow, why: string, uncountSelf = false) {
+    const later = yield* store.rewindLog(b.id, `log cut at batch ${b.id}: ${why}`, uncountSelf)
+    if (uncountSelf) unacknowledged.delete(b.id)
+    for (const id of later) {
+      rewound.add(id)
+      unacknowledged.delete(id)
+      retryAt.delete(id)
+    }
+    if (later.length > 0) {
+      yield* Effect.logWarning("log cut: later batches to be signed again").pipe(Effect.annotateLogs({ batchId: b.id, later, reason: why }))
+    }
+  })
+  const resetToPending = (b: EvmBatchRow, why: string) => Effect.andThen(rewind(b, why), batches.resetToPending(b.id, why))
+  const failBatch = (b: EvmBatchRow, why: string) => Effect.andThen(rewind(b, why), batches.fail(b.id, why))
   const failOrRetry = Effect.fn("EvmWriter.failOrRetry")(function*(b: EvmBatchRow, e: EvmError) {
     retryAt.set(b.id, (yield* Clock.currentTimeMillis) + Math.min(60_000, 250 * 2 ** b.attempts))
     if (b.attempts + 1 >= network.maxAttempts) {
-      const n = yield* batches.fail(b.id, e.message)
+      const n = yield* failBatch(b, e.message)
       unacknowledged.delete(b.id)
       yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, root: b.merkleRoot, records: n, error: e.message }))
     } else {
       yield* batches.noteError(b.id, e.message)
     }
+  })
+
+  let checkpointWarned = false
+  /** Whether batches go out with the log's checkpoint; a contract without `anchorWithCheckpoint` keeps no log (said once). */
+  const checkpointSupported = Effect.tap(chain.supportsCheckpoint, (ok) =>
+    ok || checkpointWarned ? Effect.void : Effect.logWarning(
+      "contract has no anchorWithCheckpoint: batches anchored without the transparency log's checkpoint (no log for this network); deploy the current AnchorRegistry"
+    ).pipe(
+      Effect.annotateLogs({ networkId: network.networkId }),
+      Effect.tap(() => Effect.sync(() => (checkpointWarned = true)))
+    ))
+
+  let divergedWarned = false
+  /**
+   * The contract's checkpoint is one of this network's log (the end of one of its ranges): else the chain's log
+   * was grown from another database and every checkpoint from this one would revert, so batches go out
+   * without one (said once), outside the log, rather than not at all.
+   */
+  const chainLogIsOurs = Effect.gen(function*() {
+    const onChain = yield* chain.checkpoint
+    const ok = yield* store.logAgrees(network.networkId, onChain.size, Buffer.from(onChain.root.slice(2), "hex"))
+    if (!ok && !divergedWarned) {
+      divergedWarned = true
+      yield* Effect.logError(
+        "the contract's transparency log is not this node's (another database, or a restore): batches anchored without checkpoints"
+      ).pipe(Effect.annotateLogs({ networkId: network.networkId, chainLogSize: onChain.size }))
+    }
+    return ok
+  })
+
+  const signAndStore = Effect.fn("EvmWriter.signAndStore")(function*(b: EvmBatchRow, logRoot: Hex | null, tx: Eip1559Tx) {
+    const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, logRoot, tx)
+    yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
+    return { hash: signed.hash, raw: signed.raw, range: undefined }
+  })
+
+  /**
+   * Signs the batch's transaction with its log checkpoint: the range is assigned at the network's tentative
+   * head in the database transaction that stores the signed tx (a replacement gets the same range back).
+   * `addGas`: the estimate was made without the checkpoint (a replacement keeps its gas limit).
+   */
+  const sendWithCheckpoint = Effect.fn("EvmWriter.sendWithCheckpoint")(function*(b: EvmBatchRow, tx: Eip1559Tx, addGas: boolean) {
+    const { range, tx: sent } = yield* store.markSentWithCheckpoint(b.id, network.networkId, b.leafCount, (range) =>
+      Effect.gen(function*() {
+        const withGas = addGas ? { ...tx, gas: tx.gas + checkpointGas(range.consistency.length) } : tx
+        const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, b.logRoot, withGas, checkpointArgs(range))
+        return { ...withGas, txHash: signed.hash, rawTx: signed.raw } satisfies SentTransaction
+      }))
+    return { hash: sent.txHash, raw: sent.rawTx, range }
   })
 
   const send = Effect.fn("EvmWriter.send")(function*(b: EvmBatchRow) {
@@ -83,6 +166,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
         .pipe(Effect.annotateLogs({ networkId: network.networkId, batchId: b.id }))
       logRoot = null
     }
+    const withCheckpoint = logRoot !== null && (yield* checkpointSupported) && (yield* chainLogIsOurs)
     const gas = yield* chain.estimateAnchorGas(root, b.leafCount, logRoot).pipe(
       Effect.catchReasons("EvmError", {
         AlreadyAnchored: () => Effect.as(adoptIfMined(b), undefined),
@@ -105,9 +189,8 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       maxFeePerGas,
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : fees.maxPriorityFeePerGas
     }
-    const signed = yield* chain.signAnchor(root, b.leafCount, logRoot, tx)
     // Persisted before it leaves the process: a crash after this point re-broadcasts the same tx.
-    yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
+    const signed = withCheckpoint ? yield* sendWithCheckpoint(b, tx, true) : yield* signAndStore(b, logRoot, tx)
     nextNonce = nonce + 1
     unacknowledged.add(b.id)
     yield* annotateSampled(() => ({ "anchord.tx_hash": signed.hash, "anchord.nonce": nonce }))
@@ -118,7 +201,8 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       leafCount: b.leafCount,
       txHash: signed.hash,
       nonce,
-      maxFeePerGas: tx.maxFeePerGas.toString()
+      maxFeePerGas: tx.maxFeePerGas.toString(),
+      ...(signed.range === undefined ? {} : { logStart: signed.range.oldSize, logSize: signed.range.newSize })
     })
   })
 
@@ -133,7 +217,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
             const existing = yield* chain.getAnchor(b.merkleRoot)
             if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
             unacknowledged.delete(b.id)
-            yield* batches.resetToPending(b.id, e.message)
+            yield* resetToPending(b, e.message)
           }),
         AlreadyAnchored: () => adoptIfMined(b)
       })
@@ -146,7 +230,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
     if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
     if (b.txHash === null || b.rawTx === null || b.nonce === null) {
       unacknowledged.delete(b.id)
-      return yield* batches.resetToPending(b.id, "adopted root not found on chain")
+      return yield* resetToPending(b, "adopted root not found on chain")
     }
     const nonce = Number(b.nonce)
     const nonces = yield* chain.nonces
@@ -155,15 +239,20 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       for (const h of b.txHashes) {
         const r = yield* chain.receipt(h)
         if (r?.status === "reverted") {
+          const range = yield* store.logRange(b.id)
+          if (range !== undefined && (yield* chain.checkpoint).size !== range.start) {
+            // Its checkpoint did not follow the chain's (an earlier batch went back): signed again, not counted.
+            return yield* rewind(b, `tx ${h} reverted: the chain's log is not at the batch's range`, true)
+          }
           return yield* failOrRetry(b, new EvmError({
             networkId: network.networkId,
             operation: "anchor",
             reason: new Reverted({ message: `tx ${h} reverted` })
-          })).pipe(Effect.andThen(batches.resetToPending(b.id, `tx ${h} reverted`)))
+          })).pipe(Effect.andThen(resetToPending(b, `tx ${h} reverted`)))
         }
       }
       unacknowledged.delete(b.id)
-      return yield* batches.resetToPending(b.id, `nonce ${nonce} used by another transaction`)
+      return yield* resetToPending(b, `nonce ${nonce} used by another transaction`)
     }
     const known = yield* chain.txKnown(b.txHash)
     const age = (yield* Clock.currentTimeMillis) - (b.sentAt?.getTime() ?? 0)
@@ -181,13 +270,13 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
       if (age >= network.stuckAfterMs && nonce > nonces.pending) {
         // Known but queued behind a nonce gap (an earlier tx vanished): sign again at the chain's next nonce.
         unacknowledged.delete(b.id)
-        return yield* batches.resetToPending(b.id, `nonce gap: ${nonce} > next ${nonces.pending}`)
+        return yield* resetToPending(b, `nonce gap: ${nonce} > next ${nonces.pending}`)
       }
       nextNonce = Math.max(nextNonce, nonce + 1)
       if (age < network.stuckAfterMs) return
     }
     if (b.attempts >= network.maxAttempts) {
-      const n = yield* batches.fail(b.id, `not mined after ${b.attempts} attempts`)
+      const n = yield* failBatch(b, `not mined after ${b.attempts} attempts`)
       return yield* Effect.logError("batch failed").pipe(Effect.annotateLogs({ batchId: b.id, records: n }))
     }
     const fees = yield* chain.fees
@@ -197,8 +286,10 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
     if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas
     // Same gas limit as before: estimating now would see our own pending anchor and revert.
     const tx = { nonce, gas: BigInt(b.gasLimit ?? "200000"), maxFeePerGas, maxPriorityFeePerGas }
-    const signed = yield* chain.signAnchor(b.merkleRoot, b.leafCount, b.logRoot, tx)
-    yield* store.markSent(b.id, { ...tx, txHash: signed.hash, rawTx: signed.raw })
+    // A batch sent with a range keeps it: the replacement carries the same checkpoint.
+    const signed = (yield* store.logRange(b.id)) !== undefined
+      ? yield* sendWithCheckpoint(b, tx, false)
+      : yield* signAndStore(b, b.logRoot, tx)
     unacknowledged.add(b.id)
     yield* broadcast(b, signed.raw)
     yield* log("batch fee bumped", {
@@ -217,7 +308,9 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
     // Nothing in flight: the chain's count is the truth (also after a reorg dropped our transactions).
     if (recovering || sent.length === 0) nextNonce = 0
     const now = yield* Clock.currentTimeMillis
+    rewound.clear()
     for (const b of sent) {
+      if (rewound.has(b.id)) continue
       const due = recovering || unacknowledged.has(b.id) ||
         now - (b.sentAt?.getTime() ?? 0) >= network.stuckAfterMs
       if (due) yield* check(b)

@@ -24,6 +24,7 @@ import rulesInOnePlace from "./0024_rules_in_one_place.ts"
 import batchTreeLevels from "./0025_batch_tree_levels.ts"
 import batchedWebhooks from "./0026_batched_webhooks.ts"
 import webhookRequests from "./0027_webhook_requests.ts"
+import transparencyLog from "./0028_transparency_log.ts"
 
 /** Versioned migrations, applied in order by `anchord migrate` and at every start. */
 export const migrations = {
@@ -52,5 +53,6 @@ export const migrations = {
   "0024_rules_in_one_place": rulesInOnePlace,
   "0025_batch_tree_levels": batchTreeLevels,
   "0026_batched_webhooks": batchedWebhooks,
-  "0027_webhook_requests": webhookRequests
+  "0027_webhook_requests": webhookRequests,
+  "0028_transparency_log": transparencyLog
 }
