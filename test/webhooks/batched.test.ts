@@ -177,7 +177,7 @@ describe("batched webhook delivery", () => {
     // (requests sent at once are logged in the order their answers came)
     expect(all.map((r) => r.id).sort()).toEqual(receiver.received.map((r) => r.headers["x-service-batch-id"]).sort())
     // The first test's partial answer: the three named events not taken, then sent again in a request of their own.
-    const partial = all.at(-1)
+    const partial = all.find((r) => r.statusCode === 200 && r.events.some((e: any) => !e.taken))
     expect(partial.events.filter((e: any) => !e.taken).length).toBe(3)
     const named = partial.events.find((e: any) => !e.taken).eventId
     expect((await api("GET", `/v1/webhooks/requests?eventId=${named}`)).json.data.requests.length).toBe(2)
