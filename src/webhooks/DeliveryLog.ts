@@ -12,7 +12,8 @@ import { type Cause, Clock, Context, Effect, Layer, Option, Schema } from "effec
 import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { Environment } from "../api/recordSchemas.ts"
-import { chunkEntrySeq, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { chunkEntrySeq } from "./chunkOutcomes.ts"
+import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
 import { AttemptRow, DeliveryRow, DeliveryState, dieOnSchemaError, Environment as EnvironmentColumn } from "./rows.ts"
 
 export interface Owner {

@@ -1,8 +1,9 @@
 /**
  * Row schemas of the webhooks API's reads (settings, the delivery log and its attempts). Every store of
  * this folder reads and writes through `SqlSchema` with schemas like these; the dispatcher's own rows are
- * beside its statements (./DeliveryClaims.ts). A row the schema refuses means the schema and the migrations
- * disagree: a defect, not an error a caller could handle. SQL errors stay typed (`SqlError`) for the callers.
+ * beside its statements (the files ./DeliveryClaims.ts composes). A row the schema refuses means the schema and
+ * the migrations disagree: a defect, not an error a caller could handle. SQL errors stay typed (`SqlError`) for
+ * the callers.
  */
 import { Effect, Schema } from "effect"
 import type { SqlError } from "effect/sql"
