@@ -1,7 +1,7 @@
 /**
  * The chain-neutral batch state machine (docs/anchoring-evm.md, "Record states"): cutting batches,
  * confirmation (records → ANCHORED, announced by one `batch_events` row per account from which each
- * record's `anchor.confirmed` is derived, migration 0012), reorg / reset (records back to QUEUED),
+ * record's `anchor.confirmed` is derived), reorg / reset (records back to QUEUED),
  * giving up (records → FAILED with `anchor.failed` events through the outbox, src/outbox/Outbox.ts;
  * anchors kept in failed_anchors) and bringing a given-up batch's anchors back. Each transition is one
  * transaction of a handful of statements per batch (never one per record).
@@ -57,7 +57,7 @@ const claimScope = (sql: Sql, networkId: string, hybridEnvironment: Environment 
 const notYetInBatchOf = (sql: Sql, networkId: string) => sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
 
 /**
- * Where a network's queue starts (`queue_cursors`, migration 0016): records before it, in
+ * Where a network's queue starts (`queue_cursors`): records before it, in
  * (insert_xid, id) order, are in a batch of the network or not in its scope. Records are never updated
  * when cut, so the queue is read from here, in the order of the index `records_queue`, each record probed
  * for the network's anchor; the cursor then moves to where the cut stopped (`nextCursor`).
@@ -89,7 +89,7 @@ const nextCursor = (claimed: ReadonlyArray<{ readonly xid: string; readonly id: 
 const QueueRow = Schema.Struct({ count: Schema.Number, oldest: Schema.NullOr(Schema.Date) })
 const ClaimedRow = Schema.Struct({ id: Schema.String, hash: Schema.String, xid: Schema.String, horizon: Schema.String })
 const ExistingBatchRow = Schema.Struct({ id: Schema.String, state: BatchState })
-/** A live batch the cut's records join; `hasLevels`: its trees are stored (cut since migration 0025). */
+/** A live batch the cut's records join; `hasLevels`: its trees are stored (a batch cut by an older node has none). */
 const LiveBatchRow = Schema.Struct({ id: Schema.String, state: BatchState, hasLevels: Schema.Boolean })
 
 /** A record that reached ANCHORED in this transaction; `announced`: soft-deleted and announced before. */
@@ -133,7 +133,7 @@ const statementsOf = (sql: Sql) => ({
     -- deleted it since, so the re-anchoring is silent (docs/dev-chain.md).
     `
   }),
-  /** One `batch_events` row per account: the records it announces (their events derive from it, migration 0012). */
+  /** One `batch_events` row per account: the records it announces (their `anchor.confirmed` events derive from it). */
   announce: SqlSchema.void({
     Request: Schema.Struct({
       batchId: BatchId,
@@ -244,8 +244,8 @@ const statements = (sql: Sql) => {
 
 /**
  * Records of the batch that are ANCHORED now that the batch is confirmed (SPEC 4: every required
- * anchor's batch CONFIRMED; their state is read, migration 0016, nothing is written to them), announced
- * by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed` is derived
+ * anchor's batch CONFIRMED; their state is read, nothing is written to them), announced
+ * by one `batch_events` row per account: each record's `anchor.confirmed` is derived
  * from the record, its anchors and this batch (anchorViews.ts `anchorConfirmedPayloads`), and the row's trigger
  * writes the webhook fan-out. One SELECT, one INSERT. `only`: the records that joined an already
  * confirmed batch (the others were announced when it was confirmed). The number of records announced.
@@ -271,7 +271,7 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
 
 /**
  * Inside the caller's transaction, for a batch it has just set CONFIRMED (its anchors read confirmed from
- * that state, nothing is written to them, migration 0019): the records now complete → ANCHORED with
+ * that state, nothing is written to them): the records now complete → ANCHORED with
  * their events. The hybrid records of the batch are locked first: two networks confirming the two
  * anchors of one record at the same time would otherwise each see the other's batch still unconfirmed
  * (READ COMMITTED snapshots) and neither would complete the record.
@@ -352,7 +352,7 @@ export class BatchStore extends Context.Service<BatchStore, {
   /** A sent transaction abandoned (nonce used elsewhere, read conflict, ...): PENDING again, to be signed anew. */
   readonly resetToPending: (batchId: string, error: string) => Effect.Effect<void, SqlError.SqlError>
   /**
-   * The contract / chaincode cannot take the batch's RFC 9162 root (deployed before issue 27): forgotten before
+   * The contract / chaincode cannot take the batch's RFC 9162 root (an older deployment): forgotten before
    * the batch is first sent, so it goes out with its root alone and has no receipts.
    */
   readonly clearLogRoot: (batchId: string) => Effect.Effect<void, SqlError.SqlError>
@@ -512,7 +512,7 @@ export class BatchStore extends Context.Service<BatchStore, {
         Request: Schema.Struct({ networkId: Schema.String, to: CursorRow }),
         execute: ({ networkId, to }) => sql`UPDATE queue_cursors SET after_xid = ${to.xid}::numeric, after_id = ${to.id} WHERE network_id = ${networkId}`
       })
-      // Records joining a live batch raise its newest record (migration 0020; a NULL, unknown, stays so).
+      // Records joining a live batch raise its newest record (a NULL, unknown, stays so).
       const raiseNewest = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, newest: Schema.String }),
         execute: ({ batchId, newest }) =>
@@ -520,8 +520,8 @@ export class BatchStore extends Context.Service<BatchStore, {
               UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
       })
       /**
-       * A batch cut before migration 0025 that records join gets its trees: their anchors carry no proofs. The same
-       * root, so the same hashes, so the same trees.
+       * A batch without stored trees (cut by an older node) that records join gets them: the joining anchors carry no
+       * proofs. The same root, so the same hashes, so the same trees.
        */
       const storeLevels = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, merkleLevels: Schema.Uint8Array, logLevels: Schema.Uint8Array }),
@@ -532,7 +532,7 @@ export class BatchStore extends Context.Service<BatchStore, {
       /**
        * The cut's anchors, as one JSON document (`anchorsJson`, built by `cutBatch` from the trees it just
        * computed): a cut of thousands of records does no per-anchor schema work. No proofs: each record's leaf
-       * positions in its batch's stored trees (migration 0025, src/anchoring/batchTrees.ts).
+       * positions in its batch's stored trees (src/anchoring/batchTrees.ts).
        */
       const insertAnchors = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, networkId: Schema.String, chainType: AnchorChainType, anchorsJson: Schema.String }),
@@ -592,7 +592,7 @@ export class BatchStore extends Context.Service<BatchStore, {
           // The batch's second tree, RFC 9162 over the same hashes (COSE Receipts): its root goes on chain in
           // the same transaction. Sorted leaves, so a joined batch (below) has the same log root too.
           const log = buildRecordLogLevels(claimed.map((r) => r.hash))
-          // The newest record of the cut (anchor_batches.max_insert_xid, migration 0020: how the status filters
+          // The newest record of the cut (anchor_batches.max_insert_xid: how the status filters
           // tell a recent batch, src/anchoring/recordState.ts).
           const newest = claimed.reduce((m, r) => BigInt(r.xid) > m ? BigInt(r.xid) : m, 0n).toString()
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).

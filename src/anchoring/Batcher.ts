@@ -1,7 +1,7 @@
 /**
  * The batcher of one network: cuts a batch when N records are queued or the oldest queued record
- * is older than the window. Cutting (the queue read from the network's cursor, tree, batch + proofs,
- * the cursor moved; the records then read BATCHING, migration 0016) is one transaction in
+ * is older than the window. Cutting (the queue read from the network's cursor, the batch with its stored trees, its anchors,
+ * the cursor moved; the records then read BATCHING, nothing written to them) is one transaction in
  * BatchStore.cutBatch; the chain writer sends it after.
  * The same for every chain: an `AnchorChain` (src/anchoring/AnchorChain.ts) gives its `BatchTarget`.
  */

@@ -1,5 +1,5 @@
 /**
- * A record's state, read (migration 0016, docs/design/per-batch-model.md part 2): `records.status`
+ * A record's state, read rather than stored (docs/design/per-batch-model.md part 2): `records.status`
  * holds what a record-level event set (QUEUED, FAILED); BATCHING, ANCHORED and `anchoredAt` come from
  * the record's anchors and their batches through `anchord_record_state`. Every reader of a record's
  * state goes through these fragments (the record reads and lists, their `status=` filter, the
@@ -20,7 +20,7 @@ export const recordColumns = (sql: Sql) =>
     r.source, r.data_jcs, r.ciphertext, r.nonce, r.auth_tag, r.metadata, r.webhook_url, r.created_at, r.updated_at,
     st.anchored_at, r.deleted_at, r.hard_deleted, r.salted`
 
-/** The oldest queue cursor (`queue_cursors`, migration 0016): an initplan, indexable against `records_queue`. */
+/** The oldest queue cursor (`queue_cursors`): an initplan, indexable against `records_queue`. */
 const oldestCursor = (sql: Sql) => sql`(SELECT COALESCE(min(after_xid), 0) FROM queue_cursors)`
 
 /** Every network's cursor by network id: an initplan (one read of a table of a row per network), looked up per row in memory. */
@@ -46,7 +46,7 @@ export const mayBeQueuedRange = (sql: Sql) => sql`${mayBeQueued(sql)} AND r.inse
 /**
  * Of those, the records at or after their own network's cursor too (a hybrid record: the oldest
  * cursor, as its Fabric network is configuration). A record before it was cut by its network: it has
- * its anchor, so it is BATCHING or ANCHORED (migration 0020 and docs/design/per-batch-model.md,
+ * its anchor, so it is BATCHING or ANCHORED (docs/design/per-batch-model.md,
  * "Status filters without a probe per record in flight").
  */
 const inOwnQueue = (sql: Sql, listed: boolean) =>
@@ -59,8 +59,8 @@ const openBatchAnchors = (sql: Sql) =>
 export const mayBeBatching = (sql: Sql) => sql`r.id IN (${openBatchAnchors(sql)})`
 
 /**
- * Records with an anchor in a batch cut at or after its network's cursor (`anchor_batches.max_insert_xid`,
- * migration 0020: the newest `insert_xid` among the batch's records; unknown, NULL, counts as recent). A
+ * Records with an anchor in a batch cut at or after its network's cursor (`anchor_batches.max_insert_xid`:
+ * the newest `insert_xid` among the batch's records; unknown, NULL, counts as recent). A
  * non-hybrid record in its own queue (`inOwnQueue`) that has its anchor is one of these: its batch holds
  * it, so the batch's newest record is at least as new. The batches read: those of the index range from
  * the oldest cursor (the newest few per network; a range, see `mayBeQueuedRange`), each compared with
@@ -78,7 +78,7 @@ export type RecordStatus = "QUEUED" | "BATCHING" | "ANCHORED" | "FAILED"
 
 /**
  * The records in `status`, from the record's row and two small sets, with the state probed only where
- * those leave it open (migration 0020). Needs no `stateJoin`: a count reads no state at all for most
+ * those leave it open. Needs no `stateJoin`: a count reads no state at all for most
  * records; a list, which joins the state for its columns, reads it through `listedInStatus` (`listed`:
  * the queue's bound as a list wants it estimated, `mayBeQueuedRange`). Each is
  * exact, given the cursors (a record before its network's cursor has its anchor):

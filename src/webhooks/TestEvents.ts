@@ -5,9 +5,9 @@
  * delivery: the dispatcher signs it with that environment's secrets, sends it at once, retries it on the ladder, logs every
  * attempt; the delivery log shows it and it can be redelivered.
  *
- * The events trigger (migration 0007) makes deliveries only for events of records, so this inserts the
- * delivery itself, in the same transaction (its receiver by the trigger's own `anchord_url_host`, migration 0024),
- * and wakes the dispatchers after COMMIT as the trigger does.
+ * The events trigger makes deliveries only for events of records, so this inserts the delivery itself, in
+ * the same transaction (its receiver by the trigger's own function, `anchord_url_host`), and wakes the
+ * dispatchers after COMMIT as the trigger does.
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
@@ -58,7 +58,7 @@ export class WebhookTests extends Context.Service<WebhookTests, {
         const now = new Date(yield* Clock.currentTimeMillis)
         const id = yield* sql.withTransaction(Effect.gen(function*() {
           const event = yield* appendOne(sql, owner.accountId, { kind: "webhook.test", recordId: "", hash: "", environment: owner.environment })
-          // Every account has its settings rows (migrations 0007, 0013): the insert always makes one delivery.
+          // Every account has its settings rows, one per environment (the accounts trigger): the insert always makes one delivery.
           const { id } = yield* insertDelivery({ eventSeq: event.seq, eventId: event.eventId, accountId: owner.accountId, environment: owner.environment, now })
             .pipe(Effect.catchTag("NoSuchElementError", Effect.die), dieOnSchemaError)
           return id

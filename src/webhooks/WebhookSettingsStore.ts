@@ -86,7 +86,7 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
       })
 
       // Inside an unconfirmed overlap the signing (previous) secret stays and the pending one is replaced;
-      // the overlap is not extended. The new secret comes from the one generator (migration 0007).
+      // the overlap is not extended. The new secret comes from the one generator (`anchord_webhook_secret()`).
       const rotateSecret = SqlSchema.void({
         Request: SettingsKey,
         execute: ({ accountId, environment, now }) =>
@@ -109,7 +109,7 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
       const get = Effect.fn("WebhookSettingsStore.get")(function*(accountId: string, environment: Environment) {
         const now = yield* clockNow
         return yield* findSettings({ accountId, environment, now }).pipe(
-          // Every account has its rows (migrations 0007, 0013): none means no such account, which a caller
+          // Every account has its rows, one per environment (the accounts trigger): none means no such account, which a caller
           // holding an authenticated principal cannot have.
           Effect.catchTag("NoSuchElementError", () => Effect.die(new Error(`webhook settings of account ${accountId} (${environment}) missing`))),
           dieOnSchemaError
