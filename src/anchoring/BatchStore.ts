@@ -17,23 +17,21 @@ import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { rowDefects } from "../db/rows.ts"
 import { append } from "../outbox/Outbox.ts"
 import { fence } from "./Leadership.ts"
-import { countBatchFailed, observeAnchored } from "../metrics/metrics.ts"
+import { countBatchFailed, metricsHandle, observeAnchored } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTreeLevels, type Hex } from "./merkle.ts"
 import { buildRecordLogLevels } from "./recordLog.ts"
 import { stateJoin } from "./recordState.ts"
 import { AnchorChainType, BatchMeta, BatchRow, BatchState, CountRow, Environment, IdRow } from "./model.ts"
 
-type Sql = SqlClient.SqlClient
-
 /** The columns of a `BatchRow` (`batchRowOf`). */
-export const batchColumns = (sql: Sql) =>
+export const batchColumns = (sql: SqlClient.SqlClient) =>
   sql`id::text AS id, network_id, merkle_root, leaf_count, state, attempts, nonce::text AS nonce, gas_limit::text AS gas_limit, tx_hash,
     raw_tx, tx_hashes, max_fee_per_gas::text AS max_fee_per_gas, max_priority_fee_per_gas::text AS max_priority_fee_per_gas,
     sent_at, chain_batch_id::text AS chain_batch_id, block_number::text AS block_number, block_hash, created_at, log_root`
 
 /** The batches of a network still under way (PENDING, SENT, MINED), oldest first; rows to decode. */
-export const selectOpenBatches = (sql: Sql, networkId: string) =>
+export const selectOpenBatches = (sql: SqlClient.SqlClient, networkId: string) =>
   sql`SELECT ${batchColumns(sql)} FROM anchor_batches
       WHERE network_id = ${networkId} AND state IN ('PENDING', 'SENT', 'MINED') ORDER BY anchor_batches.id`
 
@@ -41,7 +39,7 @@ export const selectOpenBatches = (sql: Sql, networkId: string) =>
  * The records a network's batcher claims: its own; with `hybridEnvironment` (the Fabric network of an
  * environment), also that environment's hybrid records, whose `network_id` is their EVM network.
  */
-const claimScope = (sql: Sql, networkId: string, hybridEnvironment: Environment | undefined) =>
+const claimScope = (sql: SqlClient.SqlClient, networkId: string, hybridEnvironment: Environment | undefined) =>
   hybridEnvironment === undefined
     ? sql`r.network_id = ${networkId}`
     : sql`(r.network_id = ${networkId} OR (r.chain_type = 'hybrid' AND r.environment = ${hybridEnvironment}))`
@@ -54,7 +52,8 @@ const claimScope = (sql: Sql, networkId: string, hybridEnvironment: Environment 
  * stalled. The probe keeps the statement walking the queue index in id order, reading only the rows
  * it returns (docs/benchmarks.md, 2026-11-25 night).
  */
-const notYetInBatchOf = (sql: Sql, networkId: string) => sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
+const notYetInBatchOf = (sql: SqlClient.SqlClient, networkId: string) =>
+  sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
 
 /**
  * Where a network's queue starts (`queue_cursors`): records before it, in
@@ -69,7 +68,7 @@ interface Cursor {
 const CursorRow = Schema.Struct({ xid: Schema.String, id: Schema.String })
 
 /** The first `max` records of a network's queue, in the order a cut takes them: the look and the claim read the same rows. */
-const queueHead = (sql: Sql, networkId: string, max: number, hybridEnvironment: Environment | undefined, from: Cursor) =>
+const queueHead = (sql: SqlClient.SqlClient, networkId: string, max: number, hybridEnvironment: Environment | undefined, from: Cursor) =>
   sql`FROM records r
     WHERE r.status = 'QUEUED' AND (r.insert_xid, r.id) >= (${from.xid}::numeric, ${from.id})
       AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
@@ -117,7 +116,7 @@ const BatchId = Schema.String
  * `confirmBatchRecords`, `restoreFailedAnchors`, `ensureQueueCursor`) and of `dropBatch`; built once per
  * client.
  */
-const statementsOf = (sql: Sql) => ({
+const statementsOf = (sql: SqlClient.SqlClient) => ({
   /** The batch's records ANCHORED now (`only`: of these records). */
   completedRecords: SqlSchema.findAll({
     Request: Schema.Struct({ batchId: BatchId, only: Schema.optional(Schema.Array(Schema.String)) }),
@@ -235,8 +234,8 @@ const statementsOf = (sql: Sql) => ({
 /** A batch moved to its new state (setState): which one, and its network (the failed-batch metric's label). */
 const StateSet = Schema.Struct({ id: Schema.String, networkId: Schema.String })
 
-const statementsCache = new WeakMap<Sql, ReturnType<typeof statementsOf>>()
-const statements = (sql: Sql) => {
+const statementsCache = new WeakMap<SqlClient.SqlClient, ReturnType<typeof statementsOf>>()
+const statements = (sql: SqlClient.SqlClient) => {
   let built = statementsCache.get(sql)
   if (built === undefined) statementsCache.set(sql, built = statementsOf(sql))
   return built
@@ -250,12 +249,12 @@ const statements = (sql: Sql) => {
  * writes the webhook fan-out. One SELECT, one INSERT. `only`: the records that joined an already
  * confirmed batch (the others were announced when it was confirmed). The number of records announced.
  */
-export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: Sql, batchId: string, only?: ReadonlyArray<string>) {
+export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: SqlClient.SqlClient, batchId: string, only?: ReadonlyArray<string>) {
   const q = statements(sql)
   const completed = yield* rowDefects(q.completedRecords({ batchId, only }))
   // Observed when the statement ran (a transaction that rolls back later counts them anyway: rare, and
   // the records are anchored again by the next confirmation).
-  const metrics = yield* Effect.context<never>()
+  const metrics = yield* metricsHandle
   for (const r of completed) observeAnchored(metrics, r.networkId, r.latency)
   const toAnnounce = completed.filter((r) => !r.announced)
   if (toAnnounce.length === 0) return 0
@@ -277,7 +276,7 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
  * (READ COMMITTED snapshots) and neither would complete the record.
  * The number of events written.
  */
-export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(function*(sql: Sql, batchId: string) {
+export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(function*(sql: SqlClient.SqlClient, batchId: string) {
   const q = statements(sql)
   yield* rowDefects(q.lockHybridRecords(batchId))
   // After the lock: of a hybrid record's two batches, the one confirmed last completed it (its anchoredAt).
@@ -292,7 +291,7 @@ export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(f
  * QUEUED: with their anchors back they read BATCHING; confirmation then makes them ANCHORED, with
  * anchor.confirmed events). The number of records revived.
  */
-export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")(function*(sql: Sql, batchId: string) {
+export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")(function*(sql: SqlClient.SqlClient, batchId: string) {
   return (yield* rowDefects(statements(sql).restoreFailed(batchId))).n
 })
 
@@ -301,7 +300,7 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
  * (the batch is reset, not the records), and the network's queue cursor moves back to the first of
  * them, so the next cut takes them. The number of records re-queued (those not FAILED).
  */
-const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId: string, reason: string) {
+const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: SqlClient.SqlClient, batchId: string, reason: string) {
   const q = statements(sql)
   const batch = yield* rowDefects(q.lockDroppable(batchId))
   if (Option.isNone(batch)) return 0
@@ -320,7 +319,7 @@ const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId:
  * and at every node's start for the networks its ingest assigns (src/records/Ingest.ts): records of a
  * network no batcher serves then still count as QUEUED (`mayBeQueued`, src/anchoring/recordState.ts).
  */
-export const ensureQueueCursor = (sql: Sql, networkId: string, hybridEnvironment?: Environment) =>
+export const ensureQueueCursor = (sql: SqlClient.SqlClient, networkId: string, hybridEnvironment?: Environment) =>
   rowDefects(statements(sql).ensureCursor({ networkId, hybridEnvironment }))
 
 export interface CutBatch {
@@ -684,7 +683,7 @@ export class BatchStore extends Context.Service<BatchStore, {
         }))
         if (done === undefined) return 0
         // anchord_batches_failed_total (docs/metrics.md), once the FAILED state is committed.
-        countBatchFailed(yield* Effect.context<never>(), done.networkId)
+        countBatchFailed(yield* metricsHandle, done.networkId)
         return done.records
       })
 

@@ -6,7 +6,7 @@
  * The same for every chain: an `AnchorChain` (src/anchoring/AnchorChain.ts) gives its `BatchTarget`.
  */
 import { Clock, Effect } from "effect"
-import { observeBatchSize } from "../metrics/metrics.ts"
+import { metricsHandle, observeBatchSize } from "../metrics/metrics.ts"
 import { BatchStore } from "./BatchStore.ts"
 import type { BatchMeta, Environment } from "./model.ts"
 
@@ -53,7 +53,7 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
       yield* Effect.sleep("25 millis")
       continue
     }
-    observeBatchSize(yield* Effect.context<never>(), network.networkId, cut.leafCount)
+    observeBatchSize(yield* metricsHandle, network.networkId, cut.leafCount)
     yield* Effect.logDebug("batch cut").pipe(Effect.annotateLogs({
       networkId: network.networkId,
       batchId: cut.batchId,

@@ -34,7 +34,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { type ChunkDelivery, type ChunkOutcome, makeChunkOutcomes } from "./chunkOutcomes.ts"
 import { type Claimed, type Completion, type CompletionResult, makeClaimedDeliveries, type Rendering } from "./claimedDeliveries.ts"
 import { makeDispatcherSql } from "./dispatcherSql.ts"
-import { type Chunk, type FanOut, makeFanOut } from "./fanOut.ts"
+import { type Chunk, type FanOutStep, makeFanOut } from "./fanOut.ts"
 import { makeFanoutRows } from "./fanoutRows.ts"
 import { type KeyedRenderInput, makeRenderInputs } from "./renderInputs.ts"
 
@@ -55,14 +55,7 @@ export class DeliveryClaims extends Context.Service<DeliveryClaims, {
    * A receiver's events wait in the row while this node has `perHost` attempts in flight to it
    * (`inFlight`, this node's own count: the fan-out reads no other node's claims).
    */
-  readonly fanOut: (
-    limit: number,
-    leaseMillis: number,
-    nodeId: string,
-    token: string,
-    perHost: number,
-    inFlight: ReadonlyMap<string, number>
-  ) => Effect.Effect<FanOut, SqlError.SqlError>
+  readonly fanOut: FanOutStep
   /** What the first render of these deliveries needs: the stored event, the record, the signing secrets now. */
   readonly renderInputs: (seqs: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<KeyedRenderInput>, SqlError.SqlError>
   /** Stores bodies rendered for the first time; returns what is stored (a concurrent render may have won). */

@@ -14,7 +14,8 @@ import { PgClient } from "@effect/sql-pg"
 import type { Environment } from "../api/recordSchemas.ts"
 import { chunkEntrySeq } from "./chunkOutcomes.ts"
 import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
-import { AttemptRow, DeliveryRow, DeliveryState, dieOnSchemaError, Environment as EnvironmentColumn } from "./rows.ts"
+import { rowDefects } from "../db/rows.ts"
+import { AttemptRow, DeliveryRow, DeliveryState, Environment as EnvironmentColumn } from "./rows.ts"
 
 export interface Owner {
   readonly accountId: string
@@ -256,20 +257,20 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
       })
       /** An aggregate's one row: none is a bug (a defect), like a row its schema refuses. */
       const count = (self: Effect.Effect<typeof CountRow.Type, SqlError.SqlError | Schema.SchemaError | Cause.NoSuchElementError>) =>
-        dieOnSchemaError(Effect.catchTag(self, "NoSuchElementError", Effect.die))
+        rowDefects(Effect.catchTag(self, "NoSuchElementError", Effect.die))
 
       const get = Effect.fn("DeliveryLog.get")(function*(owner: Owner, id: string) {
         const key = { accountId: owner.accountId, environment: owner.environment, id }
-        const found = yield* dieOnSchemaError(findDelivery(key))
+        const found = yield* rowDefects(findDelivery(key))
         const seq = chunkEntrySeq(id)
         if (Option.isSome(found) || seq === undefined) return Option.getOrUndefined(found)
         // Else an entry of a chunk row: its id carries its seq, found by the rows' seq ranges.
-        return Option.getOrUndefined(yield* dieOnSchemaError(findChunkEntry({ ...key, seq })))
+        return Option.getOrUndefined(yield* rowDefects(findChunkEntry({ ...key, seq })))
       })
 
       return DeliveryLog.of({
         list: Effect.fn("DeliveryLog.list")(function*(owner, options) {
-          return yield* dieOnSchemaError(listDeliveries({
+          return yield* rowDefects(listDeliveries({
             accountId: owner.accountId,
             environment: owner.environment,
             limit: options.limit,
@@ -284,19 +285,19 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
 
         attemptsOf: Effect.fn("DeliveryLog.attemptsOf")(function*(seqs) {
           if (seqs.length === 0) return []
-          return yield* dieOnSchemaError(findAttempts(seqs))
+          return yield* rowDefects(findAttempts(seqs))
         }),
 
         redeliver: Effect.fn("DeliveryLog.redeliver")(function*(owner, id) {
           const now = new Date(yield* Clock.currentTimeMillis)
           const key = { accountId: owner.accountId, environment: owner.environment, id }
-          let rows = yield* dieOnSchemaError(requeue({ ...key, now }))
+          let rows = yield* rowDefects(requeue({ ...key, now }))
           // A chunk entry is split out into its own row first, then redelivered as any delivery is.
           // Requeued whether or not this call split it: a concurrent redelivery may have split it out a moment ago.
           const seq = chunkEntrySeq(id)
           if (rows.length === 0 && seq !== undefined) {
-            yield* dieOnSchemaError(splitOut({ ...key, seq }))
-            rows = yield* dieOnSchemaError(requeue({ ...key, now }))
+            yield* rowDefects(splitOut({ ...key, seq }))
+            rows = yield* rowDefects(requeue({ ...key, now }))
           }
           if (rows.length === 0) return undefined
           // The answer is the delivery as re-queued; read it before waking the dispatchers, which may

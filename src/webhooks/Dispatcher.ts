@@ -28,6 +28,7 @@
 import { Cause, Clock, Effect, Fiber, Layer, Queue } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { AnchoringLag } from "../anchoring/AnchoringLag.ts"
+import { metricsHandle } from "../metrics/metrics.ts"
 import { supervised } from "../supervision.ts"
 import { makeClaimLoop } from "./claimer.ts"
 import { WebhookConfig } from "./config.ts"
@@ -46,7 +47,7 @@ const RETENTION_BATCH = 5_000
 export const WebhookDispatcher = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* WebhookConfig
   // The node's metrics registry (src/app/metrics.ts): attempts by outcome, their durations.
-  const metrics = yield* Effect.context<never>()
+  const metrics = yield* metricsHandle
   if (!config.enabled) return
   const claims = yield* DeliveryClaims
   const deliveryLog = yield* DeliveryLog

@@ -10,7 +10,8 @@ import type { Completion } from "./claimedDeliveries.ts"
 import { clockNow, type DispatcherSql } from "./dispatcherSql.ts"
 import type { Chunk } from "./fanOut.ts"
 import type { FanoutRows } from "./fanoutRows.ts"
-import { DeliveryState, dieOnSchemaError } from "./rows.ts"
+import { rowDefects } from "../db/rows.ts"
+import { DeliveryState } from "./rows.ts"
 
 /** A chunk record's first attempt: an outcome as a claimed delivery's, by record. */
 export interface ChunkOutcome extends Omit<Completion, "seq" | "token" | "round" | "attempt"> {
@@ -92,7 +93,7 @@ export const makeChunkOutcomes = ({ asyncCommit, sql }: DispatcherSql, fanouts: 
     return yield* sql.withTransaction(Effect.gen(function*() {
       // A lost outcome only means the chunk is sent again (at-least-once): no WAL flush waited for.
       yield* asyncCommit
-      const held = yield* dieOnSchemaError(fanouts.heldRecords({ fanoutId: chunk.fanoutId, token: chunk.token }))
+      const held = yield* rowDefects(fanouts.heldRecords({ fanoutId: chunk.fanoutId, token: chunk.token }))
       if (Option.isNone(held)) return []
       const stillHeld = new Set(held.value.recordIds)
       const values = chunk.items.flatMap((item, ord) => {
@@ -126,8 +127,8 @@ export const makeChunkOutcomes = ({ asyncCommit, sql }: DispatcherSql, fanouts: 
       })
       const written: ReadonlyArray<ChunkDelivery> = values.length === 0
         ? []
-        : yield* dieOnSchemaError(writeChunkOutcomes({ values: JSON.stringify(values), nodeId, now }))
-      yield* dieOnSchemaError(fanouts.deleteFanout(chunk.fanoutId))
+        : yield* rowDefects(writeChunkOutcomes({ values: JSON.stringify(values), nodeId, now }))
+      yield* rowDefects(fanouts.deleteFanout(chunk.fanoutId))
       return written
     }))
   })

@@ -9,7 +9,8 @@ import { type SqlError, SqlSchema } from "effect/sql"
 import { clockNow, type DispatcherSql } from "./dispatcherSql.ts"
 import { StableHeaders } from "./payload.ts"
 import { inOverlap } from "./rotation.ts"
-import { DeliveryMode, DeliveryState, dieOnSchemaError, Environment } from "./rows.ts"
+import { rowDefects } from "../db/rows.ts"
+import { DeliveryMode, DeliveryState, Environment } from "./rows.ts"
 
 /** A claimed delivery, ready to send once rendered (`seq` is the table's key as text). */
 export const Claimed = Schema.Struct({
@@ -186,7 +187,7 @@ export const makeClaimedDeliveries = ({ asyncCommit, seqArray, sql }: Dispatcher
 
   const claim = Effect.fnUntraced(function*(limit: number, leaseMillis: number, nodeId: string, token: string, perHost: number) {
     const ms = yield* Clock.currentTimeMillis
-    return yield* dieOnSchemaError(claimDue({ limit, nodeId, token, perHost, now: new Date(ms), until: new Date(ms + leaseMillis) }))
+    return yield* rowDefects(claimDue({ limit, nodeId, token, perHost, now: new Date(ms), until: new Date(ms + leaseMillis) }))
   })
 
   const saveRendered = Effect.fnUntraced(function*(items: ReadonlyArray<Rendering>) {
@@ -198,7 +199,7 @@ export const makeClaimedDeliveries = ({ asyncCommit, seqArray, sql }: Dispatcher
       signature_next: item.signatureNext,
       headers: item.headers
     })))
-    return yield* dieOnSchemaError(storeRendered({ values, seqs: items.map((item) => item.seq) }))
+    return yield* rowDefects(storeRendered({ values, seqs: items.map((item) => item.seq) }))
   })
 
   const complete = Effect.fnUntraced(function*(items: ReadonlyArray<Completion>, nodeId: string) {
@@ -216,14 +217,14 @@ export const makeClaimedDeliveries = ({ asyncCommit, seqArray, sql }: Dispatcher
       ok: item.ok,
       retry_ms: item.retryInMillis
     })))
-    return yield* dieOnSchemaError(recordOutcomes({ values, seqs: items.map((item) => item.seq), nodeId, now }))
+    return yield* rowDefects(recordOutcomes({ values, seqs: items.map((item) => item.seq), nodeId, now }))
   })
 
   const nextDueMillis: Effect.Effect<number | null, SqlError.SqlError> = Effect.flatMap(clockNow, (now) =>
     nextDue(now).pipe(
       // an aggregate's one row
       Effect.catchTag("NoSuchElementError", Effect.die),
-      dieOnSchemaError,
+      rowDefects,
       Effect.map((row) => row.wait)
     ))
 

@@ -6,7 +6,7 @@
 import * as Crypto from "node:crypto"
 import { Clock, Effect, Queue, Ref } from "effect"
 import type { AnchoringLag } from "../anchoring/AnchoringLag.ts"
-import { setDeliveryRateLimit } from "../metrics/metrics.ts"
+import { type MetricsHandle, setDeliveryRateLimit } from "../metrics/metrics.ts"
 import type { Claimed, Rendering } from "./claimedDeliveries.ts"
 import type { DispatcherSettings } from "./config.ts"
 import type { DeliveryClaims } from "./DeliveryClaims.ts"
@@ -25,7 +25,7 @@ const isReady = (row: Claimed): row is Ready => row.body !== null && row.signatu
 export const makeClaimLoop = Effect.fnUntraced(function*({ anchoringLag, claims, config, metrics, start, state }: {
   readonly config: DispatcherSettings
   /** The node's metrics registry (src/app/metrics.ts): the delivery rate limit while yielding to anchoring. */
-  readonly metrics: Parameters<typeof setDeliveryRateLimit>[0]
+  readonly metrics: MetricsHandle
   readonly claims: DeliveryClaims["Service"]
   readonly anchoringLag: AnchoringLag["Service"]
   readonly state: DispatchState

@@ -15,7 +15,7 @@ export const TextArrayJson = Schema.fromJsonString(Schema.Array(Schema.String))
  * The receiver's authority (host[:port], lowercase) of a URL: the triggers' own function (`anchord_url_host`),
  * for the deliveries the node inserts itself.
  */
-export const hostOf = (sql: SqlClient.SqlClient, url: Statement.Fragment): Statement.Fragment => sql`anchord_url_host(${url})`
+export const hostPortSql = (sql: SqlClient.SqlClient, url: Statement.Fragment): Statement.Fragment => sql`anchord_url_host(${url})`
 
 export const makeDispatcherSql = (sql: SqlClient.SqlClient) => ({
   sql,

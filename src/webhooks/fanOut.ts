@@ -7,16 +7,17 @@
  * is written before the chunk's outcomes (./chunkOutcomes.ts).
  */
 import { Clock, Effect, Schema } from "effect"
-import { SqlSchema } from "effect/sql"
+import { type SqlError, SqlSchema } from "effect/sql"
 import * as Crypto from "node:crypto"
 import { anchorConfirmedPayloads } from "../anchoring/anchorViews.ts"
 import type { Claimed } from "./claimedDeliveries.ts"
-import { type DispatcherSql, hostOf } from "./dispatcherSql.ts"
+import { type DispatcherSql, hostPortSql } from "./dispatcherSql.ts"
 import type { FanoutRow, FanoutRows } from "./fanoutRows.ts"
 import { render, type StableHeaders } from "./payload.ts"
 import { RenderRow, toRenderInput } from "./renderInputs.ts"
 import { inOverlap } from "./rotation.ts"
-import { DeliveryMode, DeliveryTarget, dieOnSchemaError, Environment } from "./rows.ts"
+import { rowDefects } from "../db/rows.ts"
+import { DeliveryMode, DeliveryTarget, Environment } from "./rows.ts"
 
 /** A record of a leased chunk, rendered and signed, with what its delivery row will hold. */
 export interface ChunkItem extends Omit<Claimed, "seq" | "body" | "signature" | "headers"> {
@@ -46,6 +47,16 @@ export interface FanOut {
   /** Some events were taken (more may wait); false when there were none, or all wait for their receivers. */
   readonly found: boolean
 }
+
+/** One fan-out step (DeliveryClaims.fanOut, documented there). */
+export type FanOutStep = (
+  limit: number,
+  leaseMillis: number,
+  nodeId: string,
+  token: string,
+  perHost: number,
+  inFlight: ReadonlyMap<string, number>
+) => Effect.Effect<FanOut, SqlError.SqlError>
 
 /** An event to fan out (`seq` is its key, "<batch event id>:<record id>"): its render's row, and its one target. */
 const FanRow = Schema.Struct({
@@ -174,7 +185,7 @@ export const makeFanOut = ({ sql }: DispatcherSql, fanouts: FanoutRows) => {
           be.created_at AS event_created_at, cb.anchored_at,
           be.account_id, r.id AS record_id, r.environment,
           CASE WHEN NULLIF(r.webhook_url, '') IS NOT NULL THEN 'record' ELSE 'account' END AS target,
-          ${targetUrl} AS url, ${hostOf(sql, targetUrl)} AS host,
+          ${targetUrl} AS url, ${hostPortSql(sql, targetUrl)} AS host,
           s.payload_format AS format, s.secret, s.previous_secret AS previous, (${inOverlap(sql, now, "s")}) AS overlap,
           s.delivery_mode, s.batch_max_events, s.batch_max_wait_ms,
           -- the state of a record its anchor.confirmed announces (read from its anchors, not stored on the record)
@@ -247,41 +258,34 @@ export const makeFanOut = ({ sql }: DispatcherSql, fanouts: FanoutRows) => {
     const leasedRecords = { recordIds: leased.map((item) => item.recordId), hosts: leased.map((item) => item.host), ...lease }
     if (division.waiting.recordIds.length === 0) {
       if (leased.length === 0) {
-        yield* dieOnSchemaError(fanouts.deleteFanout(division.fanoutId))
+        yield* rowDefects(fanouts.deleteFanout(division.fanoutId))
         return undefined
       }
-      yield* dieOnSchemaError(fanouts.leaseFanout({ id: division.fanoutId, ...leasedRecords }))
+      yield* rowDefects(fanouts.leaseFanout({ id: division.fanoutId, ...leasedRecords }))
       return { fanoutId: division.fanoutId, token: lease.token, items: leased }
     }
     if (division.waiting.recordIds.length < division.recordCount) {
-      yield* dieOnSchemaError(fanouts.keepInFanout({ id: division.fanoutId, ...division.waiting }))
+      yield* rowDefects(fanouts.keepInFanout({ id: division.fanoutId, ...division.waiting }))
     }
     if (leased.length === 0) return undefined
     const split = yield* fanouts.splitFanout({ batchEventId: division.batchEventId, ...leasedRecords }).pipe(
       Effect.catchTag("NoSuchElementError", Effect.die), // an INSERT … VALUES answers its row
-      dieOnSchemaError
+      rowDefects
     )
     return { fanoutId: split.id, token: lease.token, items: leased }
   })
 
-  const fanOut = Effect.fnUntraced(function*(
-    limit: number,
-    leaseMillis: number,
-    nodeId: string,
-    token: string,
-    perHost: number,
-    inFlight: ReadonlyMap<string, number>
-  ) {
+  const fanOut: FanOutStep = Effect.fnUntraced(function*(limit, leaseMillis, nodeId, token, perHost, inFlight) {
     const ms = yield* Clock.currentTimeMillis
     const now = new Date(ms)
     const lease = { until: new Date(ms + leaseMillis), nodeId, token }
     return yield* sql.withTransaction(Effect.gen(function*() {
-      const rows = yield* dieOnSchemaError(fanouts.leasableFanouts(now))
+      const rows = yield* rowDefects(fanouts.leasableFanouts(now))
       if (rows.length === 0) return { chunks: [], found: false }
       const divisions = divideByHostCaps(rows, limit, perHost, inFlight)
       // the events taken, each keyed "<batch event id>:<record id>" (the derived event's key)
       const taken = divisions.flatMap((division) => division.taken.map(({ recordId }) => ({ batchEventId: division.batchEventId, recordId })))
-      const events = taken.length === 0 ? [] : yield* dieOnSchemaError(findEvents({
+      const events = taken.length === 0 ? [] : yield* rowDefects(findEvents({
         batchEventIds: taken.map((event) => event.batchEventId),
         recordIds: taken.map((event) => event.recordId),
         now
@@ -289,7 +293,7 @@ export const makeFanOut = ({ sql }: DispatcherSql, fanouts: FanoutRows) => {
       const payloads = yield* anchorConfirmedPayloads(sql, events.map((event) => ({ key: event.seq, ...event })))
       const { items, unrendered } = renderChunkItems(events, payloads)
       if (unrendered.length > 0) {
-        yield* dieOnSchemaError(insertUnrendered({
+        yield* rowDefects(insertUnrendered({
           deliveries: unrendered.map((event) => ({ ...event, id: newDeliveryId() })),
           now
         }))

@@ -4,7 +4,7 @@
  * (./sender.ts). Never fails: a bug in the sender becomes a failed attempt like any other, so no claim leaks.
  */
 import { Cause, Clock, Effect, type FiberSet } from "effect"
-import { observeBatch } from "../metrics/metrics.ts"
+import { type MetricsHandle, observeBatch } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { VERSION } from "../version.ts"
 import { ANSWER_MAX_BYTES, batchBody, batchHeaders, failedEventIds } from "./batch.ts"
@@ -71,7 +71,7 @@ const deliveryAttributes = (row: Sendable): Record<string, unknown> => {
 export const makeRequestAttempts = Effect.fnUntraced(function*({ agents, config, egress, metrics, requestLog, sends }: {
   readonly config: DispatcherSettings
   /** The node's metrics registry (src/app/metrics.ts): batches by outcome, their sizes and durations. */
-  readonly metrics: Parameters<typeof observeBatch>[0]
+  readonly metrics: MetricsHandle
   readonly agents: Agents
   readonly egress: Egress
   readonly requestLog: RequestLog["Service"]

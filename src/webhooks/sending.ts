@@ -5,7 +5,7 @@
  * whatever happens to it.
  */
 import { Cause, Effect, FiberSet, Queue } from "effect"
-import { observeAttempt } from "../metrics/metrics.ts"
+import { type MetricsHandle, observeAttempt } from "../metrics/metrics.ts"
 import { groupRequests } from "./batch.ts"
 import type { DispatcherSettings } from "./config.ts"
 import type { DeliveryClaims } from "./DeliveryClaims.ts"
@@ -16,7 +16,7 @@ import { type Ready, type RequestAttempts, requestKey } from "./requestAttempts.
 export const makeSending = ({ attemptRequest, claims, config, metrics, state }: {
   readonly config: DispatcherSettings
   /** The node's metrics registry (src/app/metrics.ts): attempts by outcome, their durations. */
-  readonly metrics: Parameters<typeof observeAttempt>[0]
+  readonly metrics: MetricsHandle
   readonly claims: DeliveryClaims["Service"]
   readonly state: DispatchState
   readonly attemptRequest: RequestAttempts["attemptRequest"]
