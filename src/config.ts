@@ -148,7 +148,8 @@ const trustProxyConfig = Config.String("TRUST_PROXY").pipe(
   })
 )
 
-const configError = (message: string) => new Config.ConfigError(new ConfigProvider.SourceError({ message }))
+/** A setting the node refuses, as Effect's Config reports one (the message names the variable). */
+export const configError = (message: string) => new Config.ConfigError(new ConfigProvider.SourceError({ message }))
 
 /** TLS_CERT_FILE / TLS_KEY_FILE: both or neither (one alone would silently serve plain HTTP). */
 const tlsConfig = Config.all({ cert: Config.option(Config.String("TLS_CERT_FILE")), key: Config.option(Config.String("TLS_KEY_FILE")) }).pipe(

@@ -1,7 +1,7 @@
 /**
  * The chain-neutral batch state machine (docs/anchoring-evm.md, "Record states"): cutting batches,
  * confirmation (records → ANCHORED, announced by one `batch_events` row per account from which each
- * record's `anchor.confirmed` is derived, migration 0012), reorg / reset (records back to QUEUED),
+ * record's `anchor.confirmed` is derived), reorg / reset (records back to QUEUED),
  * giving up (records → FAILED with `anchor.failed` events through the outbox, src/outbox/Outbox.ts;
  * anchors kept in failed_anchors) and bringing a given-up batch's anchors back. Each transition is one
  * transaction of a handful of statements per batch (never one per record).
@@ -17,23 +17,21 @@ import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { rowDefects } from "../db/rows.ts"
 import { append } from "../outbox/Outbox.ts"
 import { fence } from "./Leadership.ts"
-import { countBatchFailed, observeAnchored } from "../metrics/metrics.ts"
+import { countBatchFailed, metricsHandle, observeAnchored } from "../metrics/metrics.ts"
 import { annotateSampled } from "../tracing/attributes.ts"
 import { buildTreeLevels, type Hex } from "./merkle.ts"
 import { buildRecordLogLevels } from "./recordLog.ts"
 import { stateJoin } from "./recordState.ts"
 import { AnchorChainType, BatchMeta, BatchRow, BatchState, CountRow, Environment, IdRow } from "./model.ts"
 
-type Sql = SqlClient.SqlClient
-
 /** The columns of a `BatchRow` (`batchRowOf`). */
-export const batchColumns = (sql: Sql) =>
+export const batchColumns = (sql: SqlClient.SqlClient) =>
   sql`id::text AS id, network_id, merkle_root, leaf_count, state, attempts, nonce::text AS nonce, gas_limit::text AS gas_limit, tx_hash,
     raw_tx, tx_hashes, max_fee_per_gas::text AS max_fee_per_gas, max_priority_fee_per_gas::text AS max_priority_fee_per_gas,
     sent_at, chain_batch_id::text AS chain_batch_id, block_number::text AS block_number, block_hash, created_at, log_root`
 
 /** The batches of a network still under way (PENDING, SENT, MINED), oldest first; rows to decode. */
-export const selectOpenBatches = (sql: Sql, networkId: string) =>
+export const selectOpenBatches = (sql: SqlClient.SqlClient, networkId: string) =>
   sql`SELECT ${batchColumns(sql)} FROM anchor_batches
       WHERE network_id = ${networkId} AND state IN ('PENDING', 'SENT', 'MINED') ORDER BY anchor_batches.id`
 
@@ -41,7 +39,7 @@ export const selectOpenBatches = (sql: Sql, networkId: string) =>
  * The records a network's batcher claims: its own; with `hybridEnvironment` (the Fabric network of an
  * environment), also that environment's hybrid records, whose `network_id` is their EVM network.
  */
-const claimScope = (sql: Sql, networkId: string, hybridEnvironment: Environment | undefined) =>
+const claimScope = (sql: SqlClient.SqlClient, networkId: string, hybridEnvironment: Environment | undefined) =>
   hybridEnvironment === undefined
     ? sql`r.network_id = ${networkId}`
     : sql`(r.network_id = ${networkId} OR (r.chain_type = 'hybrid' AND r.environment = ${hybridEnvironment}))`
@@ -54,10 +52,11 @@ const claimScope = (sql: Sql, networkId: string, hybridEnvironment: Environment 
  * stalled. The probe keeps the statement walking the queue index in id order, reading only the rows
  * it returns (docs/benchmarks.md, 2026-11-25 night).
  */
-const notYetInBatchOf = (sql: Sql, networkId: string) => sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
+const notYetInBatchOf = (sql: SqlClient.SqlClient, networkId: string) =>
+  sql`(SELECT true FROM anchors a WHERE a.record_id = r.id AND a.network_id = ${networkId}) IS NULL`
 
 /**
- * Where a network's queue starts (`queue_cursors`, migration 0016): records before it, in
+ * Where a network's queue starts (`queue_cursors`): records before it, in
  * (insert_xid, id) order, are in a batch of the network or not in its scope. Records are never updated
  * when cut, so the queue is read from here, in the order of the index `records_queue`, each record probed
  * for the network's anchor; the cursor then moves to where the cut stopped (`nextCursor`).
@@ -69,7 +68,7 @@ interface Cursor {
 const CursorRow = Schema.Struct({ xid: Schema.String, id: Schema.String })
 
 /** The first `max` records of a network's queue, in the order a cut takes them: the look and the claim read the same rows. */
-const queueHead = (sql: Sql, networkId: string, max: number, hybridEnvironment: Environment | undefined, from: Cursor) =>
+const queueHead = (sql: SqlClient.SqlClient, networkId: string, max: number, hybridEnvironment: Environment | undefined, from: Cursor) =>
   sql`FROM records r
     WHERE r.status = 'QUEUED' AND (r.insert_xid, r.id) >= (${from.xid}::numeric, ${from.id})
       AND ${claimScope(sql, networkId, hybridEnvironment)} AND ${notYetInBatchOf(sql, networkId)}
@@ -89,7 +88,7 @@ const nextCursor = (claimed: ReadonlyArray<{ readonly xid: string; readonly id: 
 const QueueRow = Schema.Struct({ count: Schema.Number, oldest: Schema.NullOr(Schema.Date) })
 const ClaimedRow = Schema.Struct({ id: Schema.String, hash: Schema.String, xid: Schema.String, horizon: Schema.String })
 const ExistingBatchRow = Schema.Struct({ id: Schema.String, state: BatchState })
-/** A live batch the cut's records join; `hasLevels`: its trees are stored (cut since migration 0025). */
+/** A live batch the cut's records join; `hasLevels`: its trees are stored (a batch cut by an older node has none). */
 const LiveBatchRow = Schema.Struct({ id: Schema.String, state: BatchState, hasLevels: Schema.Boolean })
 
 /** A record that reached ANCHORED in this transaction; `announced`: soft-deleted and announced before. */
@@ -117,7 +116,7 @@ const BatchId = Schema.String
  * `confirmBatchRecords`, `restoreFailedAnchors`, `ensureQueueCursor`) and of `dropBatch`; built once per
  * client.
  */
-const statementsOf = (sql: Sql) => ({
+const statementsOf = (sql: SqlClient.SqlClient) => ({
   /** The batch's records ANCHORED now (`only`: of these records). */
   completedRecords: SqlSchema.findAll({
     Request: Schema.Struct({ batchId: BatchId, only: Schema.optional(Schema.Array(Schema.String)) }),
@@ -133,7 +132,7 @@ const statementsOf = (sql: Sql) => ({
     -- deleted it since, so the re-anchoring is silent (docs/dev-chain.md).
     `
   }),
-  /** One `batch_events` row per account: the records it announces (their events derive from it, migration 0012). */
+  /** One `batch_events` row per account: the records it announces (their `anchor.confirmed` events derive from it). */
   announce: SqlSchema.void({
     Request: Schema.Struct({
       batchId: BatchId,
@@ -235,8 +234,8 @@ const statementsOf = (sql: Sql) => ({
 /** A batch moved to its new state (setState): which one, and its network (the failed-batch metric's label). */
 const StateSet = Schema.Struct({ id: Schema.String, networkId: Schema.String })
 
-const statementsCache = new WeakMap<Sql, ReturnType<typeof statementsOf>>()
-const statements = (sql: Sql) => {
+const statementsCache = new WeakMap<SqlClient.SqlClient, ReturnType<typeof statementsOf>>()
+const statements = (sql: SqlClient.SqlClient) => {
   let built = statementsCache.get(sql)
   if (built === undefined) statementsCache.set(sql, built = statementsOf(sql))
   return built
@@ -244,18 +243,18 @@ const statements = (sql: Sql) => {
 
 /**
  * Records of the batch that are ANCHORED now that the batch is confirmed (SPEC 4: every required
- * anchor's batch CONFIRMED; their state is read, migration 0016, nothing is written to them), announced
- * by one `batch_events` row per account (migration 0012): each record's `anchor.confirmed` is derived
+ * anchor's batch CONFIRMED; their state is read, nothing is written to them), announced
+ * by one `batch_events` row per account: each record's `anchor.confirmed` is derived
  * from the record, its anchors and this batch (anchorViews.ts `anchorConfirmedPayloads`), and the row's trigger
  * writes the webhook fan-out. One SELECT, one INSERT. `only`: the records that joined an already
  * confirmed batch (the others were announced when it was confirmed). The number of records announced.
  */
-export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: Sql, batchId: string, only?: ReadonlyArray<string>) {
+export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*(sql: SqlClient.SqlClient, batchId: string, only?: ReadonlyArray<string>) {
   const q = statements(sql)
   const completed = yield* rowDefects(q.completedRecords({ batchId, only }))
   // Observed when the statement ran (a transaction that rolls back later counts them anyway: rare, and
   // the records are anchored again by the next confirmation).
-  const metrics = yield* Effect.context<never>()
+  const metrics = yield* metricsHandle
   for (const r of completed) observeAnchored(metrics, r.networkId, r.latency)
   const toAnnounce = completed.filter((r) => !r.announced)
   if (toAnnounce.length === 0) return 0
@@ -271,13 +270,13 @@ export const completeRecords = Effect.fn("BatchStore.completeRecords")(function*
 
 /**
  * Inside the caller's transaction, for a batch it has just set CONFIRMED (its anchors read confirmed from
- * that state, nothing is written to them, migration 0019): the records now complete → ANCHORED with
+ * that state, nothing is written to them): the records now complete → ANCHORED with
  * their events. The hybrid records of the batch are locked first: two networks confirming the two
  * anchors of one record at the same time would otherwise each see the other's batch still unconfirmed
  * (READ COMMITTED snapshots) and neither would complete the record.
  * The number of events written.
  */
-export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(function*(sql: Sql, batchId: string) {
+export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(function*(sql: SqlClient.SqlClient, batchId: string) {
   const q = statements(sql)
   yield* rowDefects(q.lockHybridRecords(batchId))
   // After the lock: of a hybrid record's two batches, the one confirmed last completed it (its anchoredAt).
@@ -292,7 +291,7 @@ export const confirmBatchRecords = Effect.fn("BatchStore.confirmBatchRecords")(f
  * QUEUED: with their anchors back they read BATCHING; confirmation then makes them ANCHORED, with
  * anchor.confirmed events). The number of records revived.
  */
-export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")(function*(sql: Sql, batchId: string) {
+export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")(function*(sql: SqlClient.SqlClient, batchId: string) {
   return (yield* rowDefects(statements(sql).restoreFailed(batchId))).n
 })
 
@@ -301,7 +300,7 @@ export const restoreFailedAnchors = Effect.fn("BatchStore.restoreFailedAnchors")
  * (the batch is reset, not the records), and the network's queue cursor moves back to the first of
  * them, so the next cut takes them. The number of records re-queued (those not FAILED).
  */
-const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId: string, reason: string) {
+const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: SqlClient.SqlClient, batchId: string, reason: string) {
   const q = statements(sql)
   const batch = yield* rowDefects(q.lockDroppable(batchId))
   if (Option.isNone(batch)) return 0
@@ -320,7 +319,7 @@ const dropBatch = Effect.fn("BatchStore.dropBatch")(function*(sql: Sql, batchId:
  * and at every node's start for the networks its ingest assigns (src/records/Ingest.ts): records of a
  * network no batcher serves then still count as QUEUED (`mayBeQueued`, src/anchoring/recordState.ts).
  */
-export const ensureQueueCursor = (sql: Sql, networkId: string, hybridEnvironment?: Environment) =>
+export const ensureQueueCursor = (sql: SqlClient.SqlClient, networkId: string, hybridEnvironment?: Environment) =>
   rowDefects(statements(sql).ensureCursor({ networkId, hybridEnvironment }))
 
 export interface CutBatch {
@@ -352,7 +351,7 @@ export class BatchStore extends Context.Service<BatchStore, {
   /** A sent transaction abandoned (nonce used elsewhere, read conflict, ...): PENDING again, to be signed anew. */
   readonly resetToPending: (batchId: string, error: string) => Effect.Effect<void, SqlError.SqlError>
   /**
-   * The contract / chaincode cannot take the batch's RFC 9162 root (deployed before issue 27): forgotten before
+   * The contract / chaincode cannot take the batch's RFC 9162 root (an older deployment): forgotten before
    * the batch is first sent, so it goes out with its root alone and has no receipts.
    */
   readonly clearLogRoot: (batchId: string) => Effect.Effect<void, SqlError.SqlError>
@@ -512,7 +511,7 @@ export class BatchStore extends Context.Service<BatchStore, {
         Request: Schema.Struct({ networkId: Schema.String, to: CursorRow }),
         execute: ({ networkId, to }) => sql`UPDATE queue_cursors SET after_xid = ${to.xid}::numeric, after_id = ${to.id} WHERE network_id = ${networkId}`
       })
-      // Records joining a live batch raise its newest record (migration 0020; a NULL, unknown, stays so).
+      // Records joining a live batch raise its newest record (a NULL, unknown, stays so).
       const raiseNewest = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, newest: Schema.String }),
         execute: ({ batchId, newest }) =>
@@ -520,8 +519,8 @@ export class BatchStore extends Context.Service<BatchStore, {
               UPDATE anchor_batches SET max_insert_xid = ${newest}::numeric WHERE id = ${batchId} AND max_insert_xid < ${newest}::numeric`
       })
       /**
-       * A batch cut before migration 0025 that records join gets its trees: their anchors carry no proofs. The same
-       * root, so the same hashes, so the same trees.
+       * A batch without stored trees (cut by an older node) that records join gets them: the joining anchors carry no
+       * proofs. The same root, so the same hashes, so the same trees.
        */
       const storeLevels = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, merkleLevels: Schema.Uint8Array, logLevels: Schema.Uint8Array }),
@@ -532,7 +531,7 @@ export class BatchStore extends Context.Service<BatchStore, {
       /**
        * The cut's anchors, as one JSON document (`anchorsJson`, built by `cutBatch` from the trees it just
        * computed): a cut of thousands of records does no per-anchor schema work. No proofs: each record's leaf
-       * positions in its batch's stored trees (migration 0025, src/anchoring/batchTrees.ts).
+       * positions in its batch's stored trees (src/anchoring/batchTrees.ts).
        */
       const insertAnchors = SqlSchema.void({
         Request: Schema.Struct({ batchId: BatchId, networkId: Schema.String, chainType: AnchorChainType, anchorsJson: Schema.String }),
@@ -592,7 +591,7 @@ export class BatchStore extends Context.Service<BatchStore, {
           // The batch's second tree, RFC 9162 over the same hashes (COSE Receipts): its root goes on chain in
           // the same transaction. Sorted leaves, so a joined batch (below) has the same log root too.
           const log = buildRecordLogLevels(claimed.map((r) => r.hash))
-          // The newest record of the cut (anchor_batches.max_insert_xid, migration 0020: how the status filters
+          // The newest record of the cut (anchor_batches.max_insert_xid: how the status filters
           // tell a recent batch, src/anchoring/recordState.ts).
           const newest = claimed.reduce((m, r) => BigInt(r.xid) > m ? BigInt(r.xid) : m, 0n).toString()
           // The same leaves as a live batch give the same root: the records join that batch (same proofs).
@@ -684,7 +683,7 @@ export class BatchStore extends Context.Service<BatchStore, {
         }))
         if (done === undefined) return 0
         // anchord_batches_failed_total (docs/metrics.md), once the FAILED state is committed.
-        countBatchFailed(yield* Effect.context<never>(), done.networkId)
+        countBatchFailed(yield* metricsHandle, done.networkId)
         return done.records
       })
 

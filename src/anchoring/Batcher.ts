@@ -1,12 +1,12 @@
 /**
  * The batcher of one network: cuts a batch when N records are queued or the oldest queued record
- * is older than the window. Cutting (the queue read from the network's cursor, tree, batch + proofs,
- * the cursor moved; the records then read BATCHING, migration 0016) is one transaction in
+ * is older than the window. Cutting (the queue read from the network's cursor, the batch with its stored trees, its anchors,
+ * the cursor moved; the records then read BATCHING, nothing written to them) is one transaction in
  * BatchStore.cutBatch; the chain writer sends it after.
  * The same for every chain: an `AnchorChain` (src/anchoring/AnchorChain.ts) gives its `BatchTarget`.
  */
 import { Clock, Effect } from "effect"
-import { observeBatchSize } from "../metrics/metrics.ts"
+import { metricsHandle, observeBatchSize } from "../metrics/metrics.ts"
 import { BatchStore } from "./BatchStore.ts"
 import type { BatchMeta, Environment } from "./model.ts"
 
@@ -53,7 +53,7 @@ export const batcherTick = Effect.fn("Batcher.tick")(function*(network: BatchTar
       yield* Effect.sleep("25 millis")
       continue
     }
-    observeBatchSize(yield* Effect.context<never>(), network.networkId, cut.leafCount)
+    observeBatchSize(yield* metricsHandle, network.networkId, cut.leafCount)
     yield* Effect.logDebug("batch cut").pipe(Effect.annotateLogs({
       networkId: network.networkId,
       batchId: cut.batchId,

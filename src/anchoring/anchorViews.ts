@@ -32,7 +32,7 @@ export const AnchorRow = Schema.Struct({
   merkleProof: Schema.Array(Schema.String),
   leafIndex: Schema.Number,
   leafCount: Schema.Number,
-  /** Its batch is CONFIRMED (migration 0019: an anchor is confirmed exactly when its batch is). */
+  /** Its batch is CONFIRMED (an anchor is confirmed exactly when its batch is: no state of its own). */
   confirmed: Schema.Boolean,
   anchoredAt: Schema.NullOr(Schema.Date),
   contractAddress: Schema.NullOr(Schema.String),
@@ -42,7 +42,7 @@ export const AnchorRow = Schema.Struct({
 })
 export type AnchorRow = typeof AnchorRow.Type
 
-/** An `anchors` row as read: its proof stored (cut before migration 0025) or its leaf position in its batch's stored tree. */
+/** An `anchors` row as read: its proof stored (on anchors cut before batches stored their trees) or its leaf position in its batch's stored tree. */
 const StoredAnchorRow = Schema.Struct({
   ...AnchorRow.fields,
   merkleProof: Schema.NullOr(Schema.Array(Schema.String)),
@@ -55,7 +55,7 @@ const StoredAnchorRow = Schema.Struct({
  * record's in (chain type, network) order. Written as per-record lookups behind fences (OFFSET 0): as a
  * plain join, stale statistics on anchor_batches (their states change by the second) once made
  * PostgreSQL walk every anchor of every confirmed batch to find 128 records — 120–330 ms per call
- * (docs/benchmarks.md, issue 16).
+ * (docs/benchmarks.md).
  */
 export const anchorRows = (
   sql: SqlClient.SqlClient,
@@ -77,7 +77,7 @@ export const anchorRows = (
     ORDER BY a.record_id, a.chain_type, a.network_id`
   })(ids)).pipe(
     Effect.flatMap((stored) => {
-      // Proofs of anchors cut since 0025 from their batches' stored trees, each batch's nodes read once (batchTrees.ts).
+      // Proofs not stored (NULL) derived from their batches' stored trees, each batch's nodes read once (batchTrees.ts).
       const derived = stored.filter((r) => r.merkleProof === null)
       if (derived.length === 0) return Effect.succeed(stored as ReadonlyArray<AnchorRow>)
       const offsets = new Map(derived.map((r) => [r, merkleProofOffsets(r.leafCount, r.merkleIndex ?? NaN)]))
@@ -144,12 +144,12 @@ export const anchorConfirmedFacts = (
 })
 
 /**
- * The one assembly of `anchor.confirmed` (issue 28: SQL no longer holds a copy, migration 0024): each derived event's
- * facts (migration 0012: one per record of a batch event), by the caller's key, from the record, when it became
- * ANCHORED (its completing batch's `anchored_at`) and its anchors (`anchorRows`, one query for all of them). The
- * webhook dispatcher renders every body from these (src/webhooks/DeliveryClaims.ts); `Outbox.decode` then
+ * The one assembly of `anchor.confirmed` (SQL holds no copy of it): each derived event's facts (one per record of
+ * a batch event), by the caller's key, from the record, when it became ANCHORED (its completing batch's
+ * `anchored_at`) and its anchors (`anchorRows`, one query for all of them). The webhook dispatcher renders every
+ * body from these (src/webhooks/renderInputs.ts, fanOut.ts); `Outbox.decode` then
  * `Outbox.storedPayload` give their stored form. Built here, not in jsonb: that cost ~80 µs per record
- * (docs/benchmarks.md, issue 16).
+ * (docs/benchmarks.md).
  */
 export const anchorConfirmedPayloads = (
   sql: SqlClient.SqlClient,

@@ -1,5 +1,5 @@
 /**
- * A batch's two trees, stored once on its `anchor_batches` row (migration 0025), and every record's proofs
+ * A batch's two trees, stored once on its `anchor_batches` row, and every record's proofs
  * derived from them: the one place that knows the layout (docs/design/per-batch-model.md, section 3).
  *
  * Layout: 32 bytes per node, no header; the leaf count is the row's `leaf_count` (n).
@@ -11,8 +11,8 @@
  *   up as is (⌈s/2⌉ nodes from s), the root last.
  *
  * A record's anchor keeps its leaf position in the first tree (`anchors.merkle_index`; `leaf_index` is its
- * place in the cut, which clients see) and its `log_index`. Anchors of batches cut before 0025 keep their
- * proofs in `merkle_proof` / `log_proof`, read as they are.
+ * place in the cut, which clients see) and its `log_index`. Anchors cut by older nodes, before batches
+ * stored their trees, keep their proofs in `merkle_proof` / `log_proof`, read as they are; a NULL proof is derived.
  */
 import { Buffer } from "node:buffer"
 import { Effect, Schema } from "effect"

@@ -133,8 +133,8 @@ export interface MerkleLevels {
 }
 
 /**
- * The same tree as `buildTree`, without the proofs: its nodes as stored on the batch (`anchor_batches.merkle_levels`,
- * migration 0025) and each input's leaf position, from which ./batchTrees.ts derives any proof.
+ * The same tree as `buildTree`, without the proofs: its nodes as stored on the batch (`anchor_batches.merkle_levels`)
+ * and each input's leaf position, from which ./batchTrees.ts derives any proof.
  * @throws TypeError on an empty list or a malformed hash.
  */
 export function buildTreeLevels(hashes: ReadonlyArray<string>): MerkleLevels {
@@ -152,7 +152,7 @@ export function buildTreeLevels(hashes: ReadonlyArray<string>): MerkleLevels {
  * Builds the StandardMerkleTree (`["bytes32"]`) of record hashes and every leaf's proof.
  * @param hashes record hashes, 64 hex characters each (0x prefix and upper case accepted).
  * Duplicates are allowed (as in OpenZeppelin's library): each occurrence is its own leaf.
- * The node cuts with `buildTreeLevels` since migration 0025; this is the reference its stored levels and derived
+ * The node cuts with `buildTreeLevels`; this is the reference its stored levels and derived
  * proofs are held to (test/anchoring/batch-trees.test.ts) and what the tests build proofs with.
  * @throws TypeError on an empty list or a malformed hash.
  */

@@ -46,7 +46,7 @@ export const batchRowOf = <Tx extends Schema.Top>(tx: Tx) =>
     blockNumber: Schema.NullOr(Schema.String),
     blockHash: Schema.NullOr(tx),
     createdAt: Schema.Date,
-    /** The batch's RFC 9162 root (migration 0022), committed with its root; null before, or on a contract without it. */
+    /** The batch's RFC 9162 root, committed with its root; null for batches cut by older nodes, or on a contract without it. */
     logRoot: Schema.NullOr(HexString)
   })
 

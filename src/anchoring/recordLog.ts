@@ -1,7 +1,9 @@
 /**
- * The RFC 9162 tree of a batch's record hashes (./rfc9162.ts has the rules), built in the batch cut's
- * transaction (BatchStore.cutBatch): every node hashed once into one buffer, each node's hex made once,
- * and each record's proof the concatenation of its siblings' hex (what the INSERT sends, decoded to bytea).
+ * The RFC 9162 tree of a batch's record hashes (./rfc9162.ts has the rules). The batch cut
+ * (BatchStore.cutBatch) builds its levels (`buildRecordLogLevels`) and stores them on the batch; the
+ * anchors store no proof (NULL in `anchors`), each is derived from those levels when read
+ * (./batchTrees.ts). `buildRecordLog`, every node hashed once into one buffer and each record's proof
+ * the concatenation of its siblings' hex, is the reference those levels are held to.
  * Node-only (Buffer, node:crypto), like the cut itself.
  */
 import { Buffer } from "node:buffer"
@@ -28,8 +30,8 @@ const leafHashInto = (h: string, scratch: Buffer, out: Buffer, offset: number, w
 
 /**
  * The RFC 9162 tree of a batch's record hashes: leaf input = the 32 hash bytes, leaves in `logLeafOrder`
- * (ascending hash), and each hash's leaf index and proof. The node cuts with `buildRecordLogLevels` since migration
- * 0025; this is the reference those levels are held to (test/anchoring/batch-trees.test.ts).
+ * (ascending hash), and each hash's leaf index and proof. The node cuts with `buildRecordLogLevels`;
+ * this is the reference those levels are held to (test/anchoring/batch-trees.test.ts).
  * @throws TypeError on an empty list or a hash that is not 64 hex characters.
  */
 export function buildRecordLog(hashes: ReadonlyArray<string>): RecordLog {
@@ -103,7 +105,7 @@ export interface RecordLogLevels {
 
 /**
  * The same tree as `buildRecordLog`, without the proofs: its levels as stored on the batch
- * (`anchor_batches.log_levels`, migration 0025), built bottom-up — pairs hashed, an odd last node carried up
+ * (`anchor_batches.log_levels`), built bottom-up — pairs hashed, an odd last node carried up
  * unhashed, which gives RFC 9162's tree (its split at the largest power of two below n is that pairing;
  * test/anchoring/batch-trees.test.ts holds the two equal) — and each input's leaf index.
  * @throws TypeError on an empty list or a hash that is not 64 hex characters.

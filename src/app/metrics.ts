@@ -25,7 +25,7 @@ import { AppConfig } from "../config.ts"
 import { POOL_MAX_CONNECTIONS } from "../db/Database.ts"
 import { DatabaseGuard } from "../db/guard.ts"
 import { listenerUrl } from "../http/publicUrl.ts"
-import { countBatchFailed, initialize, sampled } from "../metrics/metrics.ts"
+import { countBatchFailed, initialize, metricsHandle, sampled } from "../metrics/metrics.ts"
 import { VERSION } from "../version.ts"
 
 /** This node's metrics registry: provided under the whole node, so every service and fiber updates it. */
@@ -67,7 +67,7 @@ const sampleOnce = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const guard = yield* DatabaseGuard
   const health = yield* NetworkHealth
-  const ctx = yield* Effect.context<never>()
+  const ctx = yield* metricsHandle
   const set = (m: ReturnType<(typeof sampled)[keyof typeof sampled]>, value: number) => m.updateUnsafe(value, ctx)
   const networks = yield* health.snapshot
 
@@ -179,7 +179,7 @@ export const MetricsLayer = Layer.unwrap(Effect.gen(function*() {
   const serve = Layer.effect(MetricsListener, Effect.gen(function*() {
     const server = yield* HttpServer.HttpServer
     yield* server.serve(metricsApp)
-    const ctx = yield* Effect.context<never>()
+    const ctx = yield* metricsHandle
     sampled.dbPoolMax("", () => ({})).updateUnsafe(POOL_MAX_CONNECTIONS, ctx)
     sampled.buildInfo(VERSION, () => ({ version: VERSION })).updateUnsafe(1, ctx)
     initialize(ctx)

@@ -29,7 +29,7 @@ import { GatewayLayer } from "./gateway.ts"
 import { SystemHttpLayer } from "../system/http.ts"
 import { TimestampHttpLayer, TsaShortHttpLayer } from "../tsa/http.ts"
 import { HSTS, httpsServerOptions, loadTlsPair, watchTlsPair } from "../http/tls.ts"
-import { setTlsCertificateExpiry } from "../metrics/metrics.ts"
+import { metricsHandle, setTlsCertificateExpiry } from "../metrics/metrics.ts"
 import { plainPortListener } from "../http/plainPort.ts"
 
 /**
@@ -154,7 +154,7 @@ export const HttpServerLayer = Layer.unwrap(Effect.gen(function*() {
   )
   if (tls === undefined || pair === undefined) return served
   const extras = Layer.effectDiscard(Effect.gen(function*() {
-    const ctx = yield* Effect.context<never>()
+    const ctx = yield* metricsHandle
     yield* watchTlsPair(server as Https.Server, tls, pair, config.tlsWatchIntervalMillis, (p) => setTlsCertificateExpiry(ctx, p.notAfter))
     if (Option.isSome(config.tlsPlainPort)) {
       const address = (yield* HttpServer.HttpServer).address

@@ -4,13 +4,13 @@
  */
 import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Exit, Layer, Option, Schedule, Schema } from "effect"
-import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import type { Principal } from "../api/auth.ts"
 import { ChainType, Environment } from "../api/recordSchemas.ts"
 import { isConnectionFailure } from "../db/errors.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
-import { rowDefects } from "../db/rows.ts"
+import { rowDefects, type SqlEffect } from "../db/rows.ts"
 import { apiKeyDigest, digestsEqual, displayKey, generateApiKey, parseApiKey } from "./apiKeys.ts"
 import { AccountInactive, AccountNotActive, AccountNotFound, ApiKeyNotFound, AuthRefused, type AuthRefusal, ExpiredKey, MalformedKey, MissingKey, RevokedKey,
   UnknownKey } from "./errors.ts"
@@ -79,8 +79,6 @@ const LAST_USED_FLUSH = "5 seconds"
 
 const newId = (prefix: string) => `${prefix}_${Crypto.randomBytes(8).toString("hex")}`
 
-type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
-
 export class Accounts extends Context.Service<Accounts, {
   readonly createAccount: (input: {
     readonly name: string
@@ -88,33 +86,33 @@ export class Accounts extends Context.Service<Accounts, {
     readonly plan: PlanName
     readonly ratePerSecond?: number | undefined
     readonly defaultChain?: ChainType | undefined
-  }) => Sql<Account>
-  readonly activate: (accountId: string) => Sql<Account, AccountNotFound>
+  }) => SqlEffect<Account>
+  readonly activate: (accountId: string) => SqlEffect<Account, AccountNotFound>
   /** Suspended: its keys stop authenticating (at once on this node, within AUTH_CACHE_MS on others). */
-  readonly suspend: (accountId: string) => Sql<Account, AccountNotFound>
-  readonly setPlan: (accountId: string, plan: PlanName, ratePerSecond?: number | null) => Sql<Account, AccountNotFound>
-  readonly get: (accountId: string) => Sql<Account, AccountNotFound>
-  readonly list: Sql<ReadonlyArray<Account>>
+  readonly suspend: (accountId: string) => SqlEffect<Account, AccountNotFound>
+  readonly setPlan: (accountId: string, plan: PlanName, ratePerSecond?: number | null) => SqlEffect<Account, AccountNotFound>
+  readonly get: (accountId: string) => SqlEffect<Account, AccountNotFound>
+  readonly list: SqlEffect<ReadonlyArray<Account>>
   readonly createKey: (input: {
     readonly accountId: string
     readonly environment: Environment
     readonly name?: string | undefined
     readonly expiresAt?: Date | undefined
-  }) => Sql<{ readonly key: string; readonly info: ApiKeyInfo }, AccountNotFound | AccountNotActive>
+  }) => SqlEffect<{ readonly key: string; readonly info: ApiKeyInfo }, AccountNotFound | AccountNotActive>
   /** Registers a key the caller generated (the dev node keeps its own key across restarts). */
   readonly importKey: (input: {
     readonly accountId: string
     readonly key: string
     readonly name?: string | undefined
-  }) => Sql<ApiKeyInfo, AccountNotFound | AccountNotActive>
-  readonly listKeys: (accountId?: string) => Sql<ReadonlyArray<ApiKeyInfo>>
-  readonly getKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
-  readonly revokeKey: (keyId: string) => Sql<ApiKeyInfo, ApiKeyNotFound>
+  }) => SqlEffect<ApiKeyInfo, AccountNotFound | AccountNotActive>
+  readonly listKeys: (accountId?: string) => SqlEffect<ReadonlyArray<ApiKeyInfo>>
+  readonly getKey: (keyId: string) => SqlEffect<ApiKeyInfo, ApiKeyNotFound>
+  readonly revokeKey: (keyId: string) => SqlEffect<ApiKeyInfo, ApiKeyNotFound>
   /**
    * Resolves `Authorization: Bearer <token>`; never logs or echoes the token. A verdict known without
    * waiting (a cached key) comes back as an Exit, so the caller can use it without an effect step.
    */
-  readonly authenticate: (token: string | undefined) => Sql<Principal, AuthRefused | DatabaseUnavailable>
+  readonly authenticate: (token: string | undefined) => SqlEffect<Principal, AuthRefused | DatabaseUnavailable>
 }>()("anchord/auth/Accounts") {
   static readonly layer = Layer.effect(
     Accounts,

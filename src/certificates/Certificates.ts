@@ -8,16 +8,13 @@ import type { SqlError } from "effect/sql"
 import { HashNotFound, NotAnchored, type RecordDeleted, type RecordNotFound } from "../records/errors.ts"
 import { type Owner, type ProofBundle, RecordStore } from "../records/RecordStore.ts"
 import { certificateId, certificatePdf } from "./certificate.ts"
+import { DomainErrorClass } from "../api/domainError.ts"
 
 /** The proof does not fit a QR code (a record with many anchors and a huge batch). */
-export class CertificateTooLarge extends Schema.TaggedError<CertificateTooLarge>()("CertificateTooLarge", { reason: Schema.String }) {
-  get errorCode() {
-    return "CERTIFICATE_TOO_LARGE" as const
-  }
-  override get message() {
-    return `No certificate: ${this.reason}`
-  }
-}
+export class CertificateTooLarge
+  extends DomainErrorClass<CertificateTooLarge>()("CertificateTooLarge", { reason: Schema.String }, "CERTIFICATE_TOO_LARGE",
+    (error) => `No certificate: ${error.reason}`)
+{}
 
 export interface Certificate {
   readonly id: string

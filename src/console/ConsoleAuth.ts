@@ -11,7 +11,8 @@
  * (src/api/console.ts) is longer than their sum.
  */
 import { Context, Effect, Layer, Option, Semaphore } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient } from "effect/sql"
+import type { SqlEffect } from "../db/rows.ts"
 import { Accounts } from "../auth/Accounts.ts"
 import type { AccountNotFound } from "../auth/errors.ts"
 import { DatabaseGuard, type DatabaseUnavailable } from "../db/guard.ts"
@@ -40,19 +41,17 @@ export type InviteTarget =
   | { readonly operator: true }
   | { readonly operator: false; readonly accountId: string; readonly role: Role }
 
-type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
-
 const EMAIL = /^[^\s@]+@[^\s@]+$/
 
 export class ConsoleAuth extends Context.Service<ConsoleAuth, {
   readonly signIn: (
     input: { readonly email: string; readonly password: string; readonly address: string; readonly device?: string | undefined }
-  ) => Sql<SignedIn, InvalidCredentials | SignInThrottled | SignInBusy | DatabaseUnavailable>
-  readonly redeemSignInLink: (token: string) => Sql<SignedIn, InvalidLink>
-  readonly inspectLink: (token: string) => Sql<LinkRow, InvalidLink>
+  ) => SqlEffect<SignedIn, InvalidCredentials | SignInThrottled | SignInBusy | DatabaseUnavailable>
+  readonly redeemSignInLink: (token: string) => SqlEffect<SignedIn, InvalidLink>
+  readonly inspectLink: (token: string) => SqlEffect<LinkRow, InvalidLink>
   readonly acceptInvitation: (
     input: { readonly token: string; readonly password: string }
-  ) => Sql<SignedIn, InvalidLink | EmailTaken | InvalidConsoleInput | SignInBusy | DatabaseUnavailable>
+  ) => SqlEffect<SignedIn, InvalidLink | EmailTaken | InvalidConsoleInput | SignInBusy | DatabaseUnavailable>
   /**
    * A one-time link for `email`: an invitation (no user yet), or a sign-in link (the user exists). `by`:
    * who asks (undefined: the operator's CLI); members may invite only into their own account, as admins.
@@ -66,7 +65,7 @@ export class ConsoleAuth extends Context.Service<ConsoleAuth, {
     readonly email: string
     readonly target: InviteTarget
     readonly by?: ConsoleUserInfo | undefined
-  }) => Sql<{ readonly token: string; readonly expiresAt: Date }, EmailTaken | InvalidConsoleInput | NotAllowed | ConsoleNotFound | AccountNotFound>
+  }) => SqlEffect<{ readonly token: string; readonly expiresAt: Date }, EmailTaken | InvalidConsoleInput | NotAllowed | ConsoleNotFound | AccountNotFound>
 }>()("anchord/console/ConsoleAuth") {
   static readonly layer = Layer.effect(ConsoleAuth, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

@@ -5,11 +5,11 @@
  * existing services (RecordStore, DeliveryLog, NetworkHealth, Accounts).
  */
 import { Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { createPublicClient, http } from "viem"
 import { privateKeyToAccount } from "viem/accounts"
 import { Environment } from "../api/recordSchemas.ts"
-import { rowDefects } from "../db/rows.ts"
+import { rowDefects, type SqlEffect } from "../db/rows.ts"
 import { EvmNetworks } from "../evm/config.ts"
 import { inStatus, mayBeQueuedRange } from "../anchoring/recordState.ts"
 
@@ -49,19 +49,17 @@ const BacklogRow = Schema.Struct({
 
 const LeaderRow = Schema.Struct({ clientAddr: Schema.NullOr(Schema.String), backendStart: Schema.Date })
 
-type Sql<A> = Effect.Effect<A, SqlError.SqlError>
-
 /** The smallest record id created at or after `at` (ids start with their creation's Unix seconds, src/records/ids.ts). */
 const firstIdAt = (at: Date) => Math.floor(at.getTime() / 1000).toString(16).padStart(8, "0") + "0".repeat(16)
 
 export class ConsoleStats extends Context.Service<ConsoleStats, {
   /** Records created per UTC day since `from`, both environments (the quota counts both). */
-  readonly daily: (accountId: string, from: Date) => Sql<ReadonlyArray<{ readonly day: string; readonly count: number }>>
+  readonly daily: (accountId: string, from: Date) => SqlEffect<ReadonlyArray<{ readonly day: string; readonly count: number }>>
   /** Records of the environment by status; soft-deleted ones as DELETED. */
-  readonly byStatus: (accountId: string, environment: Environment) => Sql<Record<string, number>>
-  readonly backlog: (networkId: string) => Sql<Backlog>
+  readonly byStatus: (accountId: string, environment: Environment) => SqlEffect<Record<string, number>>
+  readonly backlog: (networkId: string) => SqlEffect<Backlog>
   /** Who holds a network's leadership lock (src/anchoring/Leadership.ts); undefined when nobody does. */
-  readonly leader: (lockKey: string) => Sql<LeaderSession | undefined>
+  readonly leader: (lockKey: string) => SqlEffect<LeaderSession | undefined>
   /** The network's signer and its balance (EVM networks; cached 15 s; undefined for others). */
   readonly signer: (networkId: string) => Effect.Effect<SignerBalance | undefined>
 }>()("anchord/console/ConsoleStats") {

@@ -16,8 +16,8 @@
  */
 import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
-import { rowDefects } from "../db/rows.ts"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { rowDefects, type SqlEffect } from "../db/rows.ts"
 import { ConsoleConfig } from "./config.ts"
 import { InvalidLink } from "./errors.ts"
 import { isToken, newToken, tokenDigest } from "./tokens.ts"
@@ -49,19 +49,17 @@ export type NewLink = {
 /** The path (under the console) a link opens: the token in the fragment. */
 export const linkPath = (kind: LinkKind, token: string) => `/console/#/${kind === "invitation" ? "invite" : "link"}/${token}`
 
-type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
-
 export class ConsoleLinks extends Context.Service<ConsoleLinks, {
   /** A new link: its token (shown once, to whoever creates it) and when it expires. */
-  readonly create: (link: NewLink) => Sql<{ readonly token: string; readonly expiresAt: Date }>
+  readonly create: (link: NewLink) => SqlEffect<{ readonly token: string; readonly expiresAt: Date }>
   /** What an unused, unexpired link is for (the invitation page shows it), or InvalidLink. */
-  readonly inspect: (token: string) => Sql<LinkRow, InvalidLink>
+  readonly inspect: (token: string) => SqlEffect<LinkRow, InvalidLink>
   /** Uses the link (once), or InvalidLink; call inside the transaction that acts on it. */
-  readonly consume: (token: string, kind: LinkKind) => Sql<LinkRow, InvalidLink>
+  readonly consume: (token: string, kind: LinkKind) => SqlEffect<LinkRow, InvalidLink>
   /** The account's invitations that can still be accepted, newest first. */
-  readonly pendingInvitations: (accountId: string) => Sql<ReadonlyArray<LinkRow>>
+  readonly pendingInvitations: (accountId: string) => SqlEffect<ReadonlyArray<LinkRow>>
   /** Revokes a pending invitation of the account; whether there was one. */
-  readonly revokeInvitation: (accountId: string, id: string) => Sql<boolean>
+  readonly revokeInvitation: (accountId: string, id: string) => SqlEffect<boolean>
 }>()("anchord/console/ConsoleLinks") {
   static readonly layer = Layer.effect(ConsoleLinks, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

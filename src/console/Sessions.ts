@@ -7,9 +7,9 @@
  * test moves. `last_seen_at` is written at most once a minute per session (idle expiry is in minutes).
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { digestsEqual } from "../auth/apiKeys.ts"
-import { rowDefects } from "../db/rows.ts"
+import { rowDefects, type SqlEffect } from "../db/rows.ts"
 import { ConsoleConfig } from "./config.ts"
 import { NotSignedIn, SessionExpired } from "./errors.ts"
 import { isToken, newToken, tokenDigest } from "./tokens.ts"
@@ -37,17 +37,15 @@ const SessionRow = Schema.Struct({
   accountStatus: Schema.NullOr(Schema.String)
 })
 
-type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
-
 export class ConsoleSessions extends Context.Service<ConsoleSessions, {
   /** A new session for the user: its token (for the cookie, shown nowhere else) and its facts. */
-  readonly create: (user: ConsoleUserInfo) => Sql<{ readonly token: string; readonly session: Session }>
+  readonly create: (user: ConsoleUserInfo) => SqlEffect<{ readonly token: string; readonly session: Session }>
   /** The live session of a cookie's token (its use noted), or why there is none; an expired one is removed. */
-  readonly resolve: (token: string) => Sql<Session, NotSignedIn | SessionExpired>
+  readonly resolve: (token: string) => SqlEffect<Session, NotSignedIn | SessionExpired>
   /** Ends this session (sign-out). */
-  readonly end: (token: string) => Sql<void>
+  readonly end: (token: string) => SqlEffect<void>
   /** Ends every session of the user (sign-out everywhere); how many there were. */
-  readonly endAll: (userId: string) => Sql<number>
+  readonly endAll: (userId: string) => SqlEffect<number>
 }>()("anchord/console/ConsoleSessions") {
   static readonly layer = Layer.effect(ConsoleSessions, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

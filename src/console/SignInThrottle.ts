@@ -29,8 +29,8 @@
  * checked (`release`) takes its reservation back.
  */
 import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
-import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
-import { rowDefects } from "../db/rows.ts"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { rowDefects, type SqlEffect } from "../db/rows.ts"
 import { SignInThrottled } from "./errors.ts"
 import { tokenDigest } from "./tokens.ts"
 import { normalizeEmail } from "./Users.ts"
@@ -75,8 +75,6 @@ const Counter = Schema.Struct({
   succeededAt: Schema.NullOr(Schema.Date)
 })
 
-type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
-
 export interface Reservation {
   /** Failures the pair has left after this one. */
   readonly attemptsLeft: number
@@ -91,15 +89,15 @@ export class SignInThrottle extends Context.Service<SignInThrottle, {
    * Counts the attempt (as a failure until `succeeded` or `release` says otherwise), or refuses it
    * (SignInThrottled) without counting.
    */
-  readonly reserve: (keys: ThrottleKeys) => Sql<Reservation, SignInThrottled>
+  readonly reserve: (keys: ThrottleKeys) => SqlEffect<Reservation, SignInThrottled>
   /**
    * The password was right: the pair starts again (and its address is known), the browser's device
    * (`keys.device`, a token the caller gives it if it had none) is known for this email, the others take
    * the attempt back.
    */
-  readonly succeeded: (keys: ThrottleKeys, reservation: Reservation) => Sql<void>
+  readonly succeeded: (keys: ThrottleKeys, reservation: Reservation) => SqlEffect<void>
   /** The attempt was never checked (the node was too busy): every counter takes it back. */
-  readonly release: (keys: ThrottleKeys, reservation: Reservation) => Sql<void>
+  readonly release: (keys: ThrottleKeys, reservation: Reservation) => SqlEffect<void>
 }>()("anchord/console/SignInThrottle") {
   static readonly layer = Layer.effect(SignInThrottle, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

@@ -7,8 +7,8 @@
  */
 import * as Crypto from "node:crypto"
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient, SqlError, SqlSchema } from "effect/sql"
-import { rowDefects } from "../db/rows.ts"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { rowDefects, type SqlEffect } from "../db/rows.ts"
 import { EmailTaken } from "./errors.ts"
 
 export const Role = Schema.Literals(["admin", "viewer"])
@@ -34,8 +34,6 @@ export type NewUser =
   | { readonly email: string; readonly passwordHash: string | null; readonly operator: true }
   | { readonly email: string; readonly passwordHash: string | null; readonly operator: false; readonly accountId: string; readonly role: Role }
 
-type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
-
 /**
  * The one spelling of an email: trimmed, Unicode NFKC, lower-cased once (JavaScript's full Unicode
  * mapping), NFKC again (lower-casing can leave a composable sequence). Every path goes through it:
@@ -47,17 +45,17 @@ type Sql<A, E = never> = Effect.Effect<A, E | SqlError.SqlError>
 export const normalizeEmail = (email: string) => email.trim().normalize("NFKC").toLowerCase().normalize("NFKC")
 
 export class ConsoleUsers extends Context.Service<ConsoleUsers, {
-  readonly byEmail: (email: string) => Sql<UserRow | undefined>
-  readonly get: (id: string) => Sql<UserRow | undefined>
-  readonly create: (user: NewUser) => Sql<UserRow, EmailTaken>
+  readonly byEmail: (email: string) => SqlEffect<UserRow | undefined>
+  readonly get: (id: string) => SqlEffect<UserRow | undefined>
+  readonly create: (user: NewUser) => SqlEffect<UserRow, EmailTaken>
   /** The operator with this email, created without a password when missing (the dev operator). */
-  readonly ensureOperator: (email: string) => Sql<UserRow, EmailTaken>
-  readonly members: (accountId: string) => Sql<ReadonlyArray<UserRow>>
-  readonly operators: Sql<ReadonlyArray<UserRow>>
+  readonly ensureOperator: (email: string) => SqlEffect<UserRow, EmailTaken>
+  readonly members: (accountId: string) => SqlEffect<ReadonlyArray<UserRow>>
+  readonly operators: SqlEffect<ReadonlyArray<UserRow>>
   /** Removes a member of the account (their sessions end with them); whether there was one. */
   /** Removes a member of the account (and their sessions): how many sessions ended, undefined if no such member. */
-  readonly removeMember: (accountId: string, userId: string) => Sql<number | undefined>
-  readonly setPassword: (userId: string, passwordHash: string) => Sql<void>
+  readonly removeMember: (accountId: string, userId: string) => SqlEffect<number | undefined>
+  readonly setPassword: (userId: string, passwordHash: string) => SqlEffect<void>
 }>()("anchord/console/ConsoleUsers") {
   static readonly layer = Layer.effect(ConsoleUsers, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

@@ -28,24 +28,20 @@ import { toWire } from "../api/errors.ts"
 import { DatabaseBound, RequestDeadline } from "../api/http.ts"
 import { AppConfig } from "../config.ts"
 import { isConnectionFailure } from "./errors.ts"
+import { DomainErrorClass } from "../api/domainError.ts"
 
 /**
  * The database did not answer within the bound, or the breaker is open: retry later (503). `overloaded`:
  * the database answers the probe, the wait was the node's own.
  */
-export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
+export class DatabaseUnavailable extends DomainErrorClass<DatabaseUnavailable>()("DatabaseUnavailable", {
   retryAfterSeconds: Schema.Number,
   overloaded: Schema.optional(Schema.Boolean)
-}) {
-  get errorCode() {
-    return "SERVICE_UNAVAILABLE" as const
-  }
-  override get message() {
-    return this.overloaded === true
-      ? "The node is overloaded: its database answers, but this request could not be served in time; retry later"
-      : "The database is unavailable; retry later"
-  }
-}
+}, "SERVICE_UNAVAILABLE", (error) => {
+  return error.overloaded === true
+    ? "The node is overloaded: its database answers, but this request could not be served in time; retry later"
+    : "The database is unavailable; retry later"
+}) {}
 
 /** Probes in a row left unanswered while the node itself ran late, before the breaker opens anyway. */
 export const MISSES_TO_OPEN = 3

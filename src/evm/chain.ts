@@ -73,7 +73,7 @@ export interface Chain {
     checkpoint?: CheckpointArgs
   ) => Effect.Effect<{ raw: Hex; hash: Hex }>
   /**
-   * Whether the contract has `anchorWithLogRoot` (deployments before issue 27 have not): asked once with an
+   * Whether the contract has `anchorWithLogRoot` (older deployments have not): asked once with an
    * `eth_call` of its pure `logLeafHash`, which an older contract reverts.
    */
   readonly supportsLogRoot: Effect.Effect<boolean, EvmError>

@@ -11,7 +11,7 @@ import { BatchStore } from "../anchoring/BatchStore.ts"
 import { NetworkHealth } from "../anchoring/NetworkHealth.ts"
 import type { AnchoredLog, Chain } from "./chain.ts"
 import { EvmStore, type MinedFacts } from "./EvmStore.ts"
-import { setSignerBalance } from "../metrics/metrics.ts"
+import { metricsHandle, setSignerBalance } from "../metrics/metrics.ts"
 
 /** How often the leading node reads its signer's balance for anchord_evm_signer_balance_wei (one eth_getBalance). */
 const BALANCE_EVERY_MS = 60_000
@@ -24,7 +24,7 @@ export const makeWatcher = Effect.fnUntraced(function*(chain: Chain) {
   const batches = yield* BatchStore
   const store = yield* EvmStore
   const health = yield* NetworkHealth
-  const metrics = yield* Effect.context<never>()
+  const metrics = yield* metricsHandle
   let balanceReadAt = -Infinity
   return Effect.gen(function*() {
     const network = chain.config

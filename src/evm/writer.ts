@@ -158,7 +158,7 @@ export const makeWriter = Effect.fnUntraced(function*(chain: Chain) {
     if (existing !== undefined) return yield* adopt(b, existing.blockNumber)
     let logRoot = b.logRoot
     if (logRoot !== null && !(yield* chain.supportsLogRoot)) {
-      // A contract deployed before issue 27: the batch goes out with `anchor` alone, so it has no receipt.
+      // An older contract, without anchorWithLogRoot: the batch goes out with `anchor` alone, so it has no receipt.
       yield* batches.clearLogRoot(b.id)
       yield* Effect.logWarning(
         "contract has no anchorWithLogRoot: batch anchored without its RFC 9162 root (no COSE receipts); deploy the current AnchorRegistry"

@@ -28,7 +28,7 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
   const store = yield* FabricStore
   const log = (message: string, fields: Record<string, unknown>) => Effect.logInfo(message).pipe(Effect.annotateLogs(fields))
   /**
-   * Set when the chaincode refused `anchorWithLogRoot` (deployed before issue 27): later batches of this
+   * Set when the chaincode refused `anchorWithLogRoot` (an older deployment): later batches of this
    * connection go out with `anchor` alone, without a refused endorsement first and a warning each; the
    * EVM writer asks once per connection too. A chaincode upgraded meanwhile is used from the next connection.
    */
@@ -149,7 +149,7 @@ export const makeWriter = Effect.fnUntraced(function*(config: FabricNetworkConfi
       )
       if (endorsed === HANDLED) return
       if (endorsed === OLD_CHAINCODE) {
-        // Chaincode deployed before issue 27: the batch goes out with its root alone (no receipts for it).
+        // An older chaincode, without anchorWithLogRoot: the batch goes out with its root alone (no receipts for it).
         yield* batches.clearLogRoot(b.id)
         yield* Ref.set(oldChaincode, true)
         yield* Effect.logWarning(

@@ -11,9 +11,15 @@
  * Updates take the Context that holds the node's `Metric.MetricRegistry` (each node its own registry:
  * src/app/metrics.ts), either a fiber's or one captured when a service is built.
  */
-import { type Context, Metric } from "effect"
+import { type Context, Effect, Metric } from "effect"
 
-type Ctx = Context.Context<never>
+/** The Context that holds the node's `Metric.MetricRegistry`, as every update here takes it. */
+export type MetricsHandle = Context.Context<never>
+
+/** The current fiber's Context as a metrics handle: captured once by a service, updates then need no effect step. */
+export const metricsHandle: Effect.Effect<MetricsHandle> = Effect.context<never>()
+
+type Ctx = MetricsHandle
 
 const cache = <M>(make: (labels: Readonly<Record<string, string>>) => M) => {
   const series = new Map<string, M>()

@@ -6,6 +6,7 @@
 import * as Crypto from "node:crypto"
 import { Effect, Schema } from "effect"
 import { type SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { rowDefects } from "../db/rows.ts"
 import { OutboxEvent } from "./events.ts"
 
 export const newEventId = () => `evt_${Crypto.randomBytes(12).toString("hex")}`
@@ -35,11 +36,6 @@ const toRow = ({ accountId, event, eventId }: typeof EventInsert.Encoded) => {
   return { event_id: eventId, account_id: accountId, record_id: event.recordId, kind, payload }
 }
 
-/** An event its schema refuses to encode is a producer's bug: a defect. SQL errors stay typed. */
-const dieOnSchemaError = <A, R>(
-  self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>
-): Effect.Effect<A, SqlError.SqlError, R> => Effect.catchTag(self, "SchemaError", Effect.die)
-
 /**
  * Appends events in one statement (in the caller's transaction: the state change and its events
  * commit together or not at all). The number written.
@@ -57,7 +53,8 @@ export const append = (
         FROM jsonb_to_recordset(${JSON.stringify(rows.map(toRow))}::jsonb)
           AS x(event_id text, account_id text, record_id text, kind text, payload jsonb)`
   })(events.map((e) => ({ eventId: newEventId(), accountId: e.accountId, event: e.event }))).pipe(
-    dieOnSchemaError,
+    // An event its schema refuses to encode is a producer's bug: a defect. SQL errors stay typed.
+    rowDefects,
     Effect.as(events.length)
   )
 
@@ -81,7 +78,7 @@ export const appendOne = (
   })({ eventId, accountId, event }).pipe(
     // An INSERT … VALUES answers its one row.
     Effect.catchTag("NoSuchElementError", Effect.die),
-    dieOnSchemaError,
+    rowDefects,
     Effect.map(({ seq }) => ({ seq, eventId }))
   )
 }

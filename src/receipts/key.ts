@@ -8,8 +8,8 @@
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { Config, ConfigProvider, Context, Effect, Layer, Option } from "effect"
-import { AppConfig } from "../config.ts"
+import { Config, Context, Effect, Layer, Option } from "effect"
+import { AppConfig, configError } from "../config.ts"
 import { type CborValue, encode } from "./cbor.ts"
 import { ALG_ES256 } from "./receipt.ts"
 
@@ -24,8 +24,6 @@ export interface ReceiptSigner {
 
 /** `anchord dev` sets it: without RECEIPT_KEY_FILE, a dev key under the data directory. */
 export const ReceiptDevDefault = Context.Reference<boolean>("anchord/receipts/ReceiptDevDefault", { defaultValue: () => false })
-
-const configError = (message: string) => new Config.ConfigError(new ConfigProvider.SourceError({ message }))
 
 /** A signer over a PKCS#8 PEM P-256 key; the error says what is wrong (never the key). */
 export const signerFromPem = (pem: string, source: string): ReceiptSigner | string => {

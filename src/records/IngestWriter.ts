@@ -16,6 +16,7 @@ import { currentMonth } from "../auth/plans.ts"
 import type { Environment } from "../api/recordSchemas.ts"
 import { type Companion, gather } from "./companions.ts"
 import { insertRecords, type NewRecord } from "./insertRecords.ts"
+import { DomainErrorClass } from "../api/domainError.ts"
 
 export interface Submission {
   readonly accountId: string
@@ -56,15 +57,12 @@ interface Pending {
  * More records accepted and waiting for their commit than INGEST_MAX_PENDING: the node sheds load (503,
  * Retry-After) instead of queueing without bound.
  */
-export class IngestOverloaded extends Schema.TaggedError<IngestOverloaded>()("IngestOverloaded", { pending: Schema.Number }) {
-  get errorCode() {
-    return "SERVICE_UNAVAILABLE" as const
-  }
+export class IngestOverloaded
+  extends DomainErrorClass<IngestOverloaded>()("IngestOverloaded", { pending: Schema.Number }, "SERVICE_UNAVAILABLE",
+    () => "The node is at capacity; retry shortly")
+{
   get retryAfterSeconds() {
     return 1
-  }
-  override get message() {
-    return "The node is at capacity; retry shortly"
   }
 }
 

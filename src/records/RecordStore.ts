@@ -8,7 +8,7 @@ import { canonicalize } from "../canonical/jcs.ts"
 import { append, appendOne } from "../outbox/Outbox.ts"
 import type { RecordDeleted as RecordDeletedEvent, RecordUpdated } from "../outbox/events.ts"
 import { NotAnchored, RecordDeleted, RecordNotFound } from "./errors.ts"
-import { rowDefects } from "../db/rows.ts"
+import { rowDefects, type SqlEffect } from "../db/rows.ts"
 import { RecordRow } from "./model.ts"
 import { eraseFromAnswer } from "./erasure.ts"
 
@@ -33,8 +33,6 @@ export const requireFound = (lookup: Lookup, recordId: string): Effect.Effect<Re
     ? Effect.fail(new RecordDeleted({ recordId }))
     : Effect.fail(new RecordNotFound({ recordId }))
 
-type Sql<A> = Effect.Effect<A, SqlError.SqlError>
-
 /** SPEC 6: an anchored record's proof bundle (docs/proof-format.md). */
 export type ProofBundle = ReturnType<typeof proofBundle>
 
@@ -48,7 +46,7 @@ const UsageRow = Schema.Struct({ used: Schema.NumberFromString })
 const AnswerRow = Schema.Struct({ key: Schema.String, body: Schema.String })
 
 export class RecordStore extends Context.Service<RecordStore, {
-  readonly get: (owner: Owner, id: string, includeDeleted: boolean) => Sql<Lookup>
+  readonly get: (owner: Owner, id: string, includeDeleted: boolean) => SqlEffect<Lookup>
   readonly list: (owner: Owner, options: {
     readonly limit: number
     readonly before?: string | undefined
@@ -59,23 +57,23 @@ export class RecordStore extends Context.Service<RecordStore, {
     readonly chainType?: string | undefined
     readonly createdFrom?: Date | undefined
     readonly createdBefore?: Date | undefined
-  }) => Sql<ReadonlyArray<RecordRow>>
-  readonly byHash: (owner: Owner, hash: string) => Sql<ReadonlyArray<RecordRow>>
+  }) => SqlEffect<ReadonlyArray<RecordRow>>
+  readonly byHash: (owner: Owner, hash: string) => SqlEffect<ReadonlyArray<RecordRow>>
   /**
    * The owner's record's proof bundle: 404 / 410 as `get`, 409 NOT_ANCHORED until it is anchored. The one
    * lookup behind `/v1/records/{id}/proof`, the console's proof and certificates.
    */
   readonly proof: (owner: Owner, id: string) => Effect.Effect<ProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
   /** The proof bundles of the anchored records among `rows` (as `get` or `byHash` read them), in their order: one query. */
-  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => Sql<ReadonlyArray<ProofBundle>>
+  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => SqlEffect<ReadonlyArray<ProofBundle>>
   readonly update: (owner: Owner, id: string, changes: {
     readonly metadata?: Record<string, unknown> | undefined
     readonly webhookUrl?: string | null | undefined
-  }) => Sql<Lookup>
-  readonly remove: (owner: Owner, id: string, mode: "soft" | "hard") => Sql<Lookup>
-  readonly usage: (accountId: string, month: string) => Sql<number>
+  }) => SqlEffect<Lookup>
+  readonly remove: (owner: Owner, id: string, mode: "soft" | "hard") => SqlEffect<Lookup>
+  readonly usage: (accountId: string, month: string) => SqlEffect<number>
   /** A stored Idempotency-Key response younger than 24 h. */
-  readonly idempotent: (accountId: string, environment: Environment, key: string) => Sql<
+  readonly idempotent: (accountId: string, environment: Environment, key: string) => SqlEffect<
     { readonly requestHash: string; readonly status: number; readonly body: string } | undefined
   >
 }>()("anchord/records/RecordStore") {

@@ -11,7 +11,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Principal } from "../api/auth.ts"
 import { decodeWith } from "../http/decode.ts"
-import { countAccepted } from "../metrics/metrics.ts"
+import { countAccepted, metricsHandle } from "../metrics/metrics.ts"
 import { IdempotencyConflict, InvalidRecord, type QuotaExceeded } from "./errors.ts"
 import { decodeSubmission, Ingest, type PrepareError, sha256Hex, type Submission, type SubmissionKind } from "./Ingest.ts"
 import type { SubmitError } from "./IngestWriter.ts"
@@ -121,7 +121,7 @@ export class RecordCreation extends Context.Service<RecordCreation, {
       const store = yield* RecordStore
       const guard = yield* DatabaseGuard
       // The node's metrics registry (src/app/metrics.ts), for counting without an effect step.
-      const metrics = yield* Effect.context<never>()
+      const metrics = yield* metricsHandle
 
       /** Commits and answers `status` with `text`, or reports that another request took the Idempotency-Key. */
       const commit = (principal: Principal, rows: ReadonlyArray<NewRecord>, text: string, idem: Idempotency | undefined, status = 202) =>

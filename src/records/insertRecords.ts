@@ -2,9 +2,9 @@
  * The records of a group commit in one statement: their columns bound as binary arrays, their accounts'
  * monthly usage counted by the same statement (src/records/IngestWriter.ts commits with it).
  */
-import { Result } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import type { SqlClient, Statement } from "effect/sql"
+import { binaryArray } from "../db/rows.ts"
 import type { RecordRow } from "./model.ts"
 
 /** A row as ingest writes it: what it is before anchoring, deletion or anchors exist. */
@@ -74,8 +74,6 @@ const columns = (rows: ReadonlyArray<NewRecord>) => {
     salted: binaryArray(salted, PgTypes.OID.bool)
   }
 }
-
-const binaryArray = (values: ReadonlyArray<unknown>, elementOid: number) => Result.getOrThrow(PgTypes.array(values, elementOid))
 
 /** An account's usage after a commit (`used` is a bigint: text or a number from the driver). */
 type UsageAfter = {

@@ -6,14 +6,14 @@
  * client holds is always stored and on its way to the chain.
  */
 import * as Crypto from "node:crypto"
-import { Clock, Context, Duration, Effect, Layer, Option, Result, Schema, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schema, Semaphore } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Principal } from "../api/auth.ts"
 import { stateJoin } from "../anchoring/recordState.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseGuard, DatabaseUnavailable } from "../db/guard.ts"
-import { rowDefects } from "../db/rows.ts"
+import { binaryArray, rowDefects } from "../db/rows.ts"
 import type { QuotaExceeded } from "../records/errors.ts"
 import { Ingest, type PrepareError } from "../records/Ingest.ts"
 import { companionWriter } from "../records/companions.ts"
@@ -48,8 +48,6 @@ interface TokenRow {
   readonly genTime: Date
   readonly token: Uint8Array
 }
-
-const binaryArray = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
 
 /** The token rows of a group commit (src/records/IngestWriter.ts): a statement, or the records' statement's CTE. */
 const insertTokens = (sql: SqlClient.SqlClient, rows: ReadonlyArray<TokenRow>) => {

@@ -3,8 +3,8 @@
  * or under `anchord dev`, which makes a dev root CA and TSA certificate in the data directory.
  */
 import * as Path from "node:path"
-import { Config, ConfigProvider, Context, Effect, Layer, Option, type Redacted } from "effect"
-import { AppConfig, secretConfig } from "../config.ts"
+import { Config, Context, Effect, Layer, Option, type Redacted } from "effect"
+import { AppConfig, configError, secretConfig } from "../config.ts"
 import { quoted } from "../excerpt.ts"
 import { devTsaFiles } from "./devCa.ts"
 import type { TsaFiles } from "./keys.ts"
@@ -31,8 +31,6 @@ export interface TsaSettings {
 
 /** `anchord dev` sets it: without TSA_CERT_FILE, a dev CA and TSA certificate under the data directory. */
 export const TsaDevDefault = Context.Reference<boolean>("anchord/tsa/TsaDevDefault", { defaultValue: () => false })
-
-const configError = (message: string) => new Config.ConfigError(new ConfigProvider.SourceError({ message }))
 
 const OID_TEXT = /^[0-2](\.(0|[1-9][0-9]*))+$/
 

@@ -8,7 +8,7 @@ import * as Fs from "node:fs"
 import * as x509 from "@peculiar/x509"
 import * as asn1js from "asn1js"
 import * as pkijs from "pkijs"
-import { OID } from "./rfc3161.ts"
+import { OID, PEM_CERT } from "./rfc3161.ts"
 import { essAttribute, preEncoded, type TsaSigner } from "./token.ts"
 
 export interface TsaFiles {
@@ -22,8 +22,6 @@ export interface TsaProblem {
   readonly fatal: boolean
   readonly message: string
 }
-
-const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
 
 const readPems = (file: string): ReadonlyArray<x509.X509Certificate> =>
   (Fs.readFileSync(file, "utf8").match(PEM_CERT) ?? []).map((pem) => new x509.X509Certificate(pem))

@@ -2,6 +2,9 @@
  * What RFC 3161 requests and tokens share: the object identifiers, the imprint hashes the TSA accepts, the
  * PKIFailureInfo bits it answers with, and DER out of asn1js / pkijs values.
  */
+/** The certificates of a PEM text, each with its BEGIN/END lines (use with `String.match`: the regex is global). */
+export const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
+
 export const OID = {
   sha1: "1.3.14.3.2.26",
   sha256: "2.16.840.1.101.3.4.2.1",

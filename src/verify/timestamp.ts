@@ -9,7 +9,7 @@
 import * as Crypto from "node:crypto"
 import * as asn1js from "asn1js"
 import * as pkijs from "pkijs"
-import { OID } from "../tsa/rfc3161.ts"
+import { OID, PEM_CERT } from "../tsa/rfc3161.ts"
 import type { Check } from "./report.ts"
 
 const ALGORITHMS: Record<string, "sha256" | "sha384" | "sha512"> = {
@@ -19,7 +19,6 @@ const ALGORITHMS: Record<string, "sha256" | "sha384" | "sha512"> = {
 }
 const EKU = "2.5.29.37"
 const SIGNING_CERTIFICATE_V1 = "1.2.840.113549.1.9.16.2.12"
-const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g
 
 /** What the token says, for the report and the anchor check. */
 export interface TokenFacts {

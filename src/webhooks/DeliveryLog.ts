@@ -1,19 +1,21 @@
 /**
  * The delivery log the API serves (GET /v1/webhooks/deliveries…): deliveries with their attempts,
  * scoped to an account and environment, manual redelivery, and the retention purge of finished ones.
- * The rows are `webhook_deliveries` (one per event and target, created by the trigger on `events` or
- * the dispatcher's fan-out of `batch_events`) and the attempt log `webhook_attempt_log` (failed attempts in
- * `webhook_attempts`, a round's successful one on its delivery row: migration 0011), the same rows the
- * dispatcher claims (./DeliveryClaims.ts), and the chunk rows `webhook_chunk_deliveries` (migration 0023: a
- * chunk's first-attempt successes of anchor.confirmed, one row per chunk and receiver), whose entries the log shows
- * as one delivery each. Each table is read through its own indexes (plans in docs/webhooks.md, "Chunks").
+ * The rows are `webhook_deliveries` (one per event and target: created by the trigger on `events`, by the
+ * dispatcher for a fanned-out record not delivered at its first attempt, or split out of a chunk row) and
+ * the attempt log `webhook_attempt_log` (failed attempts in `webhook_attempts`, a round's successful one on
+ * its delivery row), the same rows the dispatcher claims (./DeliveryClaims.ts), and the chunk rows
+ * `webhook_chunk_deliveries` (a chunk's first-attempt successes of anchor.confirmed, one row per chunk and
+ * receiver), whose entries the log shows as one delivery each. Each table is read through its own indexes (plans in docs/webhooks.md, "Chunks").
  */
 import { type Cause, Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import type { Environment } from "../api/recordSchemas.ts"
-import { chunkEntrySeq, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
-import { AttemptRow, DeliveryRow, DeliveryState, dieOnSchemaError, Environment as EnvironmentColumn } from "./rows.ts"
+import { chunkEntrySeq } from "./chunkOutcomes.ts"
+import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { rowDefects } from "../db/rows.ts"
+import { AttemptRow, DeliveryRow, DeliveryState, Environment as EnvironmentColumn } from "./rows.ts"
 
 export interface Owner {
   readonly accountId: string
@@ -68,12 +70,12 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
 
       const deliveryColumns = sql`
         d.seq::text AS seq, d.id, d.event_id,
-        -- a delivery of a batch event (migration 0012) is an anchor.confirmed; the others name their event row
+        -- a delivery of a batch event is a derived anchor.confirmed; the others name their event row
         CASE WHEN d.batch_event_id IS NOT NULL THEN 'anchor.confirmed' ELSE e.kind END AS kind, d.record_id, d.environment, d.target,
         d.url, d.state, d.round, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
 
       /**
-       * A chunk row's entries (migration 0023) in the columns of `deliveryColumns`: every one a success at attempt 0 of
+       * A chunk row's entries in the columns of `deliveryColumns`: every one a success at attempt 0 of
        * round 0. `c` is a set of chunk rows chosen through their indexes; `u` the entries.
        */
       const chunkColumns = sql`
@@ -92,7 +94,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
         Request: OwnedId,
         Result: DeliveryRow,
         // By its unique id behind a fence, whatever the statistics: the owner's index
-        // (webhook_deliveries_account) would otherwise be a plan as good on a fresh database (issue 25).
+        // (webhook_deliveries_account) would otherwise be a plan as good on a fresh database, and a slow one on a large owner.
         execute: ({ accountId, environment, id }) =>
           sql`SELECT ${deliveryColumns} FROM (SELECT * FROM webhook_deliveries WHERE id = ${id} OFFSET 0) d
             LEFT JOIN events e ON e.id = d.event_seq
@@ -121,7 +123,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
           ])
           const rowsPart = sql`SELECT ${deliveryColumns}, d.seq AS seq_n FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_seq
             WHERE ${own} ORDER BY d.seq DESC LIMIT ${o.limit}`
-          // The chunk rows' entries (migration 0023): all SUCCEEDED anchor.confirmed, so none under another state.
+          // The chunk rows' entries: all SUCCEEDED anchor.confirmed, so none under another state.
           if (o.state !== undefined && o.state !== "SUCCEEDED") return rowsPart
           const entryWhere = [
             ...(o.before === undefined ? [] : [sql`u.seq < ${o.before}::bigint`]),
@@ -155,7 +157,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
       })
 
       // The view's first two parts (webhook_attempts, a round's success on its row) by their indexes; the chunk
-      // entries (migration 0023) through the rows whose seq range holds one of them (webhook_chunk_deliveries_seqs).
+      // entries through the rows whose seq range holds one of them (webhook_chunk_deliveries_seqs).
       // The seqs go as one comma-joined parameter: one statement text whatever their number.
       const findAttempts = SqlSchema.findAll({
         Request: Schema.Array(Schema.String),
@@ -185,10 +187,10 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
         Result: IdRow,
         execute: ({ accountId, environment, id, now }) => {
           // The owner's delivery by its unique id behind a fence, then the row by its primary key: no plan
-          // can walk the owner's index instead, whatever the statistics (issue 25).
+          // can walk the owner's index instead, whatever the statistics.
           const own = sql`SELECT o.seq FROM (SELECT seq, account_id, environment FROM webhook_deliveries WHERE id = ${id} OFFSET 0) o
             WHERE o.account_id = ${accountId} AND o.environment = ${environment}`
-          // The round's successful attempt (kept on the row, migration 0011) moves to the attempt log first.
+          // The round's successful attempt (kept on the row, not in webhook_attempts) moves to the attempt log first.
           return sql`
             WITH kept AS (
               INSERT INTO webhook_attempts (delivery_seq, round, attempt, started_at, status_code, latency_ms, error, retry_in_ms, node_id)
@@ -208,7 +210,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
         }
       })
 
-      /** Splits a chunk entry out into its own delivery row (migration 0023's anchord_chunk_split). */
+      /** Splits a chunk entry out into its own delivery row (the SQL function anchord_chunk_split). */
       const splitOut = SqlSchema.void({
         Request: ChunkEntryKey,
         execute: ({ accountId, environment, id, seq }) =>
@@ -237,7 +239,7 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
             )
             SELECT count(*)::int AS n FROM gone`
       })
-      // Chunk rows (migration 0023) go whole: all their entries finished at the same time. Like the deliveries,
+      // Chunk rows go whole: all their entries finished at the same time. Like the deliveries,
       // no index of their own (the sweep reads the table once); the count is of deliveries (entries).
       const purgeChunks = SqlSchema.findOne({
         Request: Purge,
@@ -255,20 +257,20 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
       })
       /** An aggregate's one row: none is a bug (a defect), like a row its schema refuses. */
       const count = (self: Effect.Effect<typeof CountRow.Type, SqlError.SqlError | Schema.SchemaError | Cause.NoSuchElementError>) =>
-        dieOnSchemaError(Effect.catchTag(self, "NoSuchElementError", Effect.die))
+        rowDefects(Effect.catchTag(self, "NoSuchElementError", Effect.die))
 
       const get = Effect.fn("DeliveryLog.get")(function*(owner: Owner, id: string) {
         const key = { accountId: owner.accountId, environment: owner.environment, id }
-        const found = yield* dieOnSchemaError(findDelivery(key))
+        const found = yield* rowDefects(findDelivery(key))
         const seq = chunkEntrySeq(id)
         if (Option.isSome(found) || seq === undefined) return Option.getOrUndefined(found)
-        // Else an entry of a chunk row (migration 0023): its id carries its seq, found by the rows' seq ranges.
-        return Option.getOrUndefined(yield* dieOnSchemaError(findChunkEntry({ ...key, seq })))
+        // Else an entry of a chunk row: its id carries its seq, found by the rows' seq ranges.
+        return Option.getOrUndefined(yield* rowDefects(findChunkEntry({ ...key, seq })))
       })
 
       return DeliveryLog.of({
         list: Effect.fn("DeliveryLog.list")(function*(owner, options) {
-          return yield* dieOnSchemaError(listDeliveries({
+          return yield* rowDefects(listDeliveries({
             accountId: owner.accountId,
             environment: owner.environment,
             limit: options.limit,
@@ -283,19 +285,19 @@ export class DeliveryLog extends Context.Service<DeliveryLog, {
 
         attemptsOf: Effect.fn("DeliveryLog.attemptsOf")(function*(seqs) {
           if (seqs.length === 0) return []
-          return yield* dieOnSchemaError(findAttempts(seqs))
+          return yield* rowDefects(findAttempts(seqs))
         }),
 
         redeliver: Effect.fn("DeliveryLog.redeliver")(function*(owner, id) {
           const now = new Date(yield* Clock.currentTimeMillis)
           const key = { accountId: owner.accountId, environment: owner.environment, id }
-          let rows = yield* dieOnSchemaError(requeue({ ...key, now }))
-          // A chunk entry (migration 0023) is split out into its own row first, then redelivered as any delivery is.
+          let rows = yield* rowDefects(requeue({ ...key, now }))
+          // A chunk entry is split out into its own row first, then redelivered as any delivery is.
           // Requeued whether or not this call split it: a concurrent redelivery may have split it out a moment ago.
           const seq = chunkEntrySeq(id)
           if (rows.length === 0 && seq !== undefined) {
-            yield* dieOnSchemaError(splitOut({ ...key, seq }))
-            rows = yield* dieOnSchemaError(requeue({ ...key, now }))
+            yield* rowDefects(splitOut({ ...key, seq }))
+            rows = yield* rowDefects(requeue({ ...key, now }))
           }
           if (rows.length === 0) return undefined
           // The answer is the delivery as re-queued; read it before waking the dispatchers, which may

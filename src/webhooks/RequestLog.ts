@@ -8,7 +8,8 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Owner } from "./DeliveryLog.ts"
-import { DeliveryEventKind, dieOnSchemaError, Environment } from "./rows.ts"
+import { rowDefects } from "../db/rows.ts"
+import { DeliveryEventKind, Environment } from "./rows.ts"
 
 /** `text[]` columns read as JSON text and parsed once, here. */
 const TextArrayJson = Schema.fromJsonString(Schema.Array(Schema.String))
@@ -128,17 +129,17 @@ export class RequestLog extends Context.Service<RequestLog, {
 
       return RequestLog.of({
         record: Effect.fn("RequestLog.record")(function*(request) {
-          yield* dieOnSchemaError(insert(request))
+          yield* rowDefects(insert(request))
         }),
         list: Effect.fn("RequestLog.list")(function*(owner, options) {
           const keys = [options.recordId, options.eventId].filter((k): k is string => k !== undefined)
-          return yield* dieOnSchemaError(listRequests({ ...owner, limit: options.limit, before: options.before, keys }))
+          return yield* rowDefects(listRequests({ ...owner, limit: options.limit, before: options.before, keys }))
         }),
         attemptsOf: Effect.fn("RequestLog.attemptsOf")(function*(owner, id) {
-          return yield* dieOnSchemaError(byId({ ...owner, id }))
+          return yield* rowDefects(byId({ ...owner, id }))
         }),
         purge: Effect.fn("RequestLog.purge")(function*(before, limit) {
-          return (yield* dieOnSchemaError(Effect.catchTag(purgeOld({ before, limit }), "NoSuchElementError", Effect.die))).n
+          return (yield* rowDefects(Effect.catchTag(purgeOld({ before, limit }), "NoSuchElementError", Effect.die))).n
         })
       })
     })

@@ -5,18 +5,20 @@
  * delivery: the dispatcher signs it with that environment's secrets, sends it at once, retries it on the ladder, logs every
  * attempt; the delivery log shows it and it can be redelivered.
  *
- * The events trigger (migration 0007) makes deliveries only for events of records, so this inserts the
- * delivery itself, in the same transaction (its receiver by the trigger's own `anchord_url_host`, migration 0024),
- * and wakes the dispatchers after COMMIT as the trigger does.
+ * The events trigger makes deliveries only for events of records, so this inserts the delivery itself, in
+ * the same transaction (its receiver by the trigger's own function, `anchord_url_host`), and wakes the
+ * dispatchers after COMMIT as the trigger does.
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { appendOne } from "../outbox/Outbox.ts"
-import { hostOf, WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { WEBHOOK_CHANNEL } from "./DeliveryClaims.ts"
+import { hostPortSql } from "./dispatcherSql.ts"
 import { DeliveryLog, type Owner } from "./DeliveryLog.ts"
 import { InvalidWebhookSettings } from "./errors.ts"
-import { type DeliveryRow, dieOnSchemaError, Environment } from "./rows.ts"
+import { rowDefects } from "../db/rows.ts"
+import { type DeliveryRow, Environment } from "./rows.ts"
 import { WebhookSettingsStore } from "./WebhookSettingsStore.ts"
 
 export class WebhookTests extends Context.Service<WebhookTests, {
@@ -43,7 +45,7 @@ export class WebhookTests extends Context.Service<WebhookTests, {
         sql`
           INSERT INTO webhook_deliveries (id, event_seq, event_id, account_id, record_id, environment, target, url, host, next_attempt_at)
           SELECT 'dlv_' || replace(gen_random_uuid()::text, '-', ''), ${d.eventSeq}::bigint, ${d.eventId}, ${d.accountId}, '',
-                 ${d.environment}, 'account', s.url, ${hostOf(sql, sql`s.url`)}, ${d.now}
+                 ${d.environment}, 'account', s.url, ${hostPortSql(sql, sql`s.url`)}, ${d.now}
           FROM webhook_settings s WHERE s.account_id = ${d.accountId} AND s.environment = ${d.environment}
           RETURNING id`
     })
@@ -57,9 +59,9 @@ export class WebhookTests extends Context.Service<WebhookTests, {
         const now = new Date(yield* Clock.currentTimeMillis)
         const id = yield* sql.withTransaction(Effect.gen(function*() {
           const event = yield* appendOne(sql, owner.accountId, { kind: "webhook.test", recordId: "", hash: "", environment: owner.environment })
-          // Every account has its settings rows (migrations 0007, 0013): the insert always makes one delivery.
+          // Every account has its settings rows, one per environment (the accounts trigger): the insert always makes one delivery.
           const { id } = yield* insertDelivery({ eventSeq: event.seq, eventId: event.eventId, accountId: owner.accountId, environment: owner.environment, now })
-            .pipe(Effect.catchTag("NoSuchElementError", Effect.die), dieOnSchemaError)
+            .pipe(Effect.catchTag("NoSuchElementError", Effect.die), rowDefects)
           return id
         }))
         const delivery = yield* log.get(owner, id)

@@ -11,7 +11,8 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import type { Environment } from "../api/recordSchemas.ts"
 import { inOverlap, overlapEnd } from "./rotation.ts"
-import { DeliveryMode, dieOnSchemaError, Environment as EnvironmentColumn, type EventKind, PayloadFormat, WebhookSettingsRow } from "./rows.ts"
+import { rowDefects } from "../db/rows.ts"
+import { DeliveryMode, Environment as EnvironmentColumn, type EventKind, PayloadFormat, WebhookSettingsRow } from "./rows.ts"
 
 export interface SettingsPatch {
   readonly url?: string | null | undefined
@@ -86,7 +87,7 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
       })
 
       // Inside an unconfirmed overlap the signing (previous) secret stays and the pending one is replaced;
-      // the overlap is not extended. The new secret comes from the one generator (migration 0007).
+      // the overlap is not extended. The new secret comes from the one generator (`anchord_webhook_secret()`).
       const rotateSecret = SqlSchema.void({
         Request: SettingsKey,
         execute: ({ accountId, environment, now }) =>
@@ -109,10 +110,10 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
       const get = Effect.fn("WebhookSettingsStore.get")(function*(accountId: string, environment: Environment) {
         const now = yield* clockNow
         return yield* findSettings({ accountId, environment, now }).pipe(
-          // Every account has its rows (migrations 0007, 0013): none means no such account, which a caller
+          // Every account has its rows, one per environment (the accounts trigger): none means no such account, which a caller
           // holding an authenticated principal cannot have.
           Effect.catchTag("NoSuchElementError", () => Effect.die(new Error(`webhook settings of account ${accountId} (${environment}) missing`))),
-          dieOnSchemaError
+          rowDefects
         )
       })
 
@@ -120,7 +121,7 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
         get,
 
         update: Effect.fn("WebhookSettingsStore.update")(function*(accountId, environment, patch) {
-          yield* dieOnSchemaError(updateSettings({
+          yield* rowDefects(updateSettings({
             accountId,
             environment,
             setUrl: patch.url !== undefined,
@@ -138,12 +139,12 @@ export class WebhookSettingsStore extends Context.Service<WebhookSettingsStore, 
 
         rotate: Effect.fn("WebhookSettingsStore.rotate")(function*(accountId, environment) {
           const now = yield* clockNow
-          yield* dieOnSchemaError(rotateSecret({ accountId, environment, now }))
+          yield* rowDefects(rotateSecret({ accountId, environment, now }))
           return yield* get(accountId, environment)
         }),
 
         confirmRotation: Effect.fn("WebhookSettingsStore.confirmRotation")(function*(accountId, environment) {
-          yield* dieOnSchemaError(endOverlap({ accountId, environment }))
+          yield* rowDefects(endOverlap({ accountId, environment }))
           return yield* get(accountId, environment)
         })
       })

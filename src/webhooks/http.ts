@@ -1,6 +1,6 @@
 /**
  * Handlers of the webhooks API (src/api/webhooks.ts): payloads decoded by the endpoints' schemas, errors mapped by `atEdge`.
- * Settings, secret and rotation are the key's environment's (migration 0013): a test key never reads or
+ * Settings, secret and rotation are the key's environment's (one row per environment): a test key never reads or
  * changes what live deliveries use.
  */
 import { Clock, Effect } from "effect"

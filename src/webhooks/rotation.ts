@@ -1,5 +1,5 @@
 /**
- * Secret rotation (SPEC 5.5) over `webhook_settings` (migration 0007): `secret` is always the newest
+ * Secret rotation (SPEC 5.5) over `webhook_settings`: `secret` is always the newest
  * secret; after a rotation the previous one keeps signing x-webhook-signature for the overlap (24 h
  * after `rotated_at`, or until the account confirms), while the newest signs x-webhook-signature-next.
  *

@@ -1,11 +1,11 @@
 /**
  * Row schemas of the webhooks API's reads (settings, the delivery log and its attempts). Every store of
  * this folder reads and writes through `SqlSchema` with schemas like these; the dispatcher's own rows are
- * beside its statements (./DeliveryClaims.ts). A row the schema refuses means the schema and the migrations
- * disagree: a defect, not an error a caller could handle. SQL errors stay typed (`SqlError`) for the callers.
+ * beside its statements (the files ./DeliveryClaims.ts composes). A row the schema refuses means the schema and
+ * the migrations disagree: a defect, not an error a caller could handle (`rowDefects`, src/db/rows.ts). SQL
+ * errors stay typed (`SqlError`) for the callers.
  */
-import { Effect, Schema } from "effect"
-import type { SqlError } from "effect/sql"
+import { Schema } from "effect"
 import { RecordView } from "../api/recordSchemas.ts"
 import { DeliveryEventKind, DeliveryMode, DeliveryState, DeliveryView, EventKind, PayloadFormat } from "../api/webhookSchemas.ts"
 
@@ -21,11 +21,6 @@ export type EventKind = typeof EventKind.Type
 export const DeliveryTarget = DeliveryView.fields.target
 /** A delivery's environment: its record's (test / live). */
 export const Environment = RecordView.fields.environment
-
-/** A `SqlSchema` query's schema failure made a defect (see above); its `SqlError` stays typed. */
-export const dieOnSchemaError = <A, R>(
-  self: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError, R>
-): Effect.Effect<A, SqlError.SqlError, R> => Effect.catchTag(self, "SchemaError", Effect.die)
 
 /** `webhook_settings` as GET /v1/webhooks shows it, the rotation read at the Clock's time. */
 export const WebhookSettingsRow = Schema.Struct({

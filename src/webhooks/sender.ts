@@ -16,7 +16,7 @@ import * as Tls from "node:tls"
 import type { Environment } from "../api/recordSchemas.ts"
 import type { StableHeaders } from "./payload.ts"
 import { standardSignature } from "./standard.ts"
-import { addressesVerdict, type Allowlist, hostOf, type Resolve, staticVerdict } from "./urlPolicy.ts"
+import { addressesVerdict, type Allowlist, connectHostname, type Resolve, staticVerdict } from "./urlPolicy.ts"
 
 export interface AttemptOutcome {
   readonly ok: boolean
@@ -179,7 +179,7 @@ const targetOf = (raw: string, environment: Environment, egress: Egress): Target
   if (!verdict.ok) target = { ok: false, reason: verdict.reason }
   else {
     const url = new URL(raw)
-    const host = hostOf(url)
+    const host = connectHostname(url)
     target = {
       ok: true,
       protocol: url.protocol,

@@ -4,7 +4,7 @@
  *
  * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed as the Standard Webhooks
  * libraries key it: the bytes of the base64 text after `whsec_`. Our secrets are `whsec_` + 32 bytes in
- * base64url without `-` or `_` (made by PostgreSQL, migration 0007), so standard base64 too: the key is those 32 bytes.
+ * base64url without `-` or `_` (made by PostgreSQL's `anchord_webhook_secret()`), so standard base64 too: the key is those 32 bytes.
  */
 import * as Crypto from "node:crypto"
 

@@ -204,7 +204,7 @@ const networkAllowed = (allowlist: Allowlist, address: string) => {
 // ---- the checks ----
 
 /** The URL's host as connected to: lowercase, without the brackets of an IPv6 literal. */
-export const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "").toLowerCase()
+export const connectHostname = (url: URL) => url.hostname.replace(/^\[|\]$/g, "").toLowerCase()
 
 /**
  * An address connected to (or a literal host): public, or opened by the allowlist (the address, or
@@ -259,7 +259,7 @@ export const staticVerdict = (
   if (url.username !== "" || url.password !== "") return { ok: false, reason: `${field} must not carry credentials` }
   if (environment === "live" && url.protocol !== "https:") return { ok: false, reason: `${field} must use https with a live key` }
   // The WHATWG parser has already turned 2130706433, 0x7f.1, 0177.0.0.1, 127.1 into 127.0.0.1.
-  const host = hostOf(url)
+  const host = connectHostname(url)
   if (Net.isIP(host) !== 0) return addressVerdict(allowlist, host, `${field} host ${excerpt(host)}`)
   if (hostAllowed(allowlist, host)) return { ok: true }
   const name = normalizeHost(host)
