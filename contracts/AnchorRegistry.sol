@@ -39,13 +39,22 @@ contract AnchorRegistry is AccessControl {
     bytes32 public constant ANCHORER_ROLE = keccak256("ANCHORER_ROLE");
 
     /// @notice A batch root was anchored.
+    /// @param batchId the contract's id of the batch (1, 2, 3, ...).
+    /// @param root the batch's `StandardMerkleTree` root.
+    /// @param submitter the anchorer that sent it.
+    /// @param leafCount the number of record hashes in the batch.
     event Anchored(uint64 indexed batchId, bytes32 indexed root, address indexed submitter, uint32 leafCount);
 
     /// @notice The RFC 9162 tree root of batch `batchId`, emitted right after its {Anchored}.
+    /// @param batchId the batch, as in its {Anchored}.
+    /// @param logRoot the RFC 9162 root of the batch's record hashes, which COSE Receipts prove against.
     event LogRootAnchored(uint64 indexed batchId, bytes32 indexed logRoot);
 
     /// @notice The transparency log's checkpoint including batch `batchId`: `size` leaves with RFC 9162
     /// root `root`. Emitted by {anchorWithCheckpoint} after {Anchored} and {LogRootAnchored}.
+    /// @param batchId the batch whose leaves are the log's last ones at this size.
+    /// @param size the log's size (leaves) with the batch.
+    /// @param root the RFC 9162 root of the log's first `size` leaves.
     event Checkpoint(uint64 indexed batchId, uint64 size, bytes32 root);
 
     /// @notice `root` was already anchored as batch `batchId`.
@@ -102,13 +111,17 @@ contract AnchorRegistry is AccessControl {
     /// @notice Anchors a batch root. Returns the new batch id (1, 2, 3, ...).
     /// @param root the `StandardMerkleTree` root of the batch.
     /// @param leafCount the number of record hashes (leaves) in the batch, > 0.
+    /// @return batchId the new batch's id.
     function anchor(bytes32 root, uint32 leafCount) external returns (uint64 batchId) {
         return _anchor(root, leafCount, false, 0);
     }
 
     /// @notice {anchor}, and commits the batch's RFC 9162 tree root in the same transaction
     /// ({LogRootAnchored}). Reverts with {ZeroRoot} for a zero `logRoot`.
+    /// @param root the `StandardMerkleTree` root of the batch.
+    /// @param leafCount the number of record hashes (leaves) in the batch, > 0.
     /// @param logRoot the RFC 9162 root (SHA-256, leaves = the record hashes) of the same batch.
+    /// @return batchId the new batch's id.
     function anchorWithLogRoot(bytes32 root, uint32 leafCount, bytes32 logRoot) external returns (uint64 batchId) {
         if (logRoot == bytes32(0)) revert ZeroRoot();
         batchId = _anchor(root, leafCount, false, 0);
@@ -123,11 +136,14 @@ contract AnchorRegistry is AccessControl {
     /// the stored size, and with {InconsistentCheckpoint} when `consistency` is not the RFC 9162
     /// consistency proof from the stored checkpoint to the new one. The first checkpoint (`oldSize ==
     /// 0`) has an empty proof and `newLogRoot == logRoot`: the log starts with this batch's own tree.
+    /// @param root the `StandardMerkleTree` root of the batch.
+    /// @param leafCount the number of record hashes (leaves) in the batch, > 0: the leaves the log grows by.
     /// @param logRoot the RFC 9162 root of the batch's own tree (as in {anchorWithLogRoot}).
     /// @param oldSize the stored log size this checkpoint extends (see {checkpoint}).
     /// @param newLogRoot the RFC 9162 root of the log's first `oldSize + leafCount` leaves.
     /// @param consistency the RFC 9162 §2.1.4 consistency proof from (`oldSize`, stored root) to
     /// (`oldSize + leafCount`, `newLogRoot`).
+    /// @return batchId the new batch's id.
     function anchorWithCheckpoint(
         bytes32 root,
         uint32 leafCount,
@@ -152,6 +168,8 @@ contract AnchorRegistry is AccessControl {
 
     /// @notice The transparency log's stored checkpoint: its size (leaves) and RFC 9162 root. `(0, 0)`
     /// before the first {anchorWithCheckpoint}.
+    /// @return size the number of leaves of the stored checkpoint.
+    /// @return root its RFC 9162 root.
     function checkpoint() external view returns (uint64 size, bytes32 root) {
         return (uint64(_head >> _SIZE_SHIFT), _logRoot);
     }
@@ -190,6 +208,11 @@ contract AnchorRegistry is AccessControl {
     }
 
     /// @notice Looks a root up. All zeros when the root was never anchored here.
+    /// @param root a batch's `StandardMerkleTree` root.
+    /// @return batchId the batch's id (0: not anchored here).
+    /// @return blockNumber the block of the anchoring transaction.
+    /// @return timestamp that block's timestamp (seconds).
+    /// @return leafCount the batch's number of record hashes.
     function getAnchor(bytes32 root)
         public
         view
@@ -203,28 +226,47 @@ contract AnchorRegistry is AccessControl {
     }
 
     /// @notice The number of batches anchored so far (= the last batch id).
+    /// @return the last batch id, 0 before the first anchor.
     function batchCount() external view returns (uint64) {
         return uint64(_head & _COUNT_MASK);
     }
 
     /// @notice The `StandardMerkleTree` `["bytes32"]` leaf of a record hash.
+    /// @param recordHash a record hash, `sha256(JCS(data))`.
+    /// @return the leaf: `keccak256(keccak256(recordHash))`.
     function leafHash(bytes32 recordHash) public pure returns (bytes32) {
         return keccak256(bytes.concat(keccak256(abi.encode(recordHash))));
     }
 
     /// @notice Merkle inclusion only: true when `proof` links `recordHash` to `root`.
     /// Does NOT say that `root` is anchored; see {verify}.
+    /// @param recordHash the record hash.
+    /// @param proof the sibling hashes from the leaf up (`StandardMerkleTree.getProof`).
+    /// @param root the tree's root.
+    /// @return whether the proof holds.
     function verifyProof(bytes32 recordHash, bytes32[] calldata proof, bytes32 root) public pure returns (bool) {
         return MerkleProof.verifyCalldata(proof, root, leafHash(recordHash));
     }
 
     /// @notice True when `root` is anchored in this contract AND `proof` links `recordHash` to it.
+    /// @param recordHash the record hash.
+    /// @param proof the sibling hashes from the leaf up.
+    /// @param root the batch root the proof leads to.
+    /// @return whether the record is in a batch anchored here.
     function verify(bytes32 recordHash, bytes32[] calldata proof, bytes32 root) external view returns (bool) {
         return _anchors[root] != 0 && verifyProof(recordHash, proof, root);
     }
 
     /// @notice Like {verify}, and also returns where the root was anchored. When `included` is
     /// false every other value is zero.
+    /// @param recordHash the record hash.
+    /// @param proof the sibling hashes from the leaf up.
+    /// @param root the batch root the proof leads to.
+    /// @return included whether the record is in a batch anchored here.
+    /// @return batchId the batch's id.
+    /// @return blockNumber the block of the anchoring transaction.
+    /// @return timestamp that block's timestamp (seconds).
+    /// @return leafCount the batch's number of record hashes.
     function verifyAnchored(bytes32 recordHash, bytes32[] calldata proof, bytes32 root)
         external
         view
@@ -238,6 +280,8 @@ contract AnchorRegistry is AccessControl {
     }
 
     /// @notice The RFC 9162 leaf hash of a record hash: SHA-256(0x00 || recordHash).
+    /// @param recordHash the record hash.
+    /// @return the leaf hash.
     function logLeafHash(bytes32 recordHash) public pure returns (bytes32) {
         return sha256(abi.encodePacked(bytes1(0x00), recordHash));
     }
@@ -245,6 +289,12 @@ contract AnchorRegistry is AccessControl {
     /// @notice RFC 9162 inclusion only (§2.1.3.2): true when `proof` (sibling hashes from the leaf
     /// up) links `recordHash` at `leafIndex` in a tree of `treeSize` leaves to `logRoot`. Does NOT
     /// say that `logRoot` is anchored: that is the {LogRootAnchored} log of this contract.
+    /// @param recordHash the record hash.
+    /// @param leafIndex its leaf's index in the tree.
+    /// @param treeSize the tree's number of leaves.
+    /// @param proof the RFC 9162 inclusion proof.
+    /// @param logRoot the tree's root.
+    /// @return whether the proof holds.
     function verifyLogInclusion(
         bytes32 recordHash,
         uint256 leafIndex,
@@ -278,6 +328,12 @@ contract AnchorRegistry is AccessControl {
     /// empty tree is a prefix of any tree (empty proof); equal sizes need equal roots and an empty proof.
     /// Does NOT say that either root is anchored: that is {checkpoint} and the {Checkpoint} log. `view`
     /// only because of how it calls the SHA-256 precompile; it reads no state.
+    /// @param oldSize the older tree's number of leaves.
+    /// @param newSize the newer tree's number of leaves.
+    /// @param oldRoot the older tree's root.
+    /// @param newRoot the newer tree's root.
+    /// @param proof the RFC 9162 consistency proof.
+    /// @return whether the older tree is a prefix of the newer.
     function verifyLogConsistency(
         uint256 oldSize,
         uint256 newSize,
