@@ -223,7 +223,7 @@ describe("the transparency log's read API on a real node", () => {
 })
 
 describe("a node without a log key", () => {
-  it("publishes no note, and its checkpoint is a 404 naming LOG_KEY_FILE", async () => {
+  it("serves no checkpoint: a 404 naming LOG_KEY_FILE", async () => {
     const bare = await start({ LOG_PUBLIC: "true" })
     const r = await call(bare.baseUrl, "GET", `/log/${NET}/checkpoint`)
     expect([r.status, r.json.error]).toEqual([404, "This node signs no checkpoints: it has no log key (LOG_KEY_FILE)"])
