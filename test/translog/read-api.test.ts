@@ -11,6 +11,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { ConfigProvider, Effect, Layer, Option, Result } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import type { Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeLayer } from "../../src/app/layers.ts"
@@ -169,6 +170,10 @@ describe("the transparency log's read API on a real node", () => {
     await refused(`/log/${NET}/checkpoint`, 405, "METHOD_NOT_ALLOWED", /not allowed/, "POST")
     await refused("/log/nowhere/checkpoint", 404, "NOT_FOUND", /No transparency log for network nowhere/)
     await refused(`/log/${NET}`, 404, "NOT_FOUND", /No transparency log/)
+    // Measured under one route label, whatever the path (labels never come from client input).
+    const metrics = await node.runtime.runPromise(PrometheusMetrics.format())
+    expect(metrics).toMatch(/route="\/log",status="400"/)
+    expect(metrics).not.toMatch(/route="[^"]*tile/)
   })
 
   it("the monitor audits the node's own log against the contract: consistent", async () => {
