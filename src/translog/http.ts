@@ -51,7 +51,8 @@ export const LogHttpLayer = Layer.unwrap(Effect.gen(function*() {
 
   const body = (request: HttpServerRequest.HttpServerRequest, bytes: Uint8Array, contentType: string, cacheControl: string) =>
     request.method === "HEAD"
-      ? HttpServerResponse.empty({ status: 200, headers: { "content-type": contentType, "content-length": String(bytes.byteLength), "cache-control": cacheControl } })
+      ? HttpServerResponse.empty({ status: 200,
+        headers: { "content-type": contentType, "content-length": String(bytes.byteLength), "cache-control": cacheControl } })
       : HttpServerResponse.uint8Array(bytes, { contentType, headers: { "cache-control": cacheControl } })
 
   /** The answer for a network the caller may read, by what follows `/log/<networkId>/`. */
@@ -88,7 +89,9 @@ export const LogHttpLayer = Layer.unwrap(Effect.gen(function*() {
     const match = /^\/log\/([^/]+)\/(.+)$/.exec(pathOf(request.url))
     const networkId = match?.[1] ?? ""
     const network = networks.find((n) => n.networkId === networkId)
-    const admitted: Effect.Effect<Admitted, Refused<Unauthorized | TooManyRequests | ServiceUnavailable>> = isPublic ? admission.byAddress(request) : admission.byKey(request)
+    const admitted: Effect.Effect<Admitted, Refused<Unauthorized | TooManyRequests | ServiceUnavailable>> = isPublic
+      ? admission.byAddress(request)
+      : admission.byKey(request)
     return Effect.matchEffect(admitted, {
       onFailure: (refused) => Effect.succeed(wireResponse(refused.error, refused.headers)),
       onSuccess: ({ headers, principal }) => {
