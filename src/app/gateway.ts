@@ -45,9 +45,15 @@ type App = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpSer
 /** Request methods as metrics label them: the known ones, anything else `other` (a client picks the method). */
 const METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
-/** The route label of a path outside /v1: the node's pages, or `other`. */
+/** The route label of a path outside /v1: the node's pages, the transparency logs, or `other`. */
 const pageRoute = (path: string) =>
-  path === "/console" || path.startsWith("/console/") ? "/console" : path === "/verify" || path.startsWith("/verify/") ? "/verify" : "other"
+  path === "/console" || path.startsWith("/console/")
+    ? "/console"
+    : path === "/verify" || path.startsWith("/verify/")
+    ? "/verify"
+    : path.startsWith("/log/")
+    ? "/log"
+    : "other"
 
 /** An HTTP/1.1 request without `Host` (RFC 9112 3.2: a 400; HTTP/1.0 may leave it out). */
 const missingHost = (request: HttpServerRequest.HttpServerRequest) =>

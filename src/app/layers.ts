@@ -29,6 +29,7 @@ import { TracingLayer } from "../tracing/Tracing.ts"
 import { TsaConfig } from "../tsa/config.ts"
 import { Tsa } from "../tsa/Tsa.ts"
 import { ReceiptKey } from "../receipts/key.ts"
+import { CheckpointSignerLayer, LogKey } from "../translog/key.ts"
 
 /** Services over the database (no HTTP): what the CLI's operator commands need. */
 export const CoreLayer = Layer.mergeAll(Accounts.layer, RecordStore.layer, UsageCache.layer).pipe(
@@ -63,7 +64,10 @@ const ApiServices = Layer.mergeAll(
   // The console's users, sessions, sign-in, statistics, and certificates (SPEC 9).
   ConsoleServicesLayer,
   // The key that signs COSE Receipts (RECEIPT_KEY_FILE, or the dev key of `anchord dev`).
-  ReceiptKey.layer
+  ReceiptKey.layer,
+  // The key that signs the transparency logs' checkpoints (LOG_KEY_FILE, or the dev key of `anchord dev`),
+  // and the LogStore's signer from it: the pipelines publish signed checkpoints, the read API serves them.
+  CheckpointSignerLayer.pipe(Layer.provideMerge(LogKey.layer))
 ).pipe(
   // The webhook egress policy: the set-time checks (records, webhooks, console) and the dispatcher.
   Layer.provideMerge(WebhookEgress.layer)

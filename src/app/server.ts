@@ -13,6 +13,8 @@ import { CertificatesHttpLayer } from "../certificates/http.ts"
 import { ConsoleHttpLayer } from "../console/http.ts"
 import { ConsoleSameOriginLayer, ConsoleSessionLayer } from "../console/middleware.ts"
 import { PagesLayer } from "../console/pages.ts"
+import { LogHttpLayer } from "../translog/http.ts"
+import { LogStore } from "../translog/LogStore.ts"
 import { ErrorEnvelopeLayer, JsonBodyFramingLayer } from "../http/middleware.ts"
 import { AppConfig } from "../config.ts"
 import type { ErrorCode } from "../api/errors.ts"
@@ -34,9 +36,10 @@ import { plainPortListener } from "../http/plainPort.ts"
 
 /**
  * Routes + middleware, without a server (tests may serve it on their own socket): the API (HttpApi,
- * the console's API included) and the node's pages (/console, /verify: src/console/pages.ts).
+ * the console's API included), the node's pages (/console, /verify: src/console/pages.ts) and the
+ * transparency logs' tiles (/log).
  */
-export const HttpAppLayer = Layer.merge(
+export const HttpAppLayer = Layer.mergeAll(
   HttpApiBuilder.layer(Api).pipe(
     Layer.provide([
       RecordsHttpLayer,
@@ -61,7 +64,9 @@ export const HttpAppLayer = Layer.merge(
       DatabaseBoundLayer
     ])
   ),
-  PagesLayer
+  PagesLayer,
+  // The transparency logs as C2SP tlog-tiles under /log/<networkId> (src/translog/http.ts).
+  LogHttpLayer.pipe(Layer.provide(LogStore.layer))
 ).pipe(Layer.provideMerge(GatewayLayer), Layer.provide(BodyBudgetService.layer))
 
 /**

@@ -21,6 +21,8 @@ import { VERSION } from "../version.ts"
 import { devOperatorLink, embeddedDatabaseUrl, ensureDevAccount, printBanner } from "../dev/devNode.ts"
 import { TsaConfig, TsaDevDefault } from "../tsa/config.ts"
 import { ReceiptDevDefault } from "../receipts/key.ts"
+import { LogDevDefault, LogKey } from "../translog/key.ts"
+import { EvmNetworks } from "../evm/config.ts"
 import { AllowPrivateDefault, describeAllowlist, WebhookEgress } from "../webhooks/urlPolicy.ts"
 import { formatResults, isFatal, runChecks } from "../doctor/doctor.ts"
 
@@ -50,6 +52,7 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
   const info = yield* ensureDevAccount
   const peer = yield* FabricDevPeer
   const chain = yield* devChainInfo
+  const evmNetworks = (yield* EvmNetworks).networks
   yield* recordRunningUrl(config.dataDir, baseUrl)
   yield* Effect.logInfo("anchord listening", { url: baseUrl, version: VERSION })
   yield* printBanner({
@@ -62,7 +65,12 @@ const announceDev = Layer.effectDiscard(Effect.gen(function*() {
     signInLink: yield* devOperatorLink(baseUrl),
     webhookTargets: describeAllowlist((yield* WebhookEgress).allowlist),
     metrics: Option.getOrUndefined((yield* MetricsListener).url),
-    tsaCaFile: Option.getOrUndefined((yield* TsaConfig).devCaFile)
+    tsaCaFile: Option.getOrUndefined((yield* TsaConfig).devCaFile),
+    logs: Option.match((yield* LogKey).signing, {
+      onNone: () => [],
+      onSome: (signing) =>
+        evmNetworks.map((n) => ({ checkpointUrl: `${baseUrl}/log/${n.networkId}/checkpoint`, verifierKey: signing.verifierKey(n.networkId) }))
+    })
   })
 }))
 
@@ -118,7 +126,10 @@ const runNode = (dev: boolean) =>
       // A dev TSA root and certificate under the data directory unless TSA_CERT_FILE is set (src/tsa/config.ts).
       Layer.provide(Layer.succeed(TsaDevDefault, true)),
       // A dev receipt key under the data directory unless RECEIPT_KEY_FILE is set (src/receipts/key.ts).
-      Layer.provide(Layer.succeed(ReceiptDevDefault, true))
+      Layer.provide(Layer.succeed(ReceiptDevDefault, true)),
+      // A dev log key under the data directory unless LOG_KEY_FILE is set, and the logs served to anyone
+      // unless LOG_PUBLIC says otherwise (src/translog/key.ts, src/translog/http.ts).
+      Layer.provide(Layer.succeed(LogDevDefault, true))
     )).pipe(
       // After every layer is released (database stopped, chain state saved): the last line.
       Effect.onInterrupt(() => Console.log(`anchord dev stopped; state kept in ${Path.resolve(config.dataDir)}`)),

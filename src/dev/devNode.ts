@@ -96,6 +96,8 @@ export const printBanner = (info: {
   readonly metrics?: string | undefined
   /** The dev TSA's root CA file (`openssl ts -verify -CAfile`); undefined: TSA_CERT_FILE's TSA. */
   readonly tsaCaFile?: string | undefined
+  /** Each EVM network's transparency log: its checkpoint's URL and the key that verifies it (docs/transparency-log.md). */
+  readonly logs?: ReadonlyArray<{ readonly checkpointUrl: string; readonly verifierKey: string }>
 }) =>
   Console.log([
     "",
@@ -127,6 +129,10 @@ export const printBanner = (info: {
     `Metrics:   ${info.metrics ?? "off (127.0.0.1:9464 busy: set METRICS_PORT to another port)"}`,
     `TSA:       ${info.baseUrl}/tsa  (RFC 3161; ${info.tsaCaFile === undefined ? "TSA_CERT_FILE" : `dev root CA ${info.tsaCaFile}`}, docs/timestamping.md)`,
     `Receipts:  ${info.baseUrl}/v1/records/{id}/receipt  (COSE, RFC 9942; key ${info.baseUrl}/.well-known/anchord-receipt-key.pem, docs/proof-format.md)`,
+    ...(info.logs ?? []).flatMap((log) => [
+      `Log:       ${log.checkpointUrl}  (C2SP tlog-tiles; anchord monitor, docs/transparency-log.md)`,
+      `Log key:   ${log.verifierKey}`
+    ]),
     "",
     "Try:",
     `  curl -s -X POST ${info.baseUrl}/v1/anchor -H "Authorization: Bearer ${info.apiKey}" \\`,

@@ -10,6 +10,7 @@ import { FabricNetworks } from "../fabric/config.ts"
 import { tsaConfig } from "../tsa/config.ts"
 import { tsaFilesReport } from "../tsa/keys.ts"
 import { signerFromPem } from "../receipts/key.ts"
+import { logKeyFromPem } from "../translog/key.ts"
 import * as Fs from "node:fs"
 import { anchorableCheck, bounded, type CheckResult, databaseChecks, dataDirCheck, evmChecks, fabricChecks, fatal, ok, publicUrlCheck, redisCheck,
   tlsFilesCheck, warn, webhookPolicyCheck } from "./checks.ts"
@@ -74,6 +75,8 @@ export const runChecks = Effect.fn("Doctor.run")(function*(options: DoctorOption
   // The COSE receipt key (docs/proof-format.md): a bad file would stop the node at start.
   const receiptKeyFile = yield* optionalString("RECEIPT_KEY_FILE")
   results.push([receiptKeyCheck(receiptKeyFile)])
+  // The transparency logs' checkpoint key (docs/transparency-log.md): a bad file would stop the node at start too.
+  results.push([logKeyCheck(yield* optionalString("LOG_KEY_FILE"))])
 
   const timeout = (ms: number) => Math.max(ms, 1_000) + 2_000
   const work: Array<Effect.Effect<ReadonlyArray<CheckResult>>> = []
@@ -142,4 +145,18 @@ export const receiptKeyCheck = (file: string | undefined): CheckResult => {
   const signer = signerFromPem(pem, "RECEIPT_KEY_FILE")
   if (typeof signer === "string") return fatal("receipts", signer, "an ECDSA P-256 key, e.g. openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256")
   return ok("receipts", `receipt key ES256, kid ${Buffer.from(signer.kid).toString("hex").slice(0, 16)}…`)
+}
+
+/** LOG_KEY_FILE: unset (checkpoints unsigned, not served), or a readable Ed25519 private key. */
+export const logKeyCheck = (file: string | undefined): CheckResult => {
+  if (file === undefined) return ok("log-key", "LOG_KEY_FILE unset: checkpoints are not signed, /log/<network>/checkpoint answers 404")
+  let pem: string
+  try {
+    pem = Fs.readFileSync(file, "utf8")
+  } catch {
+    return fatal("log-key", `LOG_KEY_FILE: cannot read ${file}`, "point LOG_KEY_FILE at the log key's PKCS#8 PEM (docs/transparency-log.md)")
+  }
+  const key = logKeyFromPem(pem, "LOG_KEY_FILE")
+  if (typeof key === "string") return fatal("log-key", key, "an Ed25519 key, e.g. openssl genpkey -algorithm ed25519")
+  return ok("log-key", "checkpoint key Ed25519")
 }

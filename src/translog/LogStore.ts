@@ -43,10 +43,13 @@ export interface PublishedCheckpoint {
   readonly createdAt: Date
 }
 
-/** Signs a network's checkpoints as C2SP signed notes: the origin names the log, the signer holds the key. */
+/**
+ * Signs a network's checkpoints as C2SP signed notes: the origin names the log, the network's signer holds the
+ * key (one key for every log of the node, named after each log's origin).
+ */
 export interface CheckpointSigning {
   readonly origin: (networkId: string) => string
-  readonly signer: NoteSigner
+  readonly signer: (networkId: string) => NoteSigner
 }
 
 /** Optional: without it checkpoints are published without a note. */
@@ -198,7 +201,7 @@ export class LogStore extends Context.Service<LogStore, {
           const r = marked.value
           const size = r.start + r.leafCount
           const checkpoint: Checkpoint = { origin: signing?.origin(r.networkId) ?? r.networkId, size, root: r.rootAfter }
-          const note = signing === undefined ? null : signCheckpoint(checkpoint, [signing.signer])
+          const note = signing === undefined ? null : signCheckpoint(checkpoint, [signing.signer(r.networkId)])
           yield* rowDefects(q.insertCheckpoint({ networkId: r.networkId, size, root: r.rootAfter, batchId, note }))
           return Option.getOrUndefined(yield* rowDefects(q.latestCheckpoint(r.networkId)))
         }))

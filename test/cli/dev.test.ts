@@ -9,7 +9,10 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { freePort, isPortFree } from "../../src/dev/EmbeddedPostgres.ts"
+import { openCheckpoint } from "../../src/tlog/checkpoint.ts"
+import { parseVerifierKey } from "../../src/tlog/note.ts"
 import { call } from "../support/node.ts"
+import { waitFor } from "../support/wait.ts"
 import { forwardOutput, track } from "../support/process.ts"
 
 const root = Path.resolve(import.meta.dirname, "../..")
@@ -104,6 +107,20 @@ describe("anchord dev", () => {
     expect(reply.status).toBe(200)
     Fs.writeFileSync(Path.join(dataDir, "dev.tsr"), new Uint8Array(await reply.arrayBuffer()))
     ChildProcess.execFileSync("openssl", ["ts", "-verify", "-data", caFile!, "-in", Path.join(dataDir, "dev.tsr"), "-CAfile", caFile!], { stdio: "pipe" })
+    // The dev chain's transparency log (docs/transparency-log.md): its checkpoint URL and verifier key in the
+    // banner, served to anyone (LOG_PUBLIC defaults to true in dev), signed by the printed key once a batch lands.
+    const logUrl = `${base}/log/hardhat-local/checkpoint`
+    expect(first.output()).toContain(`Log:       ${logUrl}  (C2SP tlog-tiles`)
+    const logKey = /Log key:\s+(\S+)/.exec(first.output())?.[1]
+    expect(logKey).toMatch(new RegExp(`^localhost:${port}/log/hardhat-local\\+[0-9a-f]{8}\\+`))
+    const note = await waitFor("a signed checkpoint served", async () => {
+      const r = await fetch(logUrl)
+      return r.status === 200 ? r.text() : undefined
+    }, 30_000)
+    const verifier = parseVerifierKey(logKey!)
+    expect(verifier._tag).toBe("Success")
+    const opened = openCheckpoint(note, `localhost:${port}/log/hardhat-local`, [(verifier as { success: any }).success])
+    expect(opened._tag, note).toBe("Success")
     await stop(first.child, "SIGKILL")
 
     const second = await startDev(port)
@@ -121,6 +138,7 @@ describe("anchord dev", () => {
     // Two records and the time-stamp token's hash-only record, all kept; the dev TSA CA reused, not remade.
     expect((await call(base, "GET", "/v1/records", { key: third.key })).json.data.records).toHaveLength(3)
     expect(third.output()).toContain(`dev root CA ${caFile}`)
+    expect(third.output(), "the dev log key kept").toContain(`Log key:   ${logKey}`)
     expect(Fs.readFileSync(caFile!, "utf8")).toBe(caPem)
     await stop(third.child, "SIGTERM")
   }, 180_000) // three starts of a whole dev node (PostgreSQL, chain, Fabric peer) on a loaded 2-core machine

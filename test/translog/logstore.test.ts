@@ -179,7 +179,7 @@ describe("LogStore (real PostgreSQL)", () => {
       const { privateKey } = Crypto.generateKeyPairSync("ed25519")
       const signer = ed25519NoteSigner("anchord.test/log", privateKey)
       const origin = `anchord.test/log/${net}`
-      const cp = yield* logs.publish(b.batchId).pipe(Effect.provideService(CheckpointSigner, { origin: () => origin, signer }))
+      const cp = yield* logs.publish(b.batchId).pipe(Effect.provideService(CheckpointSigner, { origin: () => origin, signer: () => signer }))
       const opened = openCheckpoint(cp!.note!, origin, [Result.getOrThrow(parseVerifierKey(signer.verifierKey))])
       assert.isTrue(Result.isSuccess(opened), String(cp?.note))
       const checkpoint = Result.getOrThrow(opened).checkpoint
