@@ -6,6 +6,7 @@ import { ConsoleAuthApi, ConsoleSessionApi } from "./console.ts"
 import { ConsoleAccountsApi, ConsoleMembersApi, ConsoleOperatorsApi, ConsoleRecordsApi, ConsoleWebhooksApi } from "./consoleAreas.ts"
 import { ErrorEnvelope } from "./http.ts"
 import { jsonBodiesInOpenApi } from "./jsonBody.ts"
+import { LogProofsApi } from "./logProofs.ts"
 import { wireInOpenApi } from "./openapiWire.ts"
 import { ReceiptKeysApi, ReceiptsApi } from "./receipts.ts"
 import { RecordsApi } from "./records.ts"
@@ -31,6 +32,7 @@ export class Api extends HttpApi.make("anchord")
   .add(TsaShortApi)
   .add(ReceiptsApi)
   .add(ReceiptKeysApi)
+  .add(LogProofsApi)
   .middleware(ErrorEnvelope)
   .annotateMerge(OpenApi.annotations({
     title: "anchord",

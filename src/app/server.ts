@@ -23,6 +23,7 @@ import { ALLOWED_METHODS } from "../http/edge.ts"
 import { breakBody } from "../http/body.ts"
 import { answerAndClose, answerResponse, describeClientError, rawErrorResponse } from "../http/malformed.ts"
 import { ReceiptKeysHttpLayer, ReceiptsHttpLayer } from "../receipts/http.ts"
+import { LogProofsHttpLayer } from "../translog/proofHttp.ts"
 import { RecordsHttpLayer } from "../records/http.ts"
 import { VerifyHttpLayer } from "../verify/http.ts"
 import { WebhooksHttpLayer } from "../webhooks/http.ts"
@@ -51,6 +52,7 @@ export const HttpAppLayer = Layer.mergeAll(
       TimestampHttpLayer,
       TsaShortHttpLayer,
       ReceiptsHttpLayer,
+      LogProofsHttpLayer.pipe(Layer.provide(LogStore.layer)),
       ReceiptKeysHttpLayer
     ]),
     Layer.provide([

@@ -98,6 +98,8 @@ export class LogStore extends Context.Service<LogStore, {
   /** Stored hashes by index (src/tlog/tree.ts): for tiles and proofs, below a published checkpoint's size. */
   readonly hashReader: (networkId: string) => HashReader<SqlError.SqlError>
   readonly latestCheckpoint: (networkId: string) => Effect.Effect<PublishedCheckpoint | undefined, SqlError.SqlError>
+  /** The published checkpoint of exactly `size` leaves, if there is one. */
+  readonly checkpointAt: (networkId: string, size: number) => Effect.Effect<PublishedCheckpoint | undefined, SqlError.SqlError>
   /** The chain was reset (dev chain): the network's log, head and checkpoints forgotten; it starts empty again. */
   readonly forget: (networkId: string) => Effect.Effect<void, SqlError.SqlError>
   /** The log's leaves (record hashes) [start, end). */
@@ -227,6 +229,10 @@ export class LogStore extends Context.Service<LogStore, {
         return Option.getOrUndefined(yield* rowDefects(q.latestCheckpoint(networkId)))
       })
 
+      const checkpointAt = Effect.fn("LogStore.checkpointAt")(function*(networkId: string, size: number) {
+        return Option.getOrUndefined(yield* rowDefects(q.checkpointAt({ networkId, size })))
+      })
+
       const entries = Effect.fn("LogStore.entries")(function*(networkId: string, start: number, end: number) {
         const rows = yield* rowDefects(q.entries({ networkId, start, end }))
         if (rows.length !== Math.max(0, end - start) || rows.some((r, k) => r.i !== start + k)) {
@@ -245,7 +251,7 @@ export class LogStore extends Context.Service<LogStore, {
         yield* rowDefects(q.forget(networkId))
       })
 
-      return LogStore.of({ assign, truncateFrom, publish, batchLeaves, agrees, head, range, hashReader, latestCheckpoint, forget, entries })
+      return LogStore.of({ assign, truncateFrom, publish, batchLeaves, agrees, head, range, hashReader, latestCheckpoint, checkpointAt, forget, entries })
     })
   )
 }

@@ -161,5 +161,13 @@ export const statements = (sql: SqlClient.SqlClient) => ({
       sql`
       SELECT network_id, size::float8 AS size, root, batch_id::text AS batch_id, note, created_at
       FROM log_checkpoints WHERE network_id = ${networkId} ORDER BY size DESC LIMIT 1`
+  }),
+  checkpointAt: SqlSchema.findOneOption({
+    Request: Schema.Struct({ networkId: Schema.String, size: Schema.Number }),
+    Result: CheckpointRow,
+    execute: ({ networkId, size }) =>
+      sql`
+      SELECT network_id, size::float8 AS size, root, batch_id::text AS batch_id, note, created_at
+      FROM log_checkpoints WHERE network_id = ${networkId} AND size = ${size}`
   })
 })

@@ -568,38 +568,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/records/{recordId}/log-proof": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a record's proof in its network's transparency log (C2SP tlog-proof)
+         * @description text/plain: the record's inclusion in the log's checkpoint anchored with its batch (or in the published checkpoint of `size` leaves), with that checkpoint signed by the log key. 409 NOT_ANCHORED before the record is anchored; 404 NOT_FOUND when its batch is not in a log (anchored before the log, or its checkpoint not confirmed yet), when `size` is not a published checkpoint at or after it, or when the node has no log key.
+         */
+        get: operations["logProofs.recordLogProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description A dependency (the database) is unavailable */
-        ServiceUnavailable: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "SERVICE_UNAVAILABLE";
-        };
         InternalErrorEncoded: {
             /** @enum {boolean} */
             success: false;
             error: string;
             /** @enum {string} */
             errorCode: "INTERNAL_ERROR";
-        };
-        BadRequestEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK" | "CHAIN_NOT_CONFIGURED";
-        };
-        NotFoundEncoded: {
-            /** @enum {boolean} */
-            success: false;
-            error: string;
-            /** @enum {string} */
-            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
         };
         /** @description Per-second rate limit or monthly quota exceeded, or too many failed sign-ins */
         TooManyRequests: {
@@ -616,6 +614,14 @@ export interface components {
             /** @enum {string} */
             errorCode: "MISSING_API_KEY" | "INVALID_API_KEY" | "EXPIRED_API_KEY" | "INVALID_CREDENTIALS" | "NOT_SIGNED_IN" | "SESSION_EXPIRED";
         };
+        /** @description A dependency (the database) is unavailable */
+        ServiceUnavailable: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "SERVICE_UNAVAILABLE";
+        };
         ConflictEncoded: {
             /** @enum {boolean} */
             success: false;
@@ -629,6 +635,20 @@ export interface components {
             error: string;
             /** @enum {string} */
             errorCode: "RECORD_DELETED";
+        };
+        NotFoundEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "RECORD_NOT_FOUND" | "NOT_FOUND";
+        };
+        BadRequestEncoded: {
+            /** @enum {boolean} */
+            success: false;
+            error: string;
+            /** @enum {string} */
+            errorCode: "INVALID_JSON" | "VALIDATION_ERROR" | "INVALID_ENCRYPTION_KEY" | "INVALID_WEBHOOK_URL" | "INVALID_LINK" | "CHAIN_NOT_CONFIGURED";
         };
         UnsupportedMediaTypeEncoded: {
             /** @enum {boolean} */
@@ -6028,6 +6048,188 @@ export interface operations {
             503: {
                 headers: {
                     "retry-after": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailable"];
+                };
+            };
+        };
+    };
+    "logProofs.recordLogProof": {
+        parameters: {
+            query?: {
+                networkId?: string;
+                size?: string;
+            };
+            header?: never;
+            path: {
+                recordId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description C2SP tlog-proof (c2sp.org/tlog-proof@v1): the record hash's leaf index and inclusion proof in the network's log, and the log's signed checkpoint; the extra line is base64 JSON naming where that checkpoint is anchored (unauthenticated: check it on chain). */
+            200: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    /** @description Records per month of the account's plan (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Limit": string;
+                    /** @description Records left this month (digits), or `unlimited` (ENTERPRISE) */
+                    "X-Quota-Remaining": string;
+                    /** @description Unix time (seconds) of the first instant of next month, UTC */
+                    "X-Quota-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request is malformed or does not match the schema */
+            400: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BadRequestEncoded"];
+                };
+            };
+            /** @description No valid API key (the API), or not signed in (the console) */
+            401: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnauthorizedEncoded"];
+                };
+            };
+            /** @description No such record, resource or route */
+            404: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotFoundEncoded"];
+                };
+            };
+            /** @description Idempotency-Key reused with another body, the record is not anchored yet, or the state does not allow it */
+            409: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictEncoded"];
+                };
+            };
+            /** @description The record was deleted */
+            410: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GoneEncoded"];
+                };
+            };
+            /** @description TooManyRequests */
+            429: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TooManyRequests"];
+                };
+            };
+            /** @description An unexpected error; the message never carries internals */
+            500: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorEncoded"];
+                };
+            };
+            /** @description ServiceUnavailable */
+            503: {
+                headers: {
+                    /** @description Requests allowed per second: the key's plan, or the per-address limit without a valid key */
+                    "X-RateLimit-Limit": number;
+                    /** @description Requests left in the current one-second window */
+                    "X-RateLimit-Remaining": number;
+                    /** @description Unix time (seconds) when the current window ends */
+                    "X-RateLimit-Reset": number;
+                    "X-Quota-Limit": components["headers"]["X-Quota-Limit"];
+                    "X-Quota-Remaining": components["headers"]["X-Quota-Remaining"];
+                    "X-Quota-Reset": components["headers"]["X-Quota-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

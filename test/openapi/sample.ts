@@ -95,6 +95,8 @@ export const runSample = async (options: { readonly baseUrl: string; readonly ap
   await client.GET("/v1/records/{recordId}/receipt", { params: { path: { recordId } }, parseAs: "arrayBuffer" })
   await client.GET("/.well-known/scitt-keys", { parseAs: "arrayBuffer" })
   await client.GET("/.well-known/anchord-receipt-key.pem", { parseAs: "text" })
+  // Its proof in the network's transparency log (none here: the sample's network sends no checkpoints)
+  await client.GET("/v1/records/{recordId}/log-proof", { params: { path: { recordId } }, parseAs: "text" })
 
   // Verification by the node
   await client.POST("/v1/verify", { body: { hash } })

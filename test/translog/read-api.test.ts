@@ -16,12 +16,14 @@ import type { Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeLayer } from "../../src/app/layers.ts"
 import { EvmNetworks } from "../../src/evm/config.ts"
+import { readCheckpoints } from "../../src/monitor/chain.ts"
 import { runMonitor } from "../../src/monitor/monitor.ts"
 import { httpTiles } from "../../src/monitor/tiles.ts"
 import { openCheckpoint, signCheckpoint } from "../../src/tlog/checkpoint.ts"
 import { leafHash } from "../../src/tlog/hash.ts"
 import { merkleTreeHash } from "../../src/tlog/memory.ts"
 import { ed25519NoteSigner, parseVerifierKey } from "../../src/tlog/note.ts"
+import { checkProofText } from "../../src/tlog/proofText.ts"
 import { parseEntryBundle } from "../../src/tlog/tiles.ts"
 import { rpcClient } from "../../src/verify/evm.ts"
 import { query } from "../support/db.ts"
@@ -102,13 +104,16 @@ const audit = (node: TestNode, key = signer.verifierKey) =>
 describe("the transparency log's read API on a real node", () => {
   let node: TestNode
   let entries: Array<string>
+  let apiKey = ""
+  const recordIds: Array<string> = []
 
   it("LOG_PUBLIC: nothing before the first checkpoint, then the signed note, tiles and entry bundles with their cache headers", async () => {
     node = await start({ LOG_KEY_FILE: keyFile, LOG_PUBLIC: "true" })
     const none = await call(node.baseUrl, "GET", `/log/${NET}/checkpoint`)
     expect([none.status, none.json]).toEqual([404, { success: false, errorCode: "NOT_FOUND", error: `No signed checkpoint of network ${NET} published yet` }])
     const key = (await node.createKey(await node.createAccount())).key
-    const ids: Array<string> = []
+    apiKey = key
+    const ids = recordIds
     for (const k of [0, 1, 2]) {
       const r = await call(node.baseUrl, "POST", "/v1/anchor/batch", { key, body: { records: Array.from({ length: 100 }, (_, i) => ({ data: { k, i } })) } })
       expect(r.status, JSON.stringify(r.json)).toBe(202)
@@ -178,6 +183,37 @@ describe("the transparency log's read API on a real node", () => {
 
   it("the monitor audits the node's own log against the contract: consistent", async () => {
     expect(await audit(node)).toBe("consistent")
+  }, 60_000)
+
+  it("a record's tlog-proof: its leaf in the checkpoint anchored with its batch, signed by the log key, that checkpoint on chain", async () => {
+    const proofOf = (id: string, query = "") => fetch(`${node.baseUrl}/v1/records/${id}/log-proof${query}`, { headers: { authorization: `Bearer ${apiKey}` } })
+    const id = recordIds[150]!
+    const hash = (await call(node.baseUrl, "GET", `/v1/records/${id}`, { key: apiKey })).json.data.hash as string
+    const verifier = Result.getOrThrow(parseVerifierKey(signer.verifierKey))
+    const r = await proofOf(id)
+    expect([r.status, r.headers.get("content-type")]).toEqual([200, "text/plain"])
+    const text = await r.text()
+    expect(text.startsWith("c2sp.org/tlog-proof@v1\nextra ")).toBe(true)
+    const checked = Result.getOrThrow(checkProofText(text, Buffer.from(hash, "hex"), ORIGIN, [verifier]))
+    const where = JSON.parse(new TextDecoder().decode(checked.proof.extra))
+    expect(where).toMatchObject({ chainType: "evm", networkId: NET, contractAddress: contract.toLowerCase() })
+    // The checkpoint is the one the chain accepted with the record's batch, in the block the proof names.
+    const onChain = await Effect.runPromise(readCheckpoints(rpcClient(anvil.rpcUrl), contract, BigInt(where.blockNumber), BigInt(where.blockNumber)))
+    const mine = onChain.find((c) => c.size === checked.checkpoint.size)
+    expect(mine, JSON.stringify(where)).toBeDefined()
+    expect(Buffer.from(mine!.root)).toEqual(Buffer.from(checked.checkpoint.root))
+    expect(checked.proof.index).toBeGreaterThanOrEqual(mine!.size - mine!.leafCount)
+    expect(checked.proof.index).toBeLessThan(mine!.size)
+    // Against a later checkpoint, on request; not against one before its batch or one never published.
+    const later = await proofOf(id, "?size=300")
+    expect(later.status).toBe(200)
+    expect(Result.getOrThrow(checkProofText(await later.text(), Buffer.from(hash, "hex"), ORIGIN, [verifier])).checkpoint.size).toBe(300)
+    for (const [q, reason] of [["?size=1", /is before its batch's checkpoint/], ["?size=299", /no published checkpoint of 299 leaves/]] as const) {
+      const refused = await call(node.baseUrl, "GET", `/v1/records/${id}/log-proof${q}`, { key: apiKey })
+      expect([refused.status, refused.json.errorCode], q).toEqual([404, "NOT_FOUND"])
+      expect(refused.json.error, q).toMatch(reason)
+    }
+    expect((await call(node.baseUrl, "GET", `/v1/records/${id}/log-proof?size=abc`, { key: apiKey })).status).toBe(400)
   }, 60_000)
 
   it("and catches each lie told in the database: a stored hash, a note re-signed over another root, a note's root changed", async () => {
