@@ -2,7 +2,7 @@
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { Environment } from "../api/recordSchemas.ts"
-import { anchorRows, proofBundle, withAnchors } from "../anchoring/anchorViews.ts"
+import { anchorReads, proofBundle } from "../anchoring/anchorViews.ts"
 import { listedInStatus, recordColumns, type RecordStatus, stateJoin } from "../anchoring/recordState.ts"
 import { canonicalize } from "../canonical/jcs.ts"
 import { append, appendOne } from "../outbox/Outbox.ts"
@@ -81,7 +81,8 @@ export class RecordStore extends Context.Service<RecordStore, {
     RecordStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const attachAnchors = withAnchors(sql)
+      const anchors = anchorReads(sql)
+      const attachAnchors = anchors.withAnchors
 
       // By the primary key whatever the statistics: behind the fence (OFFSET 0) the key is the
       // only condition, so no plan can walk the owner's index (records_hash, records_list) and filter each of
@@ -273,7 +274,7 @@ export class RecordStore extends Context.Service<RecordStore, {
 
       const proofsOf = (rows: ReadonlyArray<ProofSource>) => {
         const anchored = rows.filter((r) => r.status === "ANCHORED")
-        return Effect.map(anchorRows(sql, anchored.map((r) => r.id)), (byId) => anchored.map((r) => proofBundle(r, byId.get(r.id) ?? [])))
+        return Effect.map(anchors.anchorRows(anchored.map((r) => r.id)), (byId) => anchored.map((r) => proofBundle(r, byId.get(r.id) ?? [])))
       }
 
       return RecordStore.of({
