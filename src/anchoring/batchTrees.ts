@@ -53,19 +53,8 @@ export const logProofOffsets = (leafCount: number, index: number): Array<number>
   return out
 }
 
-/** The nodes at `offsets` of stored levels. */
-const nodesAt = (levels: Uint8Array, offsets: ReadonlyArray<number>): Array<Uint8Array> => offsets.map((o) => levels.subarray(o, o + 32))
-
 /** A node as the API shows it: 0x + 64 hex (a view on the stored bytes, not a copy). */
 const hexNode = (b: Uint8Array) => `0x${Buffer.from(b.buffer, b.byteOffset, 32).toString("hex")}`
-
-/** A proof of the first tree as the API shows it (0x + 64 hex each). */
-export const merkleProofFrom = (levels: Uint8Array, leafCount: number, position: number): Array<string> =>
-  nodesAt(levels, merkleProofOffsets(leafCount, position)).map(hexNode)
-
-/** An RFC 9162 proof as `anchors.log_proof` stored it: the siblings concatenated. */
-export const logProofFrom = (levels: Uint8Array, leafCount: number, index: number): Uint8Array =>
-  Buffer.concat(nodesAt(levels, logProofOffsets(leafCount, index)))
 
 export type Tree = "merkle" | "log"
 

@@ -33,8 +33,11 @@ export const requireFound = (lookup: Lookup, recordId: string): Effect.Effect<Re
     ? Effect.fail(new RecordDeleted({ recordId }))
     : Effect.fail(new RecordNotFound({ recordId }))
 
-/** SPEC 6: an anchored record's proof bundle (docs/proof-format.md). */
-export type ProofBundle = ReturnType<typeof proofBundle>
+/**
+ * SPEC 6: an anchored record's proof bundle (docs/proof-format.md) as the node builds it (anchorViews' `proofBundle`);
+ * its wire schema is src/api/proofBundle.ts's `ProofBundle`.
+ */
+export type BuiltProofBundle = ReturnType<typeof proofBundle>
 
 /** What `proofsOf` reads of a record: a `RecordRow`, or any row with its id, hash, salt flag and state. */
 type ProofSource = Pick<RecordRow, "id" | "hash" | "salted"> & { readonly status: string }
@@ -63,9 +66,9 @@ export class RecordStore extends Context.Service<RecordStore, {
    * The owner's record's proof bundle: 404 / 410 as `get`, 409 NOT_ANCHORED until it is anchored. The one
    * lookup behind `/v1/records/{id}/proof`, the console's proof and certificates.
    */
-  readonly proof: (owner: Owner, id: string) => Effect.Effect<ProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
+  readonly proof: (owner: Owner, id: string) => Effect.Effect<BuiltProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
   /** The proof bundles of the anchored records among `rows` (as `get` or `byHash` read them), in their order: one query. */
-  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => SqlEffect<ReadonlyArray<ProofBundle>>
+  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => SqlEffect<ReadonlyArray<BuiltProofBundle>>
   readonly update: (owner: Owner, id: string, changes: {
     readonly metadata?: Record<string, unknown> | undefined
     readonly webhookUrl?: string | null | undefined
