@@ -90,7 +90,7 @@ interface RowDivision {
  * flight from this node (counting those taken here); the others wait in their row, in order, so a receiver at its
  * cap holds back only its own events. The rows after the one that reaches the limit are left as they are.
  */
-const divideByHostCaps = (
+export const divideByHostCaps = (
   rows: ReadonlyArray<FanoutRow>,
   limit: number,
   perHost: number,
