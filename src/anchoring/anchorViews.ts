@@ -12,7 +12,7 @@ import { type SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { rowDefects } from "../db/rows.ts"
 import type { Anchor } from "../api/recordSchemas.ts"
 import { AnchorChainType } from "./model.ts"
-import { merkleProofOf, merkleProofOffsets, readNodes } from "./batchTrees.ts"
+import { batchTreeNodes, merkleProofOf, merkleProofOffsets } from "./batchTrees.ts"
 
 /** Numbers PostgreSQL keeps as bigint, read as text (`::text`) and decoded here. */
 const BigIntText = Schema.NumberFromString
@@ -50,18 +50,9 @@ const StoredAnchorRow = Schema.Struct({
   batchId: Schema.String
 })
 
-/**
- * The anchors of the given records whose transaction is in a block, by record id (one query), each
- * record's in (chain type, network) order. Written as per-record lookups behind fences (OFFSET 0): as a
- * plain join, stale statistics on anchor_batches (their states change by the second) once made
- * PostgreSQL walk every anchor of every confirmed batch to find 128 records — 120–330 ms per call
- * (docs/benchmarks.md).
- */
-export const anchorRows = (
-  sql: SqlClient.SqlClient,
-  ids: ReadonlyArray<string>
-): Effect.Effect<Map<string, Array<AnchorRow>>, SqlError.SqlError> =>
-  ids.length === 0 ? Effect.succeed(new Map()) : rowDefects(SqlSchema.findAll({
+/** The anchors of records (`findAnchors`), one row per record and anchor, stored proof or leaf position. */
+const statements = (sql: SqlClient.SqlClient) => ({
+  findAnchors: SqlSchema.findAll({
     Request: Schema.Array(Schema.String),
     Result: StoredAnchorRow,
     execute: (ids) =>
@@ -75,27 +66,8 @@ export const anchorRows = (
       SELECT * FROM anchor_batches b WHERE b.id = a.batch_id AND b.state IN ('MINED', 'CONFIRMED') AND b.tx_hash IS NOT NULL OFFSET 0
     ) b
     ORDER BY a.record_id, a.chain_type, a.network_id`
-  })(ids)).pipe(
-    Effect.flatMap((stored) => {
-      // Proofs not stored (NULL) derived from their batches' stored trees, each batch's nodes read once (batchTrees.ts).
-      const derived = stored.filter((r) => r.merkleProof === null)
-      if (derived.length === 0) return Effect.succeed(stored as ReadonlyArray<AnchorRow>)
-      const offsets = new Map(derived.map((r) => [r, merkleProofOffsets(r.leafCount, r.merkleIndex ?? NaN)]))
-      return Effect.map(
-        readNodes(sql, "merkle", derived.map((r) => ({ batchId: r.batchId, merkleRoot: r.merkleRoot, offsets: offsets.get(r)! }))),
-        (node) => stored.map((r): AnchorRow => r.merkleProof !== null ? r as AnchorRow : { ...r, merkleProof: merkleProofOf(node, r.batchId, offsets.get(r)!) })
-      )
-    }),
-    Effect.map((rows) => {
-      const out = new Map<string, Array<AnchorRow>>()
-      for (const r of rows) {
-        const list = out.get(r.recordId)
-        if (list === undefined) out.set(r.recordId, [r])
-        else list.push(r)
-      }
-      return out
-    })
-  )
+  })
+})
 
 /** EVM: the contract's counter (an integer); Fabric: the string given to the chaincode (seed). */
 const batchIdOf = (a: AnchorRow): number | string =>
@@ -143,39 +115,77 @@ export const anchorConfirmedFacts = (
   anchors: anchors.map(toEventAnchor)
 })
 
-/**
- * The one assembly of `anchor.confirmed` (SQL holds no copy of it): each derived event's facts (one per record of
- * a batch event), by the caller's key, from the record, when it became ANCHORED (its completing batch's
- * `anchored_at`) and its anchors (`anchorRows`, one query for all of them). The webhook dispatcher renders every
- * body from these (src/webhooks/renderInputs.ts, fanOut.ts); `Outbox.decode` then
- * `Outbox.storedPayload` give their stored form. Built here, not in jsonb: that cost ~80 µs per record
- * (docs/benchmarks.md).
- */
-export const anchorConfirmedPayloads = (
-  sql: SqlClient.SqlClient,
-  rows: ReadonlyArray<
-    { readonly key: string; readonly recordId: string; readonly anchoredAt: Date; readonly hash: string | null; readonly chainType: string | null;
-      readonly networkId: string | null }
-  >
-): Effect.Effect<Map<string, Record<string, unknown>>, SqlError.SqlError> =>
-  Effect.map(anchorRows(sql, [...new Set(rows.map((r) => r.recordId))]), (anchors) => {
-    const out = new Map<string, Record<string, unknown>>()
-    for (const r of rows) {
-      out.set(r.key, anchorConfirmedFacts(
-        { id: r.recordId, hash: r.hash ?? "", chainType: r.chainType ?? "", networkId: r.networkId ?? "" },
-        r.anchoredAt,
-        anchors.get(r.recordId) ?? []
-      ))
-    }
-    return out
-  })
+/** The anchors as record views, proof bundles and events read them, over the layer's client; built once by the layer. */
+export const anchorReads = (sql: SqlClient.SqlClient) => {
+  const q = statements(sql)
+  const nodes = batchTreeNodes(sql)
 
-/** Anchors of the given records, by record id (one query), for the read paths (SqlError typed: 503 at the edge). */
-export const loadAnchors = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => anchorRows(sql, ids)
+  /**
+   * The anchors of the given records whose transaction is in a block, by record id (one query), each
+   * record's in (chain type, network) order. Written as per-record lookups behind fences (OFFSET 0): as a
+   * plain join, stale statistics on anchor_batches (their states change by the second) once made
+   * PostgreSQL walk every anchor of every confirmed batch to find 128 records — 120–330 ms per call
+   * (docs/benchmarks.md).
+   */
+  const anchorRows = (ids: ReadonlyArray<string>): Effect.Effect<Map<string, Array<AnchorRow>>, SqlError.SqlError> =>
+    ids.length === 0 ? Effect.succeed(new Map()) : rowDefects(q.findAnchors(ids)).pipe(
+      Effect.flatMap((stored) => {
+        // Proofs not stored (NULL) derived from their batches' stored trees, each batch's nodes read once (batchTrees.ts).
+        const derived = stored.filter((r) => r.merkleProof === null)
+        if (derived.length === 0) return Effect.succeed(stored as ReadonlyArray<AnchorRow>)
+        const offsets = new Map(derived.map((r) => [r, merkleProofOffsets(r.leafCount, r.merkleIndex ?? NaN)]))
+        return Effect.map(
+          nodes.readNodes("merkle", derived.map((r) => ({ batchId: r.batchId, merkleRoot: r.merkleRoot, offsets: offsets.get(r)! }))),
+          (node) =>
+            stored.map((r): AnchorRow => r.merkleProof !== null ? r as AnchorRow : { ...r, merkleProof: merkleProofOf(node, r.batchId, offsets.get(r)!) })
+        )
+      }),
+      Effect.map((rows) => {
+        const out = new Map<string, Array<AnchorRow>>()
+        for (const r of rows) {
+          const list = out.get(r.recordId)
+          if (list === undefined) out.set(r.recordId, [r])
+          else list.push(r)
+        }
+        return out
+      })
+    )
 
-/** Attaches `anchors` to record rows (for toView). */
-export const withAnchors = (sql: SqlClient.SqlClient) => <Row extends { readonly id: string }>(rows: ReadonlyArray<Row>) =>
-  Effect.map(loadAnchors(sql, rows.map((r) => r.id)), (byId) => rows.map((r) => ({ ...r, anchors: (byId.get(r.id) ?? []).map(toAnchor) })))
+  /**
+   * The one assembly of `anchor.confirmed` (SQL holds no copy of it): each derived event's facts (one per record of
+   * a batch event), by the caller's key, from the record, when it became ANCHORED (its completing batch's
+   * `anchored_at`) and its anchors (`anchorRows`, one query for all of them). The webhook dispatcher renders every
+   * body from these (src/webhooks/renderInputs.ts, fanOut.ts); `Outbox.decode` then
+   * `Outbox.storedPayload` give their stored form. Built here, not in jsonb: that cost ~80 µs per record
+   * (docs/benchmarks.md).
+   */
+  const anchorConfirmedPayloads = (
+    rows: ReadonlyArray<
+      { readonly key: string; readonly recordId: string; readonly anchoredAt: Date; readonly hash: string | null; readonly chainType: string | null;
+        readonly networkId: string | null }
+    >
+  ): Effect.Effect<Map<string, Record<string, unknown>>, SqlError.SqlError> =>
+    Effect.map(anchorRows([...new Set(rows.map((r) => r.recordId))]), (anchors) => {
+      const out = new Map<string, Record<string, unknown>>()
+      for (const r of rows) {
+        out.set(r.key, anchorConfirmedFacts(
+          { id: r.recordId, hash: r.hash ?? "", chainType: r.chainType ?? "", networkId: r.networkId ?? "" },
+          r.anchoredAt,
+          anchors.get(r.recordId) ?? []
+        ))
+      }
+      return out
+    })
+
+  /** Anchors of the given records, by record id (one query), for the read paths (SqlError typed: 503 at the edge). */
+  const loadAnchors = (ids: ReadonlyArray<string>) => anchorRows(ids)
+
+  /** Attaches `anchors` to record rows (for toView). */
+  const withAnchors = <Row extends { readonly id: string }>(rows: ReadonlyArray<Row>) =>
+    Effect.map(loadAnchors(rows.map((r) => r.id)), (byId) => rows.map((r) => ({ ...r, anchors: (byId.get(r.id) ?? []).map(toAnchor) })))
+
+  return { anchorRows, anchorConfirmedPayloads, loadAnchors, withAnchors }
+}
 
 /**
  * SPEC 6: the self-contained receipt of an anchored record (see docs/proof-format.md). A salted

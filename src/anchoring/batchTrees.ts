@@ -16,7 +16,7 @@
  */
 import { Buffer } from "node:buffer"
 import { Effect, Schema } from "effect"
-import { type SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { type SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
 import { rowDefects } from "../db/rows.ts"
 
 /** A position outside the tree is a bug (an anchor without its proof nor its position): never a node read from elsewhere. */
@@ -53,19 +53,8 @@ export const logProofOffsets = (leafCount: number, index: number): Array<number>
   return out
 }
 
-/** The nodes at `offsets` of stored levels. */
-const nodesAt = (levels: Uint8Array, offsets: ReadonlyArray<number>): Array<Uint8Array> => offsets.map((o) => levels.subarray(o, o + 32))
-
 /** A node as the API shows it: 0x + 64 hex (a view on the stored bytes, not a copy). */
 const hexNode = (b: Uint8Array) => `0x${Buffer.from(b.buffer, b.byteOffset, 32).toString("hex")}`
-
-/** A proof of the first tree as the API shows it (0x + 64 hex each). */
-export const merkleProofFrom = (levels: Uint8Array, leafCount: number, position: number): Array<string> =>
-  nodesAt(levels, merkleProofOffsets(leafCount, position)).map(hexNode)
-
-/** An RFC 9162 proof as `anchors.log_proof` stored it: the siblings concatenated. */
-export const logProofFrom = (levels: Uint8Array, leafCount: number, index: number): Uint8Array =>
-  Buffer.concat(nodesAt(levels, logProofOffsets(leafCount, index)))
 
 export type Tree = "merkle" | "log"
 
@@ -105,66 +94,77 @@ const SLICE_LIMIT = 48
 const SliceRow = Schema.Struct({ batchId: Schema.String, offset: Schema.Number, node: Schema.Uint8Array })
 const LevelsRow = Schema.Struct({ batchId: Schema.String, levels: Schema.NullOr(Schema.Uint8Array) })
 
-/**
- * The nodes wanted from each batch's stored tree: a function from (batch id, offset) to the node. Two statements
- * at most (slices, whole levels), whatever the number of batches.
- */
-export const readNodes = (
-  sql: SqlClient.SqlClient,
-  tree: Tree,
-  wanted: ReadonlyArray<NodesWanted>
-): Effect.Effect<(batchId: string, offset: number) => Uint8Array, SqlError.SqlError> =>
-  Effect.gen(function*() {
-    const column = tree === "merkle" ? sql`b.merkle_levels` : sql`b.log_levels`
-    const byBatch = new Map<string, { root: string; offsets: Set<number> }>()
-    for (const w of wanted) {
-      let entry = byBatch.get(w.batchId)
-      if (entry === undefined) byBatch.set(w.batchId, entry = { root: w.merkleRoot, offsets: new Set() })
-      for (const o of w.offsets) entry.offsets.add(o)
-    }
-    const whole = new Map<string, Uint8Array>()
-    const sliced = new Map<string, Uint8Array>()
-    const toSlice: Array<[string, number]> = []
-    const toRead: Array<string> = []
-    for (const [batchId, { offsets, root }] of byBatch) {
-      const hit = cache.get(`${tree}:${root}`)
-      if (hit !== undefined) whole.set(batchId, hit)
-      else if (offsets.size <= SLICE_LIMIT) { for (const o of offsets) toSlice.push([batchId, o]) }
-      else toRead.push(batchId)
-    }
-    if (toSlice.length > 0) {
-      const rows = yield* rowDefects(SqlSchema.findAll({
-        Request: Schema.Struct({ ids: Schema.String, offsets: Schema.String }),
-        Result: SliceRow,
-        execute: ({ ids, offsets }) =>
-          sql`
+/** The statements reading one tree's stored nodes: slices of it, or its whole levels. */
+const treeStatements = (sql: SqlClient.SqlClient, column: Statement.Fragment) => ({
+  slices: SqlSchema.findAll({
+    Request: Schema.Struct({ ids: Schema.String, offsets: Schema.String }),
+    Result: SliceRow,
+    execute: ({ ids, offsets }) =>
+      sql`
             SELECT x.b::text AS batch_id, x.o AS "offset", substring(${column} FROM x.o + 1 FOR 32) AS node
             FROM unnest(string_to_array(${ids}, ',')::bigint[], string_to_array(${offsets}, ',')::int[]) AS x(b, o)
             JOIN anchor_batches b ON b.id = x.b`
-      })({ ids: toSlice.map(([b]) => b).join(","), offsets: toSlice.map(([, o]) => o).join(",") }))
-      for (const r of rows) sliced.set(`${r.batchId}:${r.offset}`, r.node)
-    }
-    if (toRead.length > 0) {
-      const rows = yield* rowDefects(SqlSchema.findAll({
-        Request: Schema.String,
-        Result: LevelsRow,
-        execute: (ids) =>
-          sql`SELECT b.id::text AS batch_id, ${column} AS levels FROM anchor_batches b WHERE b.id = ANY (string_to_array(${ids}, ',')::bigint[])`
-      })(toRead.join(",")))
-      for (const r of rows) {
-        if (r.levels === null) continue
-        whole.set(r.batchId, r.levels)
-        remember(`${tree}:${byBatch.get(r.batchId)!.root}`, r.levels)
-      }
-    }
-    return (batchId: string, offset: number): Uint8Array => {
-      const levels = whole.get(batchId)
-      const node = levels !== undefined ? levels.subarray(offset, offset + 32) : sliced.get(`${batchId}:${offset}`)
-      // A batch row always has the levels its proof-less anchors need (BatchStore.cutBatch writes both together).
-      if (node === undefined || node.length !== 32) throw new Error(`batch ${batchId}: no stored ${tree} tree node at byte ${offset}`)
-      return node
-    }
+  }),
+  levels: SqlSchema.findAll({
+    Request: Schema.String,
+    Result: LevelsRow,
+    execute: (ids) => sql`SELECT b.id::text AS batch_id, ${column} AS levels FROM anchor_batches b WHERE b.id = ANY (string_to_array(${ids}, ',')::bigint[])`
   })
+})
+
+/** The stored trees' nodes over the layer's client, its statements built once by the layer. */
+export const batchTreeNodes = (sql: SqlClient.SqlClient) => {
+  const statements = { merkle: treeStatements(sql, sql`b.merkle_levels`), log: treeStatements(sql, sql`b.log_levels`) }
+
+  /**
+   * The nodes wanted from each batch's stored tree: a function from (batch id, offset) to the node. Two statements
+   * at most (slices, whole levels), whatever the number of batches.
+   */
+  const readNodes = (
+    tree: Tree,
+    wanted: ReadonlyArray<NodesWanted>
+  ): Effect.Effect<(batchId: string, offset: number) => Uint8Array, SqlError.SqlError> =>
+    Effect.gen(function*() {
+      const q = statements[tree]
+      const byBatch = new Map<string, { root: string; offsets: Set<number> }>()
+      for (const w of wanted) {
+        let entry = byBatch.get(w.batchId)
+        if (entry === undefined) byBatch.set(w.batchId, entry = { root: w.merkleRoot, offsets: new Set() })
+        for (const o of w.offsets) entry.offsets.add(o)
+      }
+      const whole = new Map<string, Uint8Array>()
+      const sliced = new Map<string, Uint8Array>()
+      const toSlice: Array<[string, number]> = []
+      const toRead: Array<string> = []
+      for (const [batchId, { offsets, root }] of byBatch) {
+        const hit = cache.get(`${tree}:${root}`)
+        if (hit !== undefined) whole.set(batchId, hit)
+        else if (offsets.size <= SLICE_LIMIT) { for (const o of offsets) toSlice.push([batchId, o]) }
+        else toRead.push(batchId)
+      }
+      if (toSlice.length > 0) {
+        const rows = yield* rowDefects(q.slices({ ids: toSlice.map(([b]) => b).join(","), offsets: toSlice.map(([, o]) => o).join(",") }))
+        for (const r of rows) sliced.set(`${r.batchId}:${r.offset}`, r.node)
+      }
+      if (toRead.length > 0) {
+        const rows = yield* rowDefects(q.levels(toRead.join(",")))
+        for (const r of rows) {
+          if (r.levels === null) continue
+          whole.set(r.batchId, r.levels)
+          remember(`${tree}:${byBatch.get(r.batchId)!.root}`, r.levels)
+        }
+      }
+      return (batchId: string, offset: number): Uint8Array => {
+        const levels = whole.get(batchId)
+        const node = levels !== undefined ? levels.subarray(offset, offset + 32) : sliced.get(`${batchId}:${offset}`)
+        // A batch row always has the levels its proof-less anchors need (BatchStore.cutBatch writes both together).
+        if (node === undefined || node.length !== 32) throw new Error(`batch ${batchId}: no stored ${tree} tree node at byte ${offset}`)
+        return node
+      }
+    })
+
+  return { readNodes }
+}
 
 /** A proof of the first tree as the API shows it, from what `readNodes` read. */
 export const merkleProofOf = (node: (batchId: string, offset: number) => Uint8Array, batchId: string, offsets: ReadonlyArray<number>) =>

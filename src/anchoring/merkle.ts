@@ -19,6 +19,7 @@
 // the tree of 10,000 leaves needs 30,000 hashes.)
 import { Buffer } from "node:buffer"
 import { instantiateKeccak, type KeccakWasm } from "./keccak-wasm.ts"
+import { HASH_RE } from "./rfc9162.ts"
 
 export type Hex = `0x${string}`
 
@@ -30,8 +31,6 @@ export interface MerkleTree {
   /** `leaves[i]` is the leaf hash of `hashes[i]` (input order). */
   readonly leaves: ReadonlyArray<Hex>
 }
-
-const HASH_RE = /^(?:0x)?[0-9a-fA-F]{64}$/
 
 /**
  * Writes a 32-byte hash given as hex into `buf` at `off`. Validation rides on the decoder:

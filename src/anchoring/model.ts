@@ -62,5 +62,8 @@ export const BatchMeta = Schema.Union([
 export type BatchMeta = typeof BatchMeta.Type
 
 /** `RETURNING id::text AS id` rows. */
+/** A batch by id (`anchor_batches.id`, bigint, as text). */
+export const BatchId = Schema.String
+
 export const IdRow = Schema.Struct({ id: Schema.String })
 export const CountRow = Schema.Struct({ n: Schema.Number })

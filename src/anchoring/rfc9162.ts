@@ -11,41 +11,12 @@
 // The empty tree (root SHA-256("")) is not built: a batch has at least one leaf.
 //
 // The hashes and the proof check are the transparency log's (src/tlog/hash.ts, src/tlog/check.ts): one
-// implementation for each batch's tree and each network's log.
-import { leafHash, nodeHash, split } from "../tlog/hash.ts"
-
-export interface LogTree {
-  /** MTH of all the leaves, 32 bytes. */
-  readonly root: Uint8Array
-  /** `proofs[i]`: the inclusion proof (audit path) of leaf i, sibling hashes from the leaf up. */
-  readonly proofs: ReadonlyArray<ReadonlyArray<Uint8Array>>
-}
-
-/**
- * The tree of `leaves` (raw leaf inputs, in order) with every leaf's inclusion proof: one pass,
- * 2n - 1 hashes, each subtree hash appended to the proofs of the leaves on the other side of its split.
- * @throws TypeError on an empty list.
- */
-export function buildLogTree(leaves: ReadonlyArray<Uint8Array>): LogTree {
-  const n = leaves.length
-  if (n === 0) throw new TypeError("buildLogTree: at least one leaf is required")
-  const proofs: Array<Array<Uint8Array>> = Array.from({ length: n }, () => [])
-  const mth = (lo: number, hi: number): Uint8Array => {
-    if (hi - lo === 1) return leafHash(leaves[lo]!)
-    const mid = lo + split(hi - lo)
-    // Subtrees first: their (deeper) siblings come before this level's in each proof.
-    const left = mth(lo, mid)
-    const right = mth(mid, hi)
-    for (let i = lo; i < mid; i++) proofs[i]!.push(right)
-    for (let i = mid; i < hi; i++) proofs[i]!.push(left)
-    return nodeHash(left, right)
-  }
-  return { root: mth(0, n), proofs }
-}
+// implementation for each batch's tree and each network's log. The batch's tree is built by ./recordLog.ts.
 
 // --- record hashes ---------------------------------------------------------------------------
 
-const HASH_RE = /^(?:0x)?[0-9a-fA-F]{64}$/
+/** A record hash as the trees take it: 64 hex digits, 0x prefix and upper case accepted. */
+export const HASH_RE = /^(?:0x)?[0-9a-fA-F]{64}$/
 
 /** 32 bytes from 64 hex digits (0x prefix and upper case accepted). */
 export const hashBytes = (hex: string): Uint8Array => {

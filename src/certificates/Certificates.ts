@@ -6,7 +6,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql"
 import { HashNotFound, NotAnchored, type RecordDeleted, type RecordNotFound } from "../records/errors.ts"
-import { type Owner, type ProofBundle, RecordStore } from "../records/RecordStore.ts"
+import { type Owner, type BuiltProofBundle, RecordStore } from "../records/RecordStore.ts"
 import { certificateId, certificatePdf } from "./certificate.ts"
 import { DomainErrorClass } from "../api/domainError.ts"
 
@@ -37,7 +37,7 @@ export class Certificates extends Context.Service<Certificates, {
   static readonly layer = Layer.effect(Certificates, Effect.gen(function*() {
     const store = yield* RecordStore
 
-    const render = (bundle: ProofBundle, verifyUrl: string) =>
+    const render = (bundle: BuiltProofBundle, verifyUrl: string) =>
       Effect.gen(function*() {
         const pdf = yield* certificatePdf(bundle, { verifyUrl }).pipe(
           Effect.catchTag("CertificateError", (e) =>

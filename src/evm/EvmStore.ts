@@ -8,7 +8,9 @@
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
-import { BatchStore, restoreFailedAnchors, selectOpenBatches } from "../anchoring/BatchStore.ts"
+import { BatchStore } from "../anchoring/BatchStore.ts"
+import { selectOpenBatches } from "../anchoring/batchReads.ts"
+import { batchTransitions } from "../anchoring/batchTransitions.ts"
 import { fence } from "../anchoring/Leadership.ts"
 import { batchRowOf, type Hex, HexString, IdRow } from "../anchoring/model.ts"
 import { rowDefects } from "../db/rows.ts"
@@ -113,6 +115,7 @@ export class EvmStore extends Context.Service<EvmStore, {
       const sql = yield* SqlClient.SqlClient
       const batches = yield* BatchStore
       const logs = yield* LogStore
+      const transitions = batchTransitions(sql)
 
       /** The columns a mined transaction sets on its batch (`markMined`, and `revive` of a given-up batch). */
       const minedColumns = (f: typeof MinedFactsSql.Encoded) =>
@@ -242,7 +245,7 @@ export class EvmStore extends Context.Service<EvmStore, {
         return yield* sql.withTransaction(Effect.gen(function*() {
           const revived = yield* rowDefects(updateRevived({ batchId, facts: f }))
           if (Option.isNone(revived)) return undefined
-          return yield* restoreFailedAnchors(sql, batchId)
+          return yield* transitions.restoreFailedAnchors(batchId)
         }))
       })
 

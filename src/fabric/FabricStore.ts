@@ -2,13 +2,14 @@
  * The Fabric writer's and indexer's own bookkeeping (docs/anchoring-fabric.md): a batch's signed
  * transaction (stored before it is submitted), its commit, the indexer's checkpoint and block log, and
  * the application of a block — in one transaction with the chain-neutral confirmation of its batches
- * (BatchStore's `confirmBatchRecords`: anchors confirmed, records ANCHORED with their events).
+ * (`confirmBatchRecords`, src/anchoring/batchTransitions.ts: anchors confirmed, records ANCHORED with their events).
  *
  * SqlError stays typed: the loops log a failure once and try again.
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
-import { BatchStore, confirmBatchRecords } from "../anchoring/BatchStore.ts"
+import { BatchStore } from "../anchoring/BatchStore.ts"
+import { batchTransitions } from "../anchoring/batchTransitions.ts"
 import { fence } from "../anchoring/Leadership.ts"
 import { IdRow } from "../anchoring/model.ts"
 import { rowDefects } from "../db/rows.ts"
@@ -66,6 +67,7 @@ export class FabricStore extends Context.Service<FabricStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const batches = yield* BatchStore
+      const transitions = batchTransitions(sql)
 
       const findCheckpoint = SqlSchema.findOneOption({
         Request: Schema.String,
@@ -185,7 +187,7 @@ export class FabricStore extends Context.Service<FabricStore, {
       const applyAdopted = Effect.fn("FabricStore.applyAdopted")(function*(batchId: string, blockHash: string) {
         return yield* sql.withTransaction(Effect.gen(function*() {
           if (Option.isNone(yield* rowDefects(confirmAdopted({ batchId, blockHash })))) return 0
-          return yield* confirmBatchRecords(sql, batchId)
+          return yield* transitions.confirmBatchRecords(batchId)
         }))
       })
 
@@ -211,7 +213,7 @@ export class FabricStore extends Context.Service<FabricStore, {
             }))
             for (const r of rows) {
               confirmed++
-              records += yield* confirmBatchRecords(sql, r.id)
+              records += yield* transitions.confirmBatchRecords(r.id)
             }
           }
           yield* rowDefects(upsertCheckpoint(logged))

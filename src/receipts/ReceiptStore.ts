@@ -4,7 +4,7 @@
  */
 import { Context, Effect, Layer, type Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
-import { logProofOffsets, readNodes } from "../anchoring/batchTrees.ts"
+import { batchTreeNodes, logProofOffsets } from "../anchoring/batchTrees.ts"
 import { splitProof } from "../anchoring/rfc9162.ts"
 import { rowDefects } from "../db/rows.ts"
 
@@ -41,6 +41,7 @@ export class ReceiptStore extends Context.Service<ReceiptStore, {
     ReceiptStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const nodes = batchTreeNodes(sql)
       // Batches anchored without an RFC 9162 tree (no log_root) have no receipt.
       const findReceiptAnchor = SqlSchema.findOneOption({
         Request: Schema.Struct({ recordId: Schema.String, networkId: Schema.optional(Schema.String) }),
@@ -61,7 +62,7 @@ export class ReceiptStore extends Context.Service<ReceiptStore, {
         inclusionPath: Effect.fn("ReceiptStore.inclusionPath")(function*(a) {
           if (a.logProof !== null) return splitProof(a.logProof)
           const offsets = logProofOffsets(a.leafCount, a.logIndex)
-          const node = yield* readNodes(sql, "log", [{ batchId: a.batchId, merkleRoot: a.merkleRoot, offsets }])
+          const node = yield* nodes.readNodes("log", [{ batchId: a.batchId, merkleRoot: a.merkleRoot, offsets }])
           return offsets.map((o) => node(a.batchId, o))
         })
       })

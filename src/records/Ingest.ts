@@ -9,7 +9,7 @@ import type { Principal } from "../api/auth.ts"
 import { nextMonthStart } from "../auth/plans.ts"
 import { UsageCache } from "../auth/UsageCache.ts"
 import { Networks } from "../anchoring/Networks.ts"
-import { ensureQueueCursor } from "../anchoring/BatchStore.ts"
+import { batchQueue } from "../anchoring/batchQueue.ts"
 import { SqlClient } from "effect/sql"
 import { InvalidWebhookUrl } from "../webhooks/errors.ts"
 import { ChainNotConfigured, InvalidEncryptionKey, InvalidRecord, QuotaExceeded } from "./errors.ts"
@@ -108,11 +108,11 @@ export class Ingest extends Context.Service<Ingest, {
       const networks = yield* Networks
       // Every network this node's ingest assigns has a queue cursor (a record's state reads it, migration
       // 0016), served by a batcher or not. Best effort: a batcher makes its own at its first look.
-      const sql = yield* SqlClient.SqlClient
+      const queue = batchQueue(yield* SqlClient.SqlClient)
       for (const environment of ["test", "live"] as const) {
         yield* Effect.ignore(Effect.andThen(
-          ensureQueueCursor(sql, networks.choose(environment, "evm").networkId),
-          ensureQueueCursor(sql, networks.choose(environment, "fabric").networkId, environment)
+          queue.ensureCursor(networks.choose(environment, "evm").networkId),
+          queue.ensureCursor(networks.choose(environment, "fabric").networkId, environment)
         ).pipe(Effect.timeout("10 seconds")))
       }
       const usage = yield* UsageCache

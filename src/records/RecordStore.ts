@@ -2,7 +2,7 @@
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
 import { Environment } from "../api/recordSchemas.ts"
-import { anchorRows, proofBundle, withAnchors } from "../anchoring/anchorViews.ts"
+import { anchorReads, proofBundle } from "../anchoring/anchorViews.ts"
 import { listedInStatus, recordColumns, type RecordStatus, stateJoin } from "../anchoring/recordState.ts"
 import { canonicalize } from "../canonical/jcs.ts"
 import { append, appendOne } from "../outbox/Outbox.ts"
@@ -33,8 +33,11 @@ export const requireFound = (lookup: Lookup, recordId: string): Effect.Effect<Re
     ? Effect.fail(new RecordDeleted({ recordId }))
     : Effect.fail(new RecordNotFound({ recordId }))
 
-/** SPEC 6: an anchored record's proof bundle (docs/proof-format.md). */
-export type ProofBundle = ReturnType<typeof proofBundle>
+/**
+ * SPEC 6: an anchored record's proof bundle (docs/proof-format.md) as the node builds it (anchorViews' `proofBundle`);
+ * its wire schema is src/api/proofBundle.ts's `ProofBundle`.
+ */
+export type BuiltProofBundle = ReturnType<typeof proofBundle>
 
 /** What `proofsOf` reads of a record: a `RecordRow`, or any row with its id, hash, salt flag and state. */
 type ProofSource = Pick<RecordRow, "id" | "hash" | "salted"> & { readonly status: string }
@@ -63,9 +66,9 @@ export class RecordStore extends Context.Service<RecordStore, {
    * The owner's record's proof bundle: 404 / 410 as `get`, 409 NOT_ANCHORED until it is anchored. The one
    * lookup behind `/v1/records/{id}/proof`, the console's proof and certificates.
    */
-  readonly proof: (owner: Owner, id: string) => Effect.Effect<ProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
+  readonly proof: (owner: Owner, id: string) => Effect.Effect<BuiltProofBundle, RecordNotFound | RecordDeleted | NotAnchored | SqlError.SqlError>
   /** The proof bundles of the anchored records among `rows` (as `get` or `byHash` read them), in their order: one query. */
-  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => SqlEffect<ReadonlyArray<ProofBundle>>
+  readonly proofsOf: (rows: ReadonlyArray<ProofSource>) => SqlEffect<ReadonlyArray<BuiltProofBundle>>
   readonly update: (owner: Owner, id: string, changes: {
     readonly metadata?: Record<string, unknown> | undefined
     readonly webhookUrl?: string | null | undefined
@@ -81,7 +84,8 @@ export class RecordStore extends Context.Service<RecordStore, {
     RecordStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const attachAnchors = withAnchors(sql)
+      const anchors = anchorReads(sql)
+      const attachAnchors = anchors.withAnchors
 
       // By the primary key whatever the statistics: behind the fence (OFFSET 0) the key is the
       // only condition, so no plan can walk the owner's index (records_hash, records_list) and filter each of
@@ -273,7 +277,7 @@ export class RecordStore extends Context.Service<RecordStore, {
 
       const proofsOf = (rows: ReadonlyArray<ProofSource>) => {
         const anchored = rows.filter((r) => r.status === "ANCHORED")
-        return Effect.map(anchorRows(sql, anchored.map((r) => r.id)), (byId) => anchored.map((r) => proofBundle(r, byId.get(r.id) ?? [])))
+        return Effect.map(anchors.anchorRows(anchored.map((r) => r.id)), (byId) => anchored.map((r) => proofBundle(r, byId.get(r.id) ?? [])))
       }
 
       return RecordStore.of({

@@ -18,7 +18,7 @@ import type { QuotaExceeded } from "../records/errors.ts"
 import { Ingest, type PrepareError } from "../records/Ingest.ts"
 import { companionWriter } from "../records/companions.ts"
 import type { SubmitError } from "../records/IngestWriter.ts"
-import { type ProofBundle, RecordStore } from "../records/RecordStore.ts"
+import { type BuiltProofBundle, RecordStore } from "../records/RecordStore.ts"
 import { TsaConfig } from "./config.ts"
 import { TimestampNotFound, TsaDisabled } from "./errors.ts"
 import { loadSigner } from "./keys.ts"
@@ -88,7 +88,7 @@ export interface TokenView {
   readonly genTime: string
   readonly status: string
   readonly token: string
-  readonly proof: ProofBundle | null
+  readonly proof: BuiltProofBundle | null
 }
 
 export class Tsa extends Context.Service<Tsa, {

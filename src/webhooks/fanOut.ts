@@ -9,7 +9,7 @@
 import { Clock, Effect, Schema } from "effect"
 import { type SqlError, SqlSchema } from "effect/sql"
 import * as Crypto from "node:crypto"
-import { anchorConfirmedPayloads } from "../anchoring/anchorViews.ts"
+import { anchorReads } from "../anchoring/anchorViews.ts"
 import type { Claimed } from "./claimedDeliveries.ts"
 import { type DispatcherSql, hostPortSql } from "./dispatcherSql.ts"
 import type { FanoutRow, FanoutRows } from "./fanoutRows.ts"
@@ -90,7 +90,7 @@ interface RowDivision {
  * flight from this node (counting those taken here); the others wait in their row, in order, so a receiver at its
  * cap holds back only its own events. The rows after the one that reaches the limit are left as they are.
  */
-const divideByHostCaps = (
+export const divideByHostCaps = (
   rows: ReadonlyArray<FanoutRow>,
   limit: number,
   perHost: number,
@@ -172,6 +172,7 @@ const renderChunkItems = (events: ReadonlyArray<FanRow>, payloads: ReadonlyMap<s
 
 /** DeliveryClaims' fanOut (documented on its interface). */
 export const makeFanOut = ({ sql }: DispatcherSql, fanouts: FanoutRows) => {
+  const anchors = anchorReads(sql)
   /** A fan-out's target (events `e`, records `r`, webhook_settings `s`): the record's webhookUrl, else the global webhook. */
   const targetUrl = sql`COALESCE(NULLIF(r.webhook_url, ''), s.url)`
 
@@ -290,7 +291,7 @@ export const makeFanOut = ({ sql }: DispatcherSql, fanouts: FanoutRows) => {
         recordIds: taken.map((event) => event.recordId),
         now
       }))
-      const payloads = yield* anchorConfirmedPayloads(sql, events.map((event) => ({ key: event.seq, ...event })))
+      const payloads = yield* anchors.anchorConfirmedPayloads(events.map((event) => ({ key: event.seq, ...event })))
       const { items, unrendered } = renderChunkItems(events, payloads)
       if (unrendered.length > 0) {
         yield* rowDefects(insertUnrendered({

@@ -4,7 +4,7 @@
  * secrets of the delivery's environment. The fan-out (./fanOut.ts) builds its render inputs from the same row shape.
  */
 import { Effect, Schema } from "effect"
-import { anchorConfirmedPayloads } from "../anchoring/anchorViews.ts"
+import { anchorReads } from "../anchoring/anchorViews.ts"
 import { clockNow, type DispatcherSql } from "./dispatcherSql.ts"
 import type { RenderInput } from "./payload.ts"
 import { inOverlap } from "./rotation.ts"
@@ -89,6 +89,7 @@ export const toRenderInput = (
 
 /** DeliveryClaims' renderInputs (documented on its interface). */
 export const makeRenderInputs = ({ sql }: DispatcherSql) => {
+  const anchors = anchorReads(sql)
   /**
    * The one statement of the dispatcher whose rows are read as typed (`RenderInputRow`), not decoded: it runs for
    * every delivery's first render, and its row is the widest (23 columns, 17 of them nullable): decoding it cost
@@ -144,7 +145,7 @@ export const makeRenderInputs = ({ sql }: DispatcherSql) => {
     const now = yield* clockNow
     const rows = yield* findRenderInputs({ seqs, now })
     const derived = rows.filter((row) => row.batchEventId !== null || row.priorBatchEventId !== null)
-    const payloads = derived.length === 0 ? new Map<string, Record<string, unknown>>() : yield* anchorConfirmedPayloads(sql, derived.map((row) => ({
+    const payloads = derived.length === 0 ? new Map<string, Record<string, unknown>>() : yield* anchors.anchorConfirmedPayloads(derived.map((row) => ({
       key: row.seq,
       recordId: row.recordId ?? "",
       // the event's own anchoredAt, else the prior confirmation's

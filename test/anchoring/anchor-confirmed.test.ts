@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { beforeAll } from "vitest"
-import { loadAnchors, proofBundle, toAnchor, toEventAnchor } from "../../src/anchoring/anchorViews.ts"
+import { anchorReads, proofBundle, toAnchor, toEventAnchor } from "../../src/anchoring/anchorViews.ts"
 import { BatchStore } from "../../src/anchoring/BatchStore.ts"
 import { pgClientLayer } from "../../src/db/Database.ts"
 import { migrations } from "../../src/db/migrations/index.ts"
@@ -48,7 +48,7 @@ describe("an anchor's confirmation, read from its batch", () => {
 
       // What the view, the proof bundle and the events (their one assembly, migration 0024) say of the record's anchor.
       const seen = Effect.gen(function*() {
-        const anchors = (yield* loadAnchors(sql, [recordId])).get(recordId) ?? []
+        const anchors = (yield* anchorReads(sql).loadAnchors([recordId])).get(recordId) ?? []
         const found = yield* store.get(owner, recordId, false)
         return {
           view: anchors.map((a) => toAnchor(a).anchoredAt),

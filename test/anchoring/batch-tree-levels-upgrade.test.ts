@@ -12,11 +12,11 @@ import { Buffer } from "node:buffer"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { beforeAll } from "vitest"
-import { anchorRows } from "../../src/anchoring/anchorViews.ts"
+import { anchorReads } from "../../src/anchoring/anchorViews.ts"
 import { BatchStore } from "../../src/anchoring/BatchStore.ts"
-import { logProofOffsets, readNodes } from "../../src/anchoring/batchTrees.ts"
+import { batchTreeNodes, logProofOffsets } from "../../src/anchoring/batchTrees.ts"
 import { buildTree } from "../../src/anchoring/merkle.ts"
-import { buildRecordLog } from "../../src/anchoring/recordLog.ts"
+import { buildRecordLog } from "../support/trees.ts"
 import { pgClientLayer } from "../../src/db/Database.ts"
 import { migrations } from "../../src/db/migrations/index.ts"
 import { EvmStore } from "../../src/evm/EvmStore.ts"
@@ -109,7 +109,7 @@ describe("migration 0025: proofs from the batch's stored trees", () => {
       })
       yield* batches.confirm(fresh.batchId)
 
-      const proofsOf = (ids: ReadonlyArray<string>) => Effect.map(anchorRows(sql, ids), (rows) => ids.map((i) => rows.get(i)?.[0]?.merkleProof))
+      const proofsOf = (ids: ReadonlyArray<string>) => Effect.map(anchorReads(sql).anchorRows(ids), (rows) => ids.map((i) => rows.get(i)?.[0]?.merkleProof))
       const logProofOf = (recordId: string) =>
         Effect.gen(function*() {
           const [a] = yield* sql<{ batchId: string; leafCount: number; logIndex: number; merkleRoot: string; logProof: Uint8Array | null }>`
@@ -117,7 +117,7 @@ describe("migration 0025: proofs from the batch's stored trees", () => {
             FROM anchors a JOIN anchor_batches b ON b.id = a.batch_id WHERE a.record_id = ${recordId}`
           if (a!.logProof !== null) return Buffer.from(a!.logProof).toString("hex")
           const offsets = logProofOffsets(a!.leafCount, a!.logIndex)
-          const node = yield* readNodes(sql, "log", [{ batchId: a!.batchId, merkleRoot: a!.merkleRoot, offsets }])
+          const node = yield* batchTreeNodes(sql).readNodes("log", [{ batchId: a!.batchId, merkleRoot: a!.merkleRoot, offsets }])
           return Buffer.concat(offsets.map((o) => node(a!.batchId, o))).toString("hex")
         })
 

@@ -6,10 +6,11 @@
  *   npx vitest run test/anchoring/batch-trees.test.ts
  */
 import { describe, expect, it } from "vitest"
-import { logProofFrom, logProofOffsets, merkleProofFrom, merkleProofOffsets } from "../../src/anchoring/batchTrees.ts"
+import { logProofOffsets, merkleProofOffsets } from "../../src/anchoring/batchTrees.ts"
 import { buildTree, buildTreeLevels } from "../../src/anchoring/merkle.ts"
-import { buildRecordLog, buildRecordLogLevels } from "../../src/anchoring/recordLog.ts"
-import { buildLogTree, hashBytes, logLeafOrder, toHex } from "../../src/anchoring/rfc9162.ts"
+import { buildRecordLogLevels } from "../../src/anchoring/recordLog.ts"
+import { hashBytes, logLeafOrder, toHex } from "../../src/anchoring/rfc9162.ts"
+import { buildLogTree, buildRecordLog, logProofFrom, merkleProofFrom } from "../support/trees.ts"
 
 /** mulberry32: a seeded generator, so a failure replays. */
 const prng = (seed: number) => () => {

@@ -7,11 +7,11 @@
 // in certificate-transparency-go's merkletree tests.
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { buildLogTree, hashBytes, logLeafOrder, splitProof, toHex } from "../../src/anchoring/rfc9162.ts"
+import { hashBytes, logLeafOrder, splitProof, toHex } from "../../src/anchoring/rfc9162.ts"
 import { rootFromInclusionProof, verifyInclusion } from "../../src/tlog/check.ts"
 import { leafHash } from "../../src/tlog/hash.ts"
 import { INCLUSION, LEAF_HASHES, LEAF_INPUTS, ROOTS } from "../tlog/vectors.ts"
-import { buildRecordLog } from "../../src/anchoring/recordLog.ts"
+import { buildLogTree, buildRecordLog } from "../support/trees.ts"
 
 const hashBytes0 = (h: string) => new Uint8Array(Buffer.from(h, "hex"))
 const hd = (h: string) => new Uint8Array(Buffer.from(h, "hex"))

@@ -14,7 +14,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { beforeAll } from "vitest"
-import { BatchStore, ensureQueueCursor, restoreFailedAnchors } from "../../src/anchoring/BatchStore.ts"
+import { BatchStore } from "../../src/anchoring/BatchStore.ts"
+import { batchQueue } from "../../src/anchoring/batchQueue.ts"
+import { batchTransitions } from "../../src/anchoring/batchTransitions.ts"
 import { inStatus, type RecordStatus, stateJoin } from "../../src/anchoring/recordState.ts"
 import { RecordStore } from "../../src/records/RecordStore.ts"
 import { withDatabaseServices } from "../support/clock.ts"
@@ -53,12 +55,14 @@ describe("status filters against the plain state (real PostgreSQL, seeded)", () 
       const sql = yield* SqlClient.SqlClient
       const records = yield* RecordStore
       const batches = yield* BatchStore
+      const queue = batchQueue(sql)
+      const transitions = batchTransitions(sql)
       const random = prng(SEED)
       const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(random() * xs.length)]!
       for (const a of ACCOUNTS) yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${a}, ${a}, 'ENTERPRISE')`
       // As ingest does at start for every network it assigns: the idle network has a cursor, never moved.
-      for (const n of ["evm-sf-1", "evm-sf-2", "evm-sf-idle"]) yield* ensureQueueCursor(sql, n)
-      yield* ensureQueueCursor(sql, "fab-sf", "test")
+      for (const n of ["evm-sf-1", "evm-sf-2", "evm-sf-idle"]) yield* queue.ensureCursor(n)
+      yield* queue.ensureCursor("fab-sf", "test")
 
       let serial = 0
       /** Records in one transaction (one insert_xid), ids in creation order as the node makes them. */
@@ -129,7 +133,7 @@ describe("status filters against the plain state (real PostgreSQL, seeded)", () 
             // Mined after all: its anchors come back (src/evm/EvmStore.ts does this in one transaction).
             yield* sql.withTransaction(Effect.gen(function*() {
               yield* mine(batch.id)
-              yield* restoreFailedAnchors(sql, batch.id)
+              yield* transitions.restoreFailedAnchors(batch.id)
             }))
           }
         })

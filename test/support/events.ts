@@ -6,7 +6,7 @@
  */
 import { Effect, Redacted } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { anchorConfirmedPayloads } from "../../src/anchoring/anchorViews.ts"
+import { anchorReads } from "../../src/anchoring/anchorViews.ts"
 import { pgClientLayer } from "../../src/db/Database.ts"
 import { decode, storedPayload } from "../../src/outbox/Outbox.ts"
 
@@ -45,7 +45,7 @@ export const allEventsOf = (
       ${recordIds === undefined ? sql`` : sql`WHERE e.record_id IN ${sql.in(recordIds)}`}
       ORDER BY e.id, e.record_id`
     const derived = rows.filter((r) => r.payloadText === null)
-    const payloads = yield* anchorConfirmedPayloads(sql, derived.map((r) => ({ ...r, key: `${r.id}:${r.recordId}`, anchoredAt: r.anchoredAt! })))
+    const payloads = yield* anchorReads(sql).anchorConfirmedPayloads(derived.map((r) => ({ ...r, key: `${r.id}:${r.recordId}`, anchoredAt: r.anchoredAt! })))
     return rows.map((r) => ({
       id: r.id,
       eventId: r.eventId,
