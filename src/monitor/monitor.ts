@@ -23,7 +23,7 @@ import { tileHashReader } from "../tlog/tileReader.ts"
 import type { TileMismatch, TreeRangeError } from "../tlog/errors.ts"
 import { ENTRIES_LEVEL, parseEntryBundle, tilePath } from "../tlog/tiles.ts"
 import { type HashReader, storedHashIndex, treeHash } from "../tlog/tree.ts"
-import { type ChainCheckpoint, headBlock, readCheckpoints } from "./chain.ts"
+import { type ChainCheckpoint, headBlock, readCheckpoints } from "../verify/checkpoints.ts"
 import type { TilesSource, TilesUnavailable } from "./tiles.ts"
 
 /** The log is not what the chain says it is: the monitor's finding (exit 1). */

@@ -68,7 +68,10 @@ export const verifyCommand = Command.make("verify", {
   receipt: optionalString("receipt",
     "A COSE Receipt (RFC 9942, GET /v1/records/{id}/receipt) to check, with --receipt-key and --data (or --hash), and its root on chain (--rpc)"),
   receiptKey: optionalString("receipt-key", "With --receipt: the node's receipt public key, PEM (its /.well-known/anchord-receipt-key.pem)"),
-  hash: optionalString("hash", "With --receipt and no --data: the record hash (64 hex) as stated, not recomputed"),
+  hash: optionalString("hash", "With --receipt or --tlog-proof and no --data: the record hash (64 hex) as stated, not recomputed"),
+  tlogProof: optionalString("tlog-proof",
+    "A C2SP tlog-proof (GET /v1/records/{id}/log-proof) to check, with --log-key and --data (or --hash), and its checkpoint on chain (--rpc)"),
+  logKey: optionalString("log-key", "With --tlog-proof: the log's verifier key (<origin>+<key id>+<key>, printed by the node's banner)"),
   salt: optionalString("salt", "A salted encrypted record's salt (base64url): --data is then hashed as {\"data\": <data>, \"salt\": <salt>}"),
   json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print the report as JSON")),
   confirmations: Flag.Int("confirmations").pipe(Flag.withDefault(1), Flag.withDescription("Blocks required on top of the anchor's block, including it")),
@@ -107,6 +110,46 @@ export const verifyCommand = Command.make("verify", {
           : Console.error(`error: ${message}\nCOULD NOT CHECK (exit 2)`)
         process.exitCode = 2
       })
+    const tlogProofFile = get(o.tlogProof)
+    if (tlogProofFile !== undefined) {
+      let text: string
+      let hash: string
+      let hashSource: "data" | "bundle"
+      try {
+        const logKey = get(o.logKey)
+        if (logKey === undefined) throw new Error("--tlog-proof needs --log-key (the log's verifier key)")
+        text = readFileSync(tlogProofFile === "-" ? 0 : tlogProofFile, "utf8")
+        const dataFile = get(o.data)
+        const given = get(o.hash)
+        if (dataFile === undefined && given === undefined) throw new Error("--tlog-proof needs --data (the record's data, hashed) or --hash")
+        let data = dataFile === undefined ? undefined : readJson(dataFile)
+        const salt = get(o.salt)
+        if (salt !== undefined) {
+          if (data === undefined) throw new Error("--salt needs --data (the salt is hashed with the data)")
+          data = saltedCommitment(data, salt)
+        }
+        hash = data === undefined ? given!.toLowerCase().replace(/^0x/, "") : recordHash(data)
+        if (!/^[0-9a-f]{64}$/.test(hash)) throw new Error("--hash: a record hash is 64 hex digits")
+        hashSource = data === undefined ? "bundle" : "data"
+      } catch (e) {
+        return yield* couldNotCheck(e instanceof Error ? e.message : String(e))
+      }
+      const rpcUrl = get(o.rpc)
+      // Loaded only here: reading the contract's events needs viem, which a bundle's verify does not.
+      const { verifyTlogProof } = yield* Effect.promise(() => import("./tlogProof.ts"))
+      const report = yield* verifyTlogProof({
+        text,
+        logKey: get(o.logKey)!,
+        hash,
+        hashSource,
+        rpc: rpcUrl === undefined ? undefined : rpcClient(rpcUrl, o.timeout),
+        minConfirmations: o.confirmations,
+        offline: o.offline
+      })
+      yield* Console.log(o.json ? JSON.stringify(report, null, 2) : formatReport(report))
+      process.exitCode = report.exitCode
+      return
+    }
     const receiptFile = get(o.receipt)
     if (receiptFile !== undefined) {
       let input

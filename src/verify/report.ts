@@ -63,7 +63,7 @@ export const formatReport = (r: Report): string => {
       `record ${r.recordId ?? "(no id)"}  hash ${r.hash}  (input: ${r.input}; hash ${
         r.hashSource === "data"
           ? "recomputed from the data"
-          : r.input === "cose-receipt"
+          : r.input === "cose-receipt" || r.input === "tlog-proof"
           ? "as given with --hash, not recomputed"
           : "as stated in the bundle"
       })`

@@ -6,6 +6,7 @@
  * another root, a note's root changed without its signature) caught.
  *   npx vitest run test/translog/read-api.test.ts
  */
+import * as ChildProcess from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -16,7 +17,7 @@ import type { Hex } from "viem"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeLayer } from "../../src/app/layers.ts"
 import { EvmNetworks } from "../../src/evm/config.ts"
-import { readCheckpoints } from "../../src/monitor/chain.ts"
+import { readCheckpoints } from "../../src/verify/checkpoints.ts"
 import { runMonitor } from "../../src/monitor/monitor.ts"
 import { httpTiles } from "../../src/monitor/tiles.ts"
 import { openCheckpoint, signCheckpoint } from "../../src/tlog/checkpoint.ts"
@@ -214,7 +215,50 @@ describe("the transparency log's read API on a real node", () => {
       expect(refused.json.error, q).toMatch(reason)
     }
     expect((await call(node.baseUrl, "GET", `/v1/records/${id}/log-proof?size=abc`, { key: apiKey })).status).toBe(400)
-  }, 60_000)
+
+    // `anchord verify --tlog-proof`: the same checks from a file, without the node (its data hashed again here).
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "anchord-tlog-proof-"))
+    try {
+      const proofFile = Path.join(dir, "record.tlog-proof")
+      const dataFile = Path.join(dir, "data.json")
+      Fs.writeFileSync(proofFile, text)
+      Fs.writeFileSync(dataFile, JSON.stringify({ k: 1, i: 50 }))
+      const verify = (file: string, key = signer.verifierKey) =>
+        new Promise<{ code: number; out: string }>((resolve) =>
+          ChildProcess.execFile(process.execPath, [
+            Path.resolve(import.meta.dirname, "../../src/cli/main.ts"),
+            "verify",
+            "--tlog-proof",
+            file,
+            "--log-key",
+            key,
+            "--data",
+            dataFile,
+            "--rpc",
+            anvil.rpcUrl
+          ], { encoding: "utf8", timeout: 60_000 }, (error, stdout, stderr) => {
+            console.log(`$ anchord verify --tlog-proof ${file}  (exit ${error?.code ?? 0})\n${stdout}${stderr}`)
+            resolve({ code: typeof error?.code === "number" ? error.code : 0, out: stdout + stderr })
+          })
+        )
+      const ok = await verify(proofFile)
+      expect(ok.code, ok.out).toBe(0)
+      expect(ok.out).toMatch(/PASS +tlog\.signature/)
+      expect(ok.out).toMatch(/PASS +tlog\.inclusion +the record hash is leaf \d+ of the checkpoint's tree/)
+      expect(ok.out).toMatch(/PASS +tlog\.chain +accepted by 0x[0-9a-f]{40} with batch \d+ in block \d+/)
+      expect(ok.out).toMatch(/^VERIFIED \(exit 0\)$/m)
+      // Another leaf claimed, another key: not verified.
+      const moved = Path.join(dir, "moved.tlog-proof")
+      Fs.writeFileSync(moved, text.replace(/^index (\d+)$/m, (_, n) => `index ${Number(n) + 1}`))
+      const wrongLeaf = await verify(moved)
+      expect([wrongLeaf.code, /FAIL +tlog\.inclusion/.test(wrongLeaf.out)], wrongLeaf.out).toEqual([1, true])
+      const otherKey = ed25519NoteSigner(ORIGIN, Crypto.generateKeyPairSync("ed25519").privateKey).verifierKey
+      const wrongKey = await verify(proofFile, otherKey)
+      expect([wrongKey.code, /FAIL +tlog\.signature/.test(wrongKey.out)], wrongKey.out).toEqual([1, true])
+    } finally {
+      Fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 90_000)
 
   it("and catches each lie told in the database: a stored hash, a note re-signed over another root, a note's root changed", async () => {
     // The first leaf's stored hash, one bit flipped (and back): tile 0/000 no longer rebuilds the root the chain holds.

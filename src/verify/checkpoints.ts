@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import { decodeEventLog, type Hex } from "viem"
 import { anchorRegistryAbi } from "../evm/AnchorRegistry.abi.ts"
-import type { RpcClient, RpcError } from "../verify/evm.ts"
+import type { RpcClient, RpcError } from "./evm.ts"
 import { hashBytes } from "../anchoring/rfc9162.ts"
 
 export interface ChainCheckpoint {
