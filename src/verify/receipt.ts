@@ -11,7 +11,7 @@ import { hashBytes, toHex } from "../anchoring/rfc9162.ts"
 import { importReceiptKey, parseReceipt, type ParsedReceipt, receiptRoot, signatureValid } from "../receipts/receipt.ts"
 import { hexNumber, type RpcClient, uint, word } from "./evm.ts"
 import { checkFabricAnchor, type FabricOptions } from "./fabric.ts"
-import { type Check, exitCodeOf, outcomeOf, type Report } from "./report.ts"
+import { type Check, type Report, reportOfChecks } from "./report.ts"
 
 /** keccak256("LogRootAnchored(uint64,bytes32)") (checked against viem in test/receipts). */
 export const LOG_ROOT_TOPIC = "0xa2eb57a04786f39f13afed401bc6596b440565c0e2db5a7d9e0f2c34893dc481"
@@ -40,19 +40,8 @@ export const verifyReceipt = Effect.fn("verify.receipt")(function*(o: ReceiptVer
   const checks: Array<Check> = []
   const add = (id: string, status: Check["status"], message: string, networkId?: string) =>
     checks.push({ id, status, message, ...(networkId === undefined ? {} : { networkId }) })
-  const done = (r: ParsedReceipt | undefined): Report => {
-    const outcome = outcomeOf(checks)
-    return {
-      outcome,
-      exitCode: exitCodeOf(outcome),
-      recordId: null,
-      hash: o.hash,
-      hashSource: o.hashSource,
-      input: "cose-receipt",
-      anchors: r?.anchor === undefined ? [] : [{ chainType: r.anchor.chainType, networkId: r.anchor.networkId, outcome }],
-      checks
-    }
-  }
+  const done = (r: ParsedReceipt | undefined): Report =>
+    reportOfChecks("cose-receipt", o, checks, r?.anchor === undefined ? undefined : { chainType: r.anchor.chainType, networkId: r.anchor.networkId })
 
   let r: ParsedReceipt
   try {

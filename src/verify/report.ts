@@ -48,6 +48,26 @@ export const outcomeOf = (checks: ReadonlyArray<Check>): Outcome =>
 
 export const exitCodeOf = (o: Outcome): 0 | 1 | 2 => o === "verified" ? 0 : o === "not-verified" ? 1 : 2
 
+/** The report of an input that names no record (a receipt, a tlog-proof): its checks, about the one anchor it names. */
+export const reportOfChecks = (
+  input: string,
+  hash: { readonly hash: string; readonly hashSource: Report["hashSource"] },
+  checks: ReadonlyArray<Check>,
+  anchor: { readonly chainType: string; readonly networkId: string } | undefined
+): Report => {
+  const outcome = outcomeOf(checks)
+  return {
+    outcome,
+    exitCode: exitCodeOf(outcome),
+    recordId: null,
+    hash: hash.hash,
+    hashSource: hash.hashSource,
+    input,
+    anchors: anchor === undefined ? [] : [{ ...anchor, outcome }],
+    checks
+  }
+}
+
 const MARK: Record<CheckStatus, string> = { pass: "PASS", fail: "FAIL", error: "ERROR", skip: "skip" }
 
 /** Human-readable report (the CLI's default output). */

@@ -16,7 +16,7 @@ import { leafHash } from "../tlog/hash.ts"
 import { parseVerifierKey } from "../tlog/note.ts"
 import { parseProofText } from "../tlog/proofText.ts"
 import type { RpcClient } from "./evm.ts"
-import { type Check, exitCodeOf, outcomeOf, type Report } from "./report.ts"
+import { type Check, type Report, reportOfChecks } from "./report.ts"
 
 export interface TlogProofInput {
   readonly text: string
@@ -40,19 +40,7 @@ interface Anchored {
 export const verifyTlogProof = (o: TlogProofInput): Effect.Effect<Report> =>
   Effect.gen(function*() {
     const checks: Array<Check> = []
-    const report = (networkId: string) => {
-      const outcome = outcomeOf(checks)
-      return {
-        outcome,
-        exitCode: exitCodeOf(outcome),
-        recordId: null,
-        hash: o.hash,
-        hashSource: o.hashSource,
-        input: "tlog-proof",
-        anchors: [{ chainType: "evm", networkId, outcome }],
-        checks
-      } satisfies Report
-    }
+    const report = (networkId: string): Report => reportOfChecks("tlog-proof", o, checks, { chainType: "evm", networkId })
     const parsed = parseProofText(o.text)
     if (Result.isFailure(parsed)) {
       checks.push({ id: "tlog.proof", status: "error", message: `not a tlog-proof: ${parsed.failure.message}` })
