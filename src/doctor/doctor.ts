@@ -12,8 +12,9 @@ import { tsaFilesReport } from "../tsa/keys.ts"
 import { signerFromPem } from "../receipts/key.ts"
 import { logKeyFromPem } from "../translog/key.ts"
 import * as Fs from "node:fs"
-import { anchorableCheck, bounded, type CheckResult, databaseChecks, dataDirCheck, evmChecks, fabricChecks, fatal, ok, publicUrlCheck, redisCheck,
-  tlsFilesCheck, warn, webhookPolicyCheck } from "./checks.ts"
+import { anchorableCheck, bounded, type CheckResult, databaseChecks, dataDirCheck, fatal, ok, publicUrlCheck, redisCheck, tlsFilesCheck, warn,
+  webhookPolicyCheck } from "./checks.ts"
+import { evmChecks, fabricChecks } from "./chains.ts"
 import { webhookTargetCheck } from "./webhookTarget.ts"
 
 export interface DoctorOptions {

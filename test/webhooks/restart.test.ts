@@ -26,6 +26,16 @@ const processNode = async (webhook: Record<string, string>) => {
 }
 
 /** `n` records posted to the node process with their webhookUrl, then confirmed as the pipeline would: their ids and event ids. */
+/** Every record's delivery succeeded, and the delivery log holds exactly one entry for each. */
+const expectLoggedOnce = async (databaseUrl: string, ids: ReadonlyArray<string>) => {
+  await waitFor("every delivery logged",
+    async () => (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_delivery_log WHERE state = 'SUCCEEDED'"))[0].n === ids.length,
+    15_000)
+  const rows = await query<{ record_id: string; n: number }>(databaseUrl, "SELECT record_id, count(*)::int AS n FROM webhook_delivery_log GROUP BY record_id")
+  expect(rows.every((x) => x.n === 1)).toBe(true)
+  expect(new Set(rows.map((x) => x.record_id))).toEqual(new Set(ids))
+}
+
 const anchoredOnNode = async (port: string, key: string, n: number, webhookUrl: string, databaseUrl: string) => {
   const r = await fetch(`http://127.0.0.1:${port}/v1/anchor/batch`, {
     method: "POST",
@@ -121,14 +131,7 @@ describe("webhook durability", () => {
       // none was answered before the kill (3 s delay): each must be sent again, by the restarted node
       await waitFor("every anchor.confirmed delivered again", async () =>
         [...eventIds.values()].every((id) => receiver.received.slice(atKill).some((x) => x.headers["x-service-event-id"] === id)), 30_000)
-      await waitFor("every delivery logged", async () =>
-        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_delivery_log WHERE state = 'SUCCEEDED'"))[0].n === ids.length, 15_000)
-      const rows = await query<{ record_id: string; n: number }>(databaseUrl,
-        "SELECT record_id, count(*)::int AS n FROM webhook_delivery_log GROUP BY record_id")
-      expect(rows.every((x) =>
-        x.n === 1
-      )).toBe(true)
-      expect(new Set(rows.map((x) => x.record_id))).toEqual(new Set(ids))
+      await expectLoggedOnce(databaseUrl, ids)
       expect((await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_fanouts"))[0].n).toBe(0)
       console.log(`[restart] chunk: requests before kill ${atKill}, delivery rows at kill ${rowsAtKill}, total requests ${receiver.received.length}`)
     } finally {
@@ -159,14 +162,7 @@ describe("webhook durability", () => {
         const after = new Set(receiver.received.slice(atKill).flatMap((x) => (JSON.parse(x.body).events as Array<{ eventId: string }>).map((e) => e.eventId)))
         return [...eventIds.values()].every((id) => after.has(id))
       }, 30_000)
-      await waitFor("every delivery logged", async () =>
-        (await query<{ n: number }>(databaseUrl, "SELECT count(*)::int AS n FROM webhook_delivery_log WHERE state = 'SUCCEEDED'"))[0].n === ids.length, 15_000)
-      const rows = await query<{ record_id: string; n: number }>(databaseUrl,
-        "SELECT record_id, count(*)::int AS n FROM webhook_delivery_log GROUP BY record_id")
-      expect(rows.every((x) =>
-        x.n === 1
-      )).toBe(true)
-      expect(new Set(rows.map((x) => x.record_id))).toEqual(new Set(ids))
+      await expectLoggedOnce(databaseUrl, ids)
       // at least once: nothing missing, and anything sent twice is one of the 20 unanswered at the kill, with its own id
       const counts = new Map<string, number>()
       for (const id of seen()) counts.set(id, (counts.get(id) ?? 0) + 1)
